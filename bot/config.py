@@ -1,0 +1,147 @@
+"""Configuration: one frozen settings object read once at start and passed in.
+
+Sources, highest priority first: environment variables `LOREBOT_…` (nested with `__`,
+e.g. `LOREBOT_OLLAMA__MODEL`), a `.env` file, then a TOML file given by `--config` or
+`LOREBOT_CONFIG`. This is the only module that reads the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from bot.errors import ConfigError
+
+
+def default_database_path() -> Path:
+    """`$STATE_DIRECTORY/lorebot.db` under systemd, otherwise `./lorebot.db`."""
+    state_dirs = os.environ.get("STATE_DIRECTORY", "")
+    if state_dirs:
+        return Path(state_dirs.split(":")[0]) / "lorebot.db"
+    return Path("lorebot.db")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DatabaseSettings(_Section):
+    path: Path = Field(default_factory=default_database_path)
+    busy_timeout_ms: int = Field(5000, ge=0)
+
+
+class MemorySettings(_Section):
+    max_note_bytes: int = Field(4096, ge=64, le=1_000_000)
+    index_max_lines: int = Field(40, ge=1)
+    index_max_bytes: int = Field(2048, ge=64)
+    turn_max_bytes: int = Field(6144, ge=64)
+    token_budget: int = Field(2000, ge=100, description="tokens of memory per prompt")
+    recall_k: int = Field(5, ge=0, le=50)
+
+
+class OllamaSettings(_Section):
+    host: str = "http://127.0.0.1:11434"
+    model: str = "qwen3:8b"
+    timeout_s: float = Field(120.0, gt=0)
+    reasoning_effort: str | None = Field(None, pattern="^(low|medium|high|none)$")
+    show_thinking: bool = False
+    embed_model: str | None = None
+
+
+class BotSettings(_Section):
+    name: str = "lorebot"
+    admins: tuple[str, ...] = ()
+    allowed_users: tuple[str, ...] = ()
+    allowed_channels: tuple[str, ...] = ()
+    read_only_channels: tuple[str, ...] = ()
+    proposal_ttl_hours: float = Field(24.0, gt=0)
+    max_concurrent_model_calls: int = Field(2, ge=1)
+    queue_size: int = Field(100, ge=1)
+    tool_timeout_s: float = Field(20.0, gt=0)
+    max_tool_rounds: int = Field(4, ge=1, le=20)
+
+
+class SlackSettings(_Section):
+    bot_token: SecretStr | None = None
+    app_token: SecretStr | None = None
+    signing_secret: SecretStr | None = None
+    api_base_url: str = "https://slack.com/api/"
+
+
+class DiscordSettings(_Section):
+    token: SecretStr | None = None
+
+
+class Settings(BaseSettings):
+    """Everything lorebot can be configured with; defaults run with no config at all."""
+
+    model_config = SettingsConfigDict(
+        frozen=True,
+        extra="forbid",
+        env_prefix="LOREBOT_",
+        env_nested_delimiter="__",
+        env_file=".env",
+        env_file_encoding="utf-8",
+    )
+
+    config: Path | None = Field(None, description="the TOML file these settings came from")
+    log_level: str = Field("INFO", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
+    database: DatabaseSettings = DatabaseSettings()
+    memory: MemorySettings = MemorySettings()
+    ollama: OllamaSettings = OllamaSettings()
+    bot: BotSettings = BotSettings()
+    slack: SlackSettings = SlackSettings()
+    discord: DiscordSettings = DiscordSettings()
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The TOML file arrives as init values, so the environment overrides it.
+        return env_settings, dotenv_settings, init_settings
+
+
+def load_settings(config_file: Path | None = None) -> Settings:
+    """Read the settings once; any problem becomes a one-line `ConfigError`."""
+    if config_file is None and os.environ.get("LOREBOT_CONFIG"):
+        config_file = Path(os.environ["LOREBOT_CONFIG"])
+    values: dict[str, Any] = {}
+    if config_file is not None:
+        values = _read_toml(config_file)
+        values["config"] = config_file
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, config_file)) from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def _describe(exc: ValidationError, config_file: Path | None) -> str:
+    problems = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"])
+        env = "LOREBOT_" + "__".join(str(p) for p in error["loc"]).upper()
+        problems.append(f"{key} (or {env}): {error['msg']}")
+    where = f" in {config_file}" if config_file else ""
+    return f"invalid configuration{where}: " + "; ".join(problems)

@@ -1,0 +1,310 @@
+"""`lorebot notes …`: list, show, search, add, forget, history, revert, import, export."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from bot.config import Settings
+from bot.errors import UserError
+from memory import (
+    Database,
+    InvalidInput,
+    Note,
+    NoteDraft,
+    NoteStore,
+    Scope,
+    Viewer,
+    Visibility,
+    explicit,
+    visibility_for,
+)
+from memory.transfer import export_notes, read_source
+from memory.types import Category, parse_category
+
+
+def add_parser(commands: Any) -> None:
+    notes = commands.add_parser("notes", help="read and change the notes lorebot remembers")
+    sub = notes.add_subparsers(title="notes commands", metavar="ACTION", required=True)
+
+    p = sub.add_parser("list", help="list notes, grouped by scope")
+    p.add_argument("--scope", type=_scope, help="only this scope, e.g. channel:slack/C0123")
+    p.set_defaults(command=cmd_list)
+
+    p = sub.add_parser("show", help="show one note in full")
+    p.add_argument("scope", type=_scope)
+    p.add_argument("topic")
+    p.set_defaults(command=cmd_show)
+
+    p = sub.add_parser(
+        "search",
+        help="search notes as recall does",
+        description="Search explicit scopes (--scope), or what a person sees in a "
+        "conversation (--as USER [--in CHANNEL] [--team TEAM]; without --in it is a DM).",
+    )
+    p.add_argument("query")
+    p.add_argument("--scope", type=_scope, action="append", default=[], dest="scopes")
+    p.add_argument("--as", type=_scope, dest="speaker", metavar="USER_SCOPE")
+    p.add_argument("--in", type=_scope, dest="channel", metavar="CHANNEL_SCOPE")
+    p.add_argument("--team", type=_scope, metavar="TEAM_SCOPE")
+    p.add_argument("-k", type=int, default=10, help="how many results (default 10)")
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.set_defaults(command=cmd_search)
+
+    p = sub.add_parser("add", help="save a note (or update the note of that topic)")
+    p.add_argument("scope", type=_scope)
+    p.add_argument("topic")
+    p.add_argument("summary", help="one line shown in the index")
+    p.add_argument("--body", default="", help="the details; '-' reads them from stdin")
+    p.add_argument("--category", default=Category.FACT.value, type=_category)
+    p.add_argument("--private", action="store_true", help="never shown in channels")
+    p.add_argument("--pinned", action="store_true", help="always first in the index")
+    p.set_defaults(command=cmd_add)
+
+    p = sub.add_parser("forget", help="delete a note (revertible)")
+    p.add_argument("scope", type=_scope)
+    p.add_argument("topic")
+    p.set_defaults(command=cmd_forget)
+
+    p = sub.add_parser("history", help="list change sets, newest first")
+    p.add_argument("--scope", type=_scope)
+    p.add_argument("--topic")
+    p.add_argument("-n", type=int, default=20, help="how many (default 20)")
+    p.set_defaults(command=cmd_history)
+
+    p = sub.add_parser("revert", help="restore a note to its state before a change")
+    p.add_argument("change_id", type=int)
+    p.set_defaults(command=cmd_revert)
+
+    p = sub.add_parser("undo", help="revert your latest change")
+    p.set_defaults(command=cmd_undo)
+
+    p = sub.add_parser("import", help="import JSON Lines or an export folder (all or nothing)")
+    p.add_argument("source", type=Path, metavar="FILE|DIR")
+    p.set_defaults(command=cmd_import)
+
+    p = sub.add_parser("export", help="write notes as Markdown: KIND/PLATFORM/ID/TOPIC.md")
+    p.add_argument("target", type=Path, metavar="DIR")
+    p.add_argument("--scope", type=_scope)
+    p.set_defaults(command=cmd_export)
+
+
+def _scope(text: str) -> Scope:
+    try:
+        return Scope.parse(text)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _category(text: str) -> Category:
+    try:
+        return parse_category(text)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cli_actor() -> str:
+    """Who made a change from the command line, for the change sets."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli:unknown"
+
+
+@asynccontextmanager
+async def open_store(settings: Settings) -> AsyncIterator[NoteStore]:
+    db = await Database.open(
+        settings.database.path, busy_timeout_ms=settings.database.busy_timeout_ms
+    )
+    try:
+        yield NoteStore(
+            db,
+            max_note_bytes=settings.memory.max_note_bytes,
+            index_max_lines=settings.memory.index_max_lines,
+            index_max_bytes=settings.memory.index_max_bytes,
+        )
+    finally:
+        await db.close()
+
+
+def _flags(note: Note) -> str:
+    flags = [note.category.value]
+    if note.private:
+        flags.append("private")
+    if note.pinned:
+        flags.append("pinned")
+    return ", ".join(flags)
+
+
+async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        notes = await store.list_notes(args.scope)
+        if not notes:
+            print("no notes" + (f" in {args.scope}" if args.scope else ""))
+            return 0
+        by_scope: dict[Scope, list[Note]] = {}
+        for note in notes:
+            by_scope.setdefault(note.scope, []).append(note)
+        for scope, scope_notes in by_scope.items():
+            index = await store.index(scope)
+            shown = set(index.lines)
+            print(f"{scope} ({len(scope_notes)} note{'' if len(scope_notes) == 1 else 's'})")
+            for note in scope_notes:
+                outside = "" if note.index_line in shown else " — not in the index"
+                print(f"  {note.index_line}  [{_flags(note)}]{outside}")
+    return 0
+
+
+async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        note = await store.get(args.scope, args.topic)
+    if note is None:
+        raise UserError(f"there is no note {args.topic!r} in {args.scope}")
+    print(f"{note.scope} / {note.topic}  [{_flags(note)}]")
+    print(f"summary: {note.summary}")
+    print(f"author: {note.author or '-'}   source: {note.source or '-'}")
+    print(
+        f"created: {note.created_at:%Y-%m-%d %H:%M}Z   updated: {note.updated_at:%Y-%m-%d %H:%M}Z"
+    )
+    print(
+        f"read {note.access_count} times"
+        + (f", expires {note.expires_at:%Y-%m-%d}" if note.expires_at else "")
+    )
+    if note.body:
+        print()
+        print(note.body)
+    return 0
+
+
+def _search_visibility(args: argparse.Namespace) -> Visibility:
+    if args.speaker is not None:
+        if args.scopes:
+            raise UserError("use either --scope or --as/--in/--team, not both")
+        try:
+            return visibility_for(Viewer(args.speaker, args.channel, args.team))
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    if args.channel is not None or args.team is not None:
+        raise UserError("--in and --team need --as USER_SCOPE (the person asking)")
+    if not args.scopes:
+        raise UserError("say where to search: --scope SCOPE (repeatable) or --as USER_SCOPE")
+    return explicit(tuple(args.scopes))
+
+
+async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    visibility = _search_visibility(args)
+    async with open_store(settings) as store:
+        hits = await store.search(args.query, visibility, k=args.k)
+    if args.json:
+        payload = [
+            {
+                "scope": str(h.note.scope),
+                "topic": h.note.topic,
+                "summary": h.note.summary,
+                "score": h.score,
+                "snippet": h.snippet,
+            }
+            for h in hits
+        ]
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("nothing found")
+    for hit in hits:
+        print(f"{hit.note.scope}  {hit.note.index_line}")
+        print(f"    {hit.snippet}")
+    return 0
+
+
+async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
+    body = sys.stdin.read() if args.body == "-" else args.body
+    draft = NoteDraft(
+        scope=args.scope,
+        topic=args.topic,
+        summary=args.summary,
+        body=body,
+        category=args.category,
+        private=args.private,
+        pinned=args.pinned,
+        source="cli",
+    )
+    async with open_store(settings) as store:
+        result = await store.save(draft, actor=cli_actor())
+    if result.change_id is None:
+        print(f"{args.scope} / {args.topic} already says that: nothing changed")
+        return 0
+    verb = "saved" if result.created else "updated"
+    print(f"{verb} {args.scope} / {args.topic} (change {result.change_id})")
+    if not result.in_index:
+        print("note: the index is full, so this note is not in it; recall still finds it")
+    if result.left_index:
+        print(
+            "note: these notes left the index (recall still finds them): "
+            + ", ".join(result.left_index)
+        )
+    return 0
+
+
+async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        change = await store.forget(args.scope, args.topic, actor=cli_actor())
+    print(
+        f"forgot {args.scope} / {args.topic} (change {change.id}; "
+        f"`lorebot notes revert {change.id}` restores it)"
+    )
+    return 0
+
+
+async def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        changes = await store.history(args.scope, args.topic, limit=args.n)
+    if not changes:
+        print("no changes")
+    for change in changes:
+        reverted = f"  (reverted by {change.reverted_by})" if change.reverted_by else ""
+        why = f"  — {change.reason}" if change.reason else ""
+        print(
+            f"{change.id:>6}  {change.created_at:%Y-%m-%d %H:%M}Z  {change.action:<7} "
+            f"{change.scope} / {change.topic}  by {change.actor}{why}{reverted}"
+        )
+    return 0
+
+
+async def cmd_revert(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        change = await store.revert(args.change_id, actor=cli_actor())
+    state = "removed" if change.after is None else "restored"
+    print(f"{state} {change.scope} / {change.topic} (change {change.id})")
+    return 0
+
+
+async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        change = await store.undo(cli_actor())
+    print(f"undid {change.reason.removeprefix('undo of ')}: {change.scope} / {change.topic}")
+    return 0
+
+
+async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    drafts = read_source(args.source)
+    async with open_store(settings) as store:
+        result = await store.import_drafts(drafts, actor=cli_actor())
+    print(
+        f"imported {args.source}: {result.created} new, {result.updated} updated, "
+        f"{result.unchanged} unchanged"
+    )
+    return 0
+
+
+async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        notes = await store.list_notes(args.scope)
+    count = export_notes(notes, args.target)
+    print(f"exported {count} notes to {args.target}")
+    return 0

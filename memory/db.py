@@ -1,0 +1,123 @@
+"""Opening the SQLite database: pragmas, migrations, one writer, and time columns."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from memory.errors import SchemaTooNew, StoreError
+from memory.migrations import MIGRATIONS, SCHEMA_VERSION
+
+_log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def utc_now() -> datetime:
+    """The default clock."""
+    return datetime.now(UTC)
+
+
+def to_db_time(moment: datetime) -> str:
+    """A fixed-width UTC text form, so SQL compares times as strings."""
+    if moment.tzinfo is None:
+        raise ValueError("naive datetime: lorebot stores aware UTC times only")
+    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
+
+
+def from_db_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    return datetime.strptime(text, _TIME_FORMAT).replace(tzinfo=UTC)
+
+
+class Database:
+    """One aiosqlite connection shared by readers and the single writer.
+
+    Writes go through `transaction()`, which holds an asyncio lock so that two
+    coroutines never interleave statements inside one transaction.
+    """
+
+    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
+        self.conn = conn
+        self.path = path
+        self._write_lock = asyncio.Lock()
+        self._closed = False
+
+    @classmethod
+    async def open(cls, path: Path | str, *, busy_timeout_ms: int = 5000) -> Database:
+        """Open (creating if needed) and migrate the database at `path`."""
+        path = Path(path)
+        if str(path) != ":memory:":
+            path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open database {path}: {exc}") from exc
+        conn.row_factory = aiosqlite.Row
+        db = cls(conn, path)
+        try:
+            await db._prepare(busy_timeout_ms)
+        except BaseException:
+            await conn.close()
+            raise
+        return db
+
+    async def _prepare(self, busy_timeout_ms: int) -> None:
+        try:
+            version = await self.scalar("PRAGMA user_version")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not a lorebot database: {exc}") from exc
+        # Checked before any pragma writes, so a newer database is left untouched.
+        if int(version) > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{self.path} has schema version {version}, but this lorebot knows only "
+                f"up to {SCHEMA_VERSION}: upgrade lorebot (the database was not changed)"
+            )
+        await self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        await self.conn.execute("PRAGMA journal_mode = WAL")
+        await self.conn.execute("PRAGMA synchronous = NORMAL")
+        await self.conn.execute("PRAGMA foreign_keys = ON")
+        for number in range(int(version), SCHEMA_VERSION):
+            # executescript commits any open transaction first, so the script carries its own.
+            script = f"BEGIN IMMEDIATE;\n{MIGRATIONS[number]}\nPRAGMA user_version = {number + 1};"
+            try:
+                await self.conn.executescript(script + "\nCOMMIT;")
+            except sqlite3.Error as exc:
+                if self.conn.in_transaction:
+                    await self.conn.execute("ROLLBACK")
+                raise StoreError(f"migration {number + 1} of {self.path} failed: {exc}") from exc
+            _log.info("database %s migrated to schema version %d", self.path, number + 1)
+
+    async def scalar(self, sql: str, params: tuple[object, ...] = ()) -> Any:
+        async with self.conn.execute(sql, params) as cursor:
+            row = await cursor.fetchone()
+        return None if row is None else row[0]
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction (BEGIN IMMEDIATE); rolled back on any exception."""
+        async with self._write_lock:
+            await self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                await self.conn.execute("ROLLBACK")
+                raise
+            await self.conn.execute("COMMIT")
+
+    async def close(self) -> None:
+        """Close the connection; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        await self.conn.close()

@@ -1,0 +1,27 @@
+"""Errors raised by the memory store.
+
+`InvalidInput` carries a message meant for the person who caused it; every other
+`StoreError` is an operator-level failure.
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Root of every error the memory package raises."""
+
+
+class InvalidInput(StoreError):
+    """Bad input from a person: the message says what is wrong and how to fix it."""
+
+
+class NotFound(InvalidInput):
+    """A note, change or scope that the request names does not exist."""
+
+
+class Conflict(InvalidInput):
+    """The request no longer applies because the data changed since."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer lorebot; it is left untouched."""

@@ -1,0 +1,40 @@
+"""Turning arbitrary user text into a safe FTS5 query.
+
+User text never reaches MATCH raw: quotes, AND/OR/NOT/NEAR, `*`, `-`, `:` and
+parentheses are FTS5 syntax. Words are extracted and each is quoted as a string.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD_RE = re.compile(r"\w+", re.UNICODE)
+MAX_QUERY_TERMS = 32
+
+# Words so common in notes and questions that they only add noise and cost.
+_STOPWORD_TEXT = """a an and are as at be but by do does for from has have how i in is it its me my
+    of on or our so that the their then there these this to us was we what when where
+    which who why will with you your"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct lowercase words of `text` in order, stopwords dropped unless nothing else."""
+    words = [w.lower() for w in _WORD_RE.findall(text)]
+    seen: dict[str, None] = {}
+    for word in words:
+        if word not in STOPWORDS:
+            seen.setdefault(word, None)
+    if not seen:
+        seen = dict.fromkeys(words)
+    return list(seen)[:MAX_QUERY_TERMS]
+
+
+def match_expression(text: str) -> str | None:
+    """An FTS5 expression matching any word of `text` in topic, summary or body, or None
+    when the text has no words."""
+    terms = query_terms(text)
+    if not terms:
+        return None
+    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    return "{topic summary body} : (" + quoted + ")"

@@ -1,0 +1,461 @@
+"""The note store: saving, forgetting, reading, recall and change sets.
+
+Every write is one transaction that also records a change set, so any change can be
+reverted. Every read that serves a conversation takes a `Visibility` and filters in SQL.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import aiosqlite
+
+from memory import rows
+from memory.db import Clock, Database, to_db_time, utc_now
+from memory.errors import Conflict, InvalidInput, NotFound
+from memory.fts import match_expression
+from memory.index import INDEX_MAX_BYTES, INDEX_MAX_LINES, ScopeIndex, build_index, fit_turn
+from memory.secrets import find_secret
+from memory.types import (
+    SUMMARY_MAX_CHARS,
+    Change,
+    Note,
+    NoteDraft,
+    SaveResult,
+    Scope,
+    SearchHit,
+    validate_topic,
+)
+from memory.visibility import Visibility, scope_keys, scope_match
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_MAX_NOTE_BYTES = 4096
+# How many ranked notes of a scope are considered for its index; more never fit 40 lines.
+_INDEX_CANDIDATES = 400
+# bm25 column weights: topic, summary, body, scope keys (never matched by words).
+_BM25 = "bm25(notes_fts, 4.0, 2.0, 1.0, 0.0)"
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    created: int
+    updated: int
+    unchanged: int
+
+
+class NoteStore:
+    """All note reads and writes of lorebot."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        clock: Clock = utc_now,
+        max_note_bytes: int = DEFAULT_MAX_NOTE_BYTES,
+        index_max_lines: int = INDEX_MAX_LINES,
+        index_max_bytes: int = INDEX_MAX_BYTES,
+    ) -> None:
+        self.db = db
+        self.clock = clock
+        self.max_note_bytes = max_note_bytes
+        self._index_caps = {"max_lines": index_max_lines, "max_bytes": index_max_bytes}
+
+    # --- validation -----------------------------------------------------------------
+
+    def validate(self, draft: NoteDraft) -> NoteDraft:
+        """Check a draft before anything is stored; raise `InvalidInput` saying why."""
+        validate_topic(draft.topic)
+        summary = " ".join(draft.summary.split())
+        if not summary:
+            raise InvalidInput("a note needs a one-line summary")
+        if len(summary) > SUMMARY_MAX_CHARS:
+            raise InvalidInput(
+                f"the summary is {len(summary)} characters; keep it under {SUMMARY_MAX_CHARS} "
+                "and put the details in the body"
+            )
+        size = len(draft.body.encode())
+        if size > self.max_note_bytes:
+            raise InvalidInput(
+                f"the note is {size} bytes, over the limit of {self.max_note_bytes}: split it "
+                f"into smaller notes with their own topics (for example {draft.topic}-part-1 "
+                f"and {draft.topic}-part-2), each under {self.max_note_bytes} bytes"
+            )
+        for text in (draft.topic, summary, draft.body):
+            secret = find_secret(text)
+            if secret is not None:
+                raise InvalidInput(
+                    f"not saved: the note contains {secret}. Credentials do not belong in "
+                    "notes; store them in a secret manager and note where to find them"
+                )
+        if not 0.0 <= draft.confidence <= 1.0:
+            raise InvalidInput("confidence must be between 0 and 1")
+        return draft if summary == draft.summary else replace(draft, summary=summary)
+
+    # --- reads ----------------------------------------------------------------------
+
+    async def get(self, scope: Scope, topic: str) -> Note | None:
+        row = await self._fetch_row(self.db.conn, scope, topic)
+        return None if row is None else rows.note_from_row(row)
+
+    async def read(self, visibility: Visibility, topic: str) -> list[Note]:
+        """The live notes named `topic` that `visibility` may read, bumping their access."""
+        where, params = _visibility_sql(visibility)
+        sql = (
+            f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE topic = ? AND ({where}) "
+            "AND (expires_at IS NULL OR expires_at > ?) ORDER BY scope"
+        )
+        now = to_db_time(self.clock())
+        found = await self._select(sql, (topic, *params, now))
+        await self._bump(found)
+        return found
+
+    async def list_notes(self, scope: Scope | None = None) -> list[Note]:
+        """Every live note, or those of one scope, by scope then topic."""
+        now = to_db_time(self.clock())
+        if scope is None:
+            sql = f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE {_LIVE} ORDER BY scope, topic"
+            return await self._select(sql, (now,))
+        sql = f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE scope = ? AND {_LIVE} ORDER BY topic"
+        return await self._select(sql, (str(scope), now))
+
+    async def list_scopes(self) -> list[Scope]:
+        async with self.db.conn.execute("SELECT DISTINCT scope FROM notes ORDER BY scope") as cur:
+            return [Scope.parse(row[0]) async for row in cur]
+
+    async def list_visible(self, visibility: Visibility) -> list[Note]:
+        """Every live note `visibility` may read, by scope then topic."""
+        where, params = _visibility_sql(visibility)
+        sql = (
+            f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE ({where}) AND {_LIVE} "
+            "ORDER BY scope, topic"
+        )
+        return await self._select(sql, (*params, to_db_time(self.clock())))
+
+    async def index(self, scope: Scope, *, public_only: bool = False) -> ScopeIndex:
+        """The index of one scope (only its public notes when `public_only`)."""
+        return await self._index(self.db.conn, scope, public_only)
+
+    async def indexes_for(self, visibility: Visibility) -> list[ScopeIndex]:
+        """The indexes a conversation sees, in priority order, within the per-turn cap."""
+        found = [await self.index(s) for s in visibility.full]
+        found += [await self.index(s, public_only=True) for s in visibility.public_only]
+        return fit_turn([i for i in found if i.lines or i.hidden])
+
+    async def search(
+        self, query: str, visibility: Visibility, *, k: int = 5, bump: bool = True
+    ) -> list[SearchHit]:
+        """Top-k notes for `query` among what `visibility` may read, best first.
+
+        Any text is a valid query; text without words finds nothing."""
+        words = match_expression(query)
+        if words is None or k <= 0:
+            return []
+        where, params = _visibility_sql(visibility, alias="n.")
+        sql = (
+            f"SELECT {_prefixed('n.')}, {_BM25} AS score, "
+            "snippet(notes_fts, -1, '**', '**', '…', 16) AS snip "
+            "FROM notes_fts JOIN notes n ON n.id = notes_fts.rowid "
+            f"WHERE notes_fts MATCH ? AND ({where}) "
+            "AND (n.expires_at IS NULL OR n.expires_at > ?) ORDER BY score LIMIT ?"
+        )
+        match = f"{scope_match(visibility)} AND {words}"
+        now = to_db_time(self.clock())
+        async with self.db.conn.execute(sql, (match, *params, now, k)) as cursor:
+            found = [
+                SearchHit(rows.note_from_row(r), float(r["score"]), r["snip"])
+                for r in await cursor.fetchall()
+            ]
+        if bump:
+            await self._bump([hit.note for hit in found])
+        return found
+
+    async def history(
+        self, scope: Scope | None = None, topic: str | None = None, *, limit: int = 50
+    ) -> list[Change]:
+        """Change sets, newest first, optionally of one scope or one note."""
+        clauses, params = [], []
+        if scope is not None:
+            clauses.append("scope = ?")
+            params.append(str(scope))
+        if topic is not None:
+            clauses.append("topic = ?")
+            params.append(topic)
+        where = " AND ".join(clauses) or "1"
+        sql = f"SELECT * FROM note_changes WHERE {where} ORDER BY id DESC LIMIT ?"
+        async with self.db.conn.execute(sql, (*params, limit)) as cursor:
+            return [rows.change_from_row(r) for r in await cursor.fetchall()]
+
+    async def get_change(self, change_id: int) -> Change:
+        async with self.db.conn.execute(
+            "SELECT * FROM note_changes WHERE id = ?", (change_id,)
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            raise NotFound(f"there is no change {change_id}")
+        return rows.change_from_row(row)
+
+    # --- writes ---------------------------------------------------------------------
+
+    async def save(
+        self,
+        draft: NoteDraft,
+        *,
+        actor: str,
+        reason: str = "",
+        proposal_id: int | None = None,
+    ) -> SaveResult:
+        """Create or update the note `draft.scope`/`draft.topic`, recording a change set.
+
+        Saving content identical to the stored note changes nothing."""
+        draft = self.validate(draft)
+        async with self.db.transaction() as conn:
+            before_index = await self._index(conn, draft.scope, False)
+            change_id, created = await self._upsert(conn, draft, actor, reason, proposal_id)
+            row = await self._fetch_row(conn, draft.scope, draft.topic)
+            assert row is not None
+            after_index = await self._index(conn, draft.scope, False)
+        note = rows.note_from_row(row)
+        shown = {line.split(":", 1)[0][2:] for line in after_index.lines}
+        left = sorted({line.split(":", 1)[0][2:] for line in before_index.lines} - shown)
+        if left:
+            _log.info("save of %s/%s moved %s out of the index", draft.scope, draft.topic, left)
+        return SaveResult(note, change_id, created, tuple(left), note.topic in shown)
+
+    async def forget(
+        self,
+        scope: Scope,
+        topic: str,
+        *,
+        actor: str,
+        reason: str = "",
+        proposal_id: int | None = None,
+    ) -> Change:
+        """Delete a note, keeping its last state in the change set so it can be restored."""
+        async with self.db.transaction() as conn:
+            row = await self._fetch_row(conn, scope, topic)
+            if row is None:
+                raise NotFound(f"there is no note {topic!r} in {scope}")
+            await conn.execute("DELETE FROM notes WHERE id = ?", (row["id"],))
+            change_id = await self._record(
+                conn, scope, topic, "forget", rows.state_of(row), None, actor, reason, proposal_id
+            )
+        return await self.get_change(change_id)
+
+    async def revert(self, change_id: int, *, actor: str, reason: str = "") -> Change:
+        """Restore the note a change touched to its state before that change.
+
+        Refused when the note changed again since, so a revert never clobbers later work."""
+        target = await self.get_change(change_id)
+        if target.reverted_by is not None:
+            raise Conflict(
+                f"change {change_id} was already reverted by change {target.reverted_by}"
+            )
+        async with self.db.transaction() as conn:
+            row = await self._fetch_row(conn, target.scope, target.topic)
+            current = None if row is None else rows.state_of(row)
+            if not rows.same_content(current, target.after):
+                raise Conflict(
+                    f"{target.scope}/{target.topic} changed after change {change_id}; "
+                    "revert the later changes first (see `lorebot notes history`)"
+                )
+            if target.before is None:
+                await conn.execute(
+                    "DELETE FROM notes WHERE scope = ? AND topic = ?",
+                    (str(target.scope), target.topic),
+                )
+            else:
+                await self._write_state(conn, target.scope, target.topic, target.before)
+            new_id = await self._record(
+                conn, target.scope, target.topic, "revert", current, target.before,
+                actor, reason or f"revert of change {change_id}", None,
+            )  # fmt: skip
+            await conn.execute(
+                "UPDATE note_changes SET reverted_by = ? WHERE id = ?", (new_id, change_id)
+            )
+        return await self.get_change(new_id)
+
+    async def undo(self, actor: str) -> Change:
+        """Revert the latest change `actor` made that is not itself a revert or reverted."""
+        async with self.db.conn.execute(
+            "SELECT id FROM note_changes WHERE actor = ? AND action != 'revert' "
+            "AND reverted_by IS NULL ORDER BY id DESC LIMIT 1",
+            (actor,),
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            raise NotFound("there is nothing of yours to undo")
+        return await self.revert(row[0], actor=actor, reason=f"undo of change {row[0]}")
+
+    async def import_drafts(self, drafts: Sequence[NoteDraft], *, actor: str) -> ImportResult:
+        """Save many notes in one transaction: all of them or, on any error, none."""
+        checked = [self.validate(d) for d in drafts]
+        created = updated = unchanged = 0
+        async with self.db.transaction() as conn:
+            for draft in checked:
+                change_id, was_created = await self._upsert(conn, draft, actor, "import", None)
+                if change_id is None:
+                    unchanged += 1
+                elif was_created:
+                    created += 1
+                else:
+                    updated += 1
+        return ImportResult(created, updated, unchanged)
+
+    async def purge_expired(self) -> int:
+        """Delete notes past their expiry; their last state stays in the change sets."""
+        now = to_db_time(self.clock())
+        async with self.db.transaction() as conn:
+            async with conn.execute(
+                "SELECT * FROM notes WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+            ) as cursor:
+                expired = list(await cursor.fetchall())
+            for row in expired:
+                await conn.execute("DELETE FROM notes WHERE id = ?", (row["id"],))
+                await self._record(
+                    conn, Scope.parse(row["scope"]), row["topic"], "forget",
+                    rows.state_of(row), None, "lorebot", "expired", None,
+                )  # fmt: skip
+        return len(expired)
+
+    # --- internals ------------------------------------------------------------------
+
+    async def _upsert(
+        self,
+        conn: aiosqlite.Connection,
+        draft: NoteDraft,
+        actor: str,
+        reason: str,
+        proposal_id: int | None,
+    ) -> tuple[int | None, bool]:
+        now = to_db_time(self.clock())
+        row = await self._fetch_row(conn, draft.scope, draft.topic)
+        before = None if row is None else rows.state_of(row)
+        after: dict[str, object] = {
+            "summary": draft.summary,
+            "body": draft.body,
+            "category": draft.category.value,
+            "private": int(draft.private),
+            "pinned": int(draft.pinned),
+            "author": draft.author or actor,
+            "source": draft.source,
+            "confidence": draft.confidence,
+            "created_at": now if before is None else before["created_at"],
+            "updated_at": now,
+            "expires_at": None if draft.expires_at is None else to_db_time(draft.expires_at),
+        }
+        if before is not None and rows.same_content(before, after):
+            return None, False
+        await self._write_state(conn, draft.scope, draft.topic, after)
+        action = "create" if before is None else "update"
+        change_id = await self._record(
+            conn, draft.scope, draft.topic, action, before, after, actor, reason, proposal_id
+        )
+        return change_id, before is None
+
+    async def _write_state(
+        self, conn: aiosqlite.Connection, scope: Scope, topic: str, state: dict[str, Any]
+    ) -> None:
+        keys = scope_keys(scope, bool(state["private"]))
+        columns = ", ".join(rows.STATE_COLUMNS)
+        marks = ", ".join("?" for _ in rows.STATE_COLUMNS)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in rows.STATE_COLUMNS)
+        await conn.execute(
+            f"INSERT INTO notes (scope, topic, scope_keys, {columns}) VALUES (?, ?, ?, {marks}) "
+            f"ON CONFLICT (scope, topic) DO UPDATE SET scope_keys = excluded.scope_keys, {updates}",
+            (str(scope), topic, keys, *(state[c] for c in rows.STATE_COLUMNS)),
+        )
+
+    async def _record(
+        self,
+        conn: aiosqlite.Connection,
+        scope: Scope,
+        topic: str,
+        action: str,
+        before: dict[str, object] | None,
+        after: dict[str, object] | None,
+        actor: str,
+        reason: str,
+        proposal_id: int | None,
+    ) -> int:
+        cursor = await conn.execute(
+            "INSERT INTO note_changes (scope, topic, action, before_json, after_json, actor, "
+            "reason, proposal_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                str(scope), topic, action, rows.dump_state(before), rows.dump_state(after),
+                actor, reason, proposal_id, to_db_time(self.clock()),
+            ),
+        )  # fmt: skip
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    async def _fetch_row(
+        self, conn: aiosqlite.Connection, scope: Scope, topic: str
+    ) -> sqlite3.Row | None:
+        async with conn.execute(
+            "SELECT * FROM notes WHERE scope = ? AND topic = ?", (str(scope), topic)
+        ) as cursor:
+            row: sqlite3.Row | None = await cursor.fetchone()
+        return row
+
+    async def _index(
+        self, conn: aiosqlite.Connection, scope: Scope, public_only: bool
+    ) -> ScopeIndex:
+        now = to_db_time(self.clock())
+        private_filter = "AND private = 0" if public_only else ""
+        async with conn.execute(
+            f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE scope = ? {private_filter} AND {_LIVE} "
+            "ORDER BY pinned DESC, updated_at DESC, id DESC LIMIT ?",
+            (str(scope), now, _INDEX_CANDIDATES),
+        ) as cursor:
+            ranked = [rows.note_from_row(r) for r in await cursor.fetchall()]
+        index = build_index(scope, ranked, **self._index_caps)
+        if len(ranked) == _INDEX_CANDIDATES:
+            total = await self.db.scalar(
+                f"SELECT count(*) FROM notes WHERE scope = ? {private_filter} AND {_LIVE}",
+                (str(scope), now),
+            )
+            index = ScopeIndex(scope, index.lines, int(total) - len(index.lines))
+        return index
+
+    async def _select(self, sql: str, params: tuple[object, ...]) -> list[Note]:
+        async with self.db.conn.execute(sql, params) as cursor:
+            return [rows.note_from_row(r) for r in await cursor.fetchall()]
+
+    async def _bump(self, notes: Iterable[Note]) -> None:
+        now = to_db_time(self.clock())
+        params = [(now, n.id) for n in notes]
+        if not params:
+            return
+        async with self.db.transaction() as conn:
+            await conn.executemany(
+                "UPDATE notes SET access_count = access_count + 1, last_access = ? WHERE id = ?",
+                params,
+            )
+
+
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
+
+
+def _prefixed(alias: str) -> str:
+    return ", ".join(alias + c.strip() for c in rows.NOTE_COLUMNS.split(","))
+
+
+def _visibility_sql(visibility: Visibility, alias: str = "") -> tuple[str, tuple[str, ...]]:
+    """A WHERE fragment admitting exactly the notes `visibility` may read."""
+    parts: list[str] = []
+    params: list[str] = []
+    if visibility.full:
+        parts.append(f"{alias}scope IN ({', '.join('?' for _ in visibility.full)})")
+        params += [str(s) for s in visibility.full]
+    if visibility.public_only:
+        marks = ", ".join("?" for _ in visibility.public_only)
+        parts.append(f"({alias}scope IN ({marks}) AND {alias}private = 0)")
+        params += [str(s) for s in visibility.public_only]
+    if not parts:
+        return "0", ()
+    return " OR ".join(parts), tuple(params)
