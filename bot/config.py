@@ -91,12 +91,12 @@ class Settings(BaseSettings):
 
     config: Path | None = Field(None, description="the TOML file these settings came from")
     log_level: str = Field("INFO", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
-    database: DatabaseSettings = DatabaseSettings()
-    memory: MemorySettings = MemorySettings()
-    ollama: OllamaSettings = OllamaSettings()
-    bot: BotSettings = BotSettings()
-    slack: SlackSettings = SlackSettings()
-    discord: DiscordSettings = DiscordSettings()
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    ollama: OllamaSettings = Field(default_factory=OllamaSettings)
+    bot: BotSettings = Field(default_factory=BotSettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
+    discord: DiscordSettings = Field(default_factory=DiscordSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -25,7 +25,7 @@ from memory import (
     explicit,
     visibility_for,
 )
-from memory.transfer import export_notes, read_source
+from memory.transfer import export_notes, import_notes
 from memory.types import Category, parse_category
 
 
@@ -292,9 +292,8 @@ async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    drafts = read_source(args.source)
     async with open_store(settings) as store:
-        result = await store.import_drafts(drafts, actor=cli_actor())
+        result = await import_notes(store, args.source, actor=cli_actor())
     print(
         f"imported {args.source}: {result.created} new, {result.updated} updated, "
         f"{result.unchanged} unchanged"

@@ -11,8 +11,10 @@ class StoreError(Exception):
     """Root of every error the memory package raises."""
 
 
-class InvalidInput(StoreError):
-    """Bad input from a person: the message says what is wrong and how to fix it."""
+class InvalidInput(StoreError, ValueError):
+    """Bad input from a person: the message says what is wrong and how to fix it.
+
+    A ValueError too, so pydantic validators report it as a field error."""
 
 
 class NotFound(InvalidInput):

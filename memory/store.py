@@ -291,9 +291,19 @@ class NoteStore:
             raise NotFound("there is nothing of yours to undo")
         return await self.revert(row[0], actor=actor, reason=f"undo of change {row[0]}")
 
-    async def import_drafts(self, drafts: Sequence[NoteDraft], *, actor: str) -> ImportResult:
-        """Save many notes in one transaction: all of them or, on any error, none."""
-        checked = [self.validate(d) for d in drafts]
+    async def import_drafts(
+        self, drafts: Sequence[NoteDraft], *, actor: str, labels: Sequence[str] = ()
+    ) -> ImportResult:
+        """Save many notes in one transaction: all of them or, on any error, none.
+
+        `labels` name where each draft came from (e.g. a file and line) for error messages."""
+        checked = []
+        for number, item in enumerate(drafts):
+            try:
+                checked.append(self.validate(item))
+            except InvalidInput as exc:
+                label = labels[number] if number < len(labels) else f"note {number + 1}"
+                raise InvalidInput(f"{label}: {exc}") from None
         created = updated = unchanged = 0
         async with self.db.transaction() as conn:
             for draft in checked:

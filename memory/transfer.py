@@ -7,6 +7,7 @@ note with YAML front matter; importing it reproduces the notes.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,18 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from memory.db import to_db_time
 from memory.errors import InvalidInput
+from memory.store import ImportResult, NoteStore
 from memory.types import Category, Note, NoteDraft, Scope, parse_category, validate_topic
 
 _FRONT_MATTER = "---\n"
+
+
+async def import_notes(store: NoteStore, path: Path, *, actor: str) -> ImportResult:
+    """Import a JSON Lines file or an export folder into `store`, all or nothing."""
+    located = read_source(path)
+    return await store.import_drafts(
+        [item.draft for item in located], actor=actor, labels=[item.where for item in located]
+    )
 
 
 class ImportedNote(BaseModel):
@@ -84,7 +94,15 @@ def _validated(data: Any, where: str) -> NoteDraft:
         raise InvalidInput(f"{where}: field {field!r}: {message}") from None
 
 
-def parse_jsonl(text: str, source: str) -> list[NoteDraft]:
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A parsed note and where it came from, for error messages."""
+
+    where: str
+    draft: NoteDraft
+
+
+def parse_jsonl(text: str, source: str) -> list[Located]:
     """Parse JSON Lines of notes; the first bad line raises, naming the line and field."""
     drafts = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -97,7 +115,7 @@ def parse_jsonl(text: str, source: str) -> list[NoteDraft]:
             raise InvalidInput(f"{where}: not valid JSON: {exc.msg}") from None
         if not isinstance(data, dict):
             raise InvalidInput(f"{where}: expected a JSON object with scope, topic, summary")
-        drafts.append(_validated(data, where))
+        drafts.append(Located(where, _validated(data, where)))
     return drafts
 
 
@@ -121,7 +139,7 @@ def parse_note_file(path: Path, scope: Scope) -> NoteDraft:
     return _validated({**meta, "scope": str(scope), "body": text[end + 5 :]}, str(path))
 
 
-def read_source(path: Path) -> list[NoteDraft]:
+def read_source(path: Path) -> list[Located]:
     """Read notes from a JSON Lines file or an export folder."""
     if path.is_dir():
         return _read_folder(path)
@@ -134,7 +152,7 @@ def read_source(path: Path) -> list[NoteDraft]:
     return parse_jsonl(text, str(path))
 
 
-def _read_folder(root: Path) -> list[NoteDraft]:
+def _read_folder(root: Path) -> list[Located]:
     drafts = []
     for path in sorted(root.glob("*/*/*/*.md")):
         if path.name == "index.md":
@@ -144,7 +162,7 @@ def _read_folder(root: Path) -> list[NoteDraft]:
             scope = Scope.parse(f"{kind}:{platform}/{scope_id}")
         except InvalidInput as exc:
             raise InvalidInput(f"{path}: folder does not name a scope: {exc}") from None
-        drafts.append(parse_note_file(path, scope))
+        drafts.append(Located(str(path), parse_note_file(path, scope)))
     if not drafts:
         raise InvalidInput(f"{root} holds no notes (expected KIND/PLATFORM/ID/TOPIC.md files)")
     return drafts

@@ -1,0 +1,94 @@
+"""Property test: a conversation reads exactly what DESIGN.md's table allows, never more.
+
+The rule is restated here independently of `memory.visibility`, so a bug there fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memory import Database, NoteDraft, NoteStore, Scope, Viewer, visibility_for
+
+USERS = [Scope.parse(f"user:slack/U{n}") for n in range(3)]
+CHANNELS = [Scope.parse(f"channel:slack/C{n}") for n in range(3)]
+TEAMS = [Scope.parse(f"team:slack/T{n}") for n in range(2)]
+WORDS = ["deploy", "staging", "vim", "lunch", "oncall", "backup"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    scope: Scope
+    topic: str
+    word: str
+    private: bool
+
+
+notes = st.lists(
+    st.builds(
+        Spec,
+        scope=st.sampled_from(USERS + CHANNELS + TEAMS),
+        topic=st.sampled_from(["alpha", "beta", "gamma", "delta"]),
+        word=st.sampled_from(WORDS),
+        private=st.booleans(),
+    ),
+    max_size=25,
+    unique_by=lambda s: (s.scope, s.topic),
+)
+viewers = st.builds(
+    Viewer,
+    speaker=st.sampled_from(USERS),
+    channel=st.none() | st.sampled_from(CHANNELS),
+    team=st.none() | st.sampled_from(TEAMS),
+)
+
+
+def may_read(viewer: Viewer, scope: Scope, private: bool) -> bool:
+    if scope == viewer.team:
+        return True
+    if viewer.channel is None:  # a DM
+        return scope == viewer.speaker
+    return scope == viewer.channel or (scope == viewer.speaker and not private)
+
+
+async def check(specs: list[Spec], viewer: Viewer, word: str) -> None:
+    db = await Database.open(":memory:")
+    try:
+        store = NoteStore(db)
+        for spec in specs:
+            await store.save(
+                NoteDraft(spec.scope, spec.topic, f"about {spec.word}", private=spec.private),
+                actor="prop",
+            )
+        visibility = visibility_for(viewer)
+        readable = {(s.scope, s.topic) for s in specs if may_read(viewer, s.scope, s.private)}
+
+        hits = await store.search(word, visibility, k=100)
+        expected = {key for key in readable if any(
+            s.word == word for s in specs if (s.scope, s.topic) == key)}  # fmt: skip
+        assert {(h.note.scope, h.note.topic) for h in hits} == expected
+
+        visible = await store.list_visible(visibility)
+        assert {(n.scope, n.topic) for n in visible} == readable
+
+        for topic in ["alpha", "beta", "gamma", "delta"]:
+            for note in await store.read(visibility, topic):
+                assert (note.scope, note.topic) in readable
+
+        shown = {
+            (index.scope, line.split(":", 1)[0][2:])
+            for index in await store.indexes_for(visibility)
+            for line in index.lines
+        }
+        assert shown == readable
+    finally:
+        await db.close()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs=notes, viewer=viewers, word=st.sampled_from(WORDS))
+def test_reads_never_cross_scopes(specs: list[Spec], viewer: Viewer, word: str) -> None:
+    asyncio.run(check(specs, viewer, word))

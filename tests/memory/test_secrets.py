@@ -1,0 +1,55 @@
+"""Notes that carry credentials are refused, naming what was found."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory import InvalidInput, NoteDraft, NoteStore, Scope
+from memory.secrets import find_secret, redact
+
+CHANNEL = Scope.parse("channel:slack/C1")
+
+SECRETS = [
+    ("a Slack token", "the bot token is xoxb-2048-1234567890-AbCdEfGhIjKlMnOp"),
+    ("a Slack token", "user token xoxp-1111-2222-3333-abcdefabcdef"),
+    ("a Slack app token", "socket mode uses xapp-1-A0123456789-1234567890-abcdef0123"),
+    (
+        "a Discord bot token",
+        "token MTA5ODc2NTQzMjEwOTg3NjU0Mw.GaBcDe.abcdefghijklmnopqrstuvwxyz0123456789AB",
+    ),
+    ("an AWS access key", "use AKIAIOSFODNN7EXAMPLE for the deploy user"),
+    ("an AWS secret key", "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEYAB"),
+    ("a private key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAA\n"),
+    ("a private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n"),
+    ("a password or secret assignment", "db login: password=hunter22"),
+    ("a password or secret assignment", "API_KEY: 'sk-live-abc123'"),
+]
+
+
+@pytest.mark.parametrize(("kind", "text"), SECRETS)
+async def test_each_secret_kind_is_refused_and_nothing_is_stored(
+    store: NoteStore, kind: str, text: str
+) -> None:
+    with pytest.raises(InvalidInput, match=f"contains {kind}"):
+        await store.save(NoteDraft(CHANNEL, "creds", "credentials", body=text), actor="a")
+    assert await store.list_notes() == []
+
+
+@pytest.mark.parametrize(("kind", "text"), SECRETS)
+def test_redact_removes_each_secret(kind: str, text: str) -> None:
+    assert find_secret(text) == kind
+    assert find_secret(redact(text)) is None
+    assert "[REDACTED]" in redact(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password policy requires 12 characters",
+        "rotate the Slack token every quarter (it lives in Vault at secret/slack)",
+        "staging DB is pg-stage-2.internal:5432",
+        "version 1.2.3 of discord.py",
+    ],
+)
+def test_ordinary_ops_text_is_not_a_secret(text: str) -> None:
+    assert find_secret(text) is None
