@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, notes_cli
+from bot import __version__, chat_cli, notes_cli
 from bot.config import Settings, load_settings
 from bot.errors import user_message
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="debug logs and full tracebacks")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     notes_cli.add_parser(commands)
+    chat_cli.add_parsers(commands)
     return parser
 
 

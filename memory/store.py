@@ -214,11 +214,22 @@ class NoteStore:
         Saving content identical to the stored note changes nothing."""
         draft = self.validate(draft)
         async with self.db.transaction() as conn:
-            before_index = await self._index(conn, draft.scope, False)
-            change_id, created = await self._upsert(conn, draft, actor, reason, proposal_id)
-            row = await self._fetch_row(conn, draft.scope, draft.topic)
-            assert row is not None
-            after_index = await self._index(conn, draft.scope, False)
+            return await self.save_in(conn, draft, actor, reason, proposal_id)
+
+    async def save_in(
+        self,
+        conn: aiosqlite.Connection,
+        draft: NoteDraft,
+        actor: str,
+        reason: str,
+        proposal_id: int | None,
+    ) -> SaveResult:
+        """`save` inside the caller's transaction; `draft` must be validated."""
+        before_index = await self._index(conn, draft.scope, False)
+        change_id, created = await self._upsert(conn, draft, actor, reason, proposal_id)
+        row = await self._fetch_row(conn, draft.scope, draft.topic)
+        assert row is not None
+        after_index = await self._index(conn, draft.scope, False)
         note = rows.note_from_row(row)
         shown = {line.split(":", 1)[0][2:] for line in after_index.lines}
         left = sorted({line.split(":", 1)[0][2:] for line in before_index.lines} - shown)
@@ -237,14 +248,26 @@ class NoteStore:
     ) -> Change:
         """Delete a note, keeping its last state in the change set so it can be restored."""
         async with self.db.transaction() as conn:
-            row = await self._fetch_row(conn, scope, topic)
-            if row is None:
-                raise NotFound(f"there is no note {topic!r} in {scope}")
-            await conn.execute("DELETE FROM notes WHERE id = ?", (row["id"],))
-            change_id = await self._record(
-                conn, scope, topic, "forget", rows.state_of(row), None, actor, reason, proposal_id
-            )
+            change_id = await self.forget_in(conn, scope, topic, actor, reason, proposal_id)
         return await self.get_change(change_id)
+
+    async def forget_in(
+        self,
+        conn: aiosqlite.Connection,
+        scope: Scope,
+        topic: str,
+        actor: str,
+        reason: str,
+        proposal_id: int | None,
+    ) -> int:
+        """`forget` inside the caller's transaction; returns the change id."""
+        row = await self._fetch_row(conn, scope, topic)
+        if row is None:
+            raise NotFound(f"there is no note {topic!r} in {scope}")
+        await conn.execute("DELETE FROM notes WHERE id = ?", (row["id"],))
+        return await self._record(
+            conn, scope, topic, "forget", rows.state_of(row), None, actor, reason, proposal_id
+        )
 
     async def revert(self, change_id: int, *, actor: str, reason: str = "") -> Change:
         """Restore the note a change touched to its state before that change.
@@ -279,12 +302,17 @@ class NoteStore:
             )
         return await self.get_change(new_id)
 
-    async def undo(self, actor: str) -> Change:
-        """Revert the latest change `actor` made that is not itself a revert or reverted."""
+    async def undo(self, actor: str, *, scopes: Sequence[Scope] | None = None) -> Change:
+        """Revert the latest change `actor` made that is not itself a revert or reverted,
+        optionally only among changes to `scopes` (what the conversation may see)."""
+        scope_filter, params = "", [actor]
+        if scopes is not None:
+            scope_filter = f"AND scope IN ({', '.join('?' for _ in scopes)})"
+            params += [str(s) for s in scopes]
         async with self.db.conn.execute(
             "SELECT id FROM note_changes WHERE actor = ? AND action != 'revert' "
-            "AND reverted_by IS NULL ORDER BY id DESC LIMIT 1",
-            (actor,),
+            f"AND reverted_by IS NULL {scope_filter} ORDER BY id DESC LIMIT 1",
+            params,
         ) as cursor:
             row = await cursor.fetchone()
         if row is None:

@@ -1,0 +1,115 @@
+"""The adapter contract: platform-neutral values and the interface every chat platform implements.
+
+An adapter turns its platform's events into these values at the edge and hands them to an
+event sink; the core answers through the adapter's small async interface. Nothing here
+knows Slack, Discord or prompts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+APPROVE = "✅"
+REJECT = "❌"
+
+
+@dataclass(frozen=True, slots=True)
+class UserRef:
+    """A person (or bot) on one platform."""
+
+    platform: str
+    id: str
+    name: str = ""
+    is_bot: bool = False
+
+    @property
+    def scope(self) -> str:
+        """The person's memory scope, e.g. `user:slack/U024BE7LH`."""
+        return f"user:{self.platform}/{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRef:
+    """Where a message was written: a channel or DM, and the thread within it if any."""
+
+    platform: str
+    channel_id: str
+    is_dm: bool = False
+    thread_id: str | None = None
+    team_id: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Events with the same key are handled in order."""
+        return f"{self.platform}/{self.channel_id}"
+
+    @property
+    def channel_scope(self) -> str:
+        return f"channel:{self.platform}/{self.channel_id}"
+
+    @property
+    def team_scope(self) -> str | None:
+        return None if self.team_id is None else f"team:{self.platform}/{self.team_id}"
+
+    def in_thread(self, thread_id: str | None) -> ConversationRef:
+        return ConversationRef(self.platform, self.channel_id, self.is_dm, thread_id, self.team_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A message someone wrote; `text` has the bot's own mention removed."""
+
+    conversation: ConversationRef
+    author: UserRef
+    text: str
+    message_id: str
+    event_id: str
+    mentions_bot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReactionEvent:
+    """A reaction added to (or removed from) a message; `emoji` is APPROVE, REJECT or other."""
+
+    conversation: ConversationRef
+    user: UserRef
+    emoji: str
+    target_message_id: str
+    event_id: str
+    added: bool = True
+
+
+Event = Message | ReactionEvent
+EventSink = Callable[[Event], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class PostedMessage:
+    """A message the bot posted, so it can be edited or reacted to later."""
+
+    conversation: ConversationRef
+    message_id: str
+
+
+class Adapter(Protocol):
+    """What every chat platform implements."""
+
+    platform: str
+    max_message_chars: int
+
+    async def start(self, sink: EventSink) -> None:
+        """Connect and begin delivering events to `sink`; returns once connected."""
+
+    async def close(self) -> None:
+        """Disconnect; safe to call twice."""
+
+    async def send(self, conversation: ConversationRef, text: str) -> PostedMessage:
+        """Post `text` in the conversation (in its thread when it has one)."""
+
+    async def edit(self, posted: PostedMessage, text: str) -> None:
+        """Replace the text of a message the bot posted."""
+
+    async def add_reaction(self, posted: PostedMessage, emoji: str) -> None:
+        """React to a message the bot posted; `emoji` is APPROVE or REJECT."""

@@ -1,0 +1,122 @@
+"""The Bot: builds the core from settings and owns its lifecycle on one AsyncExitStack.
+
+Startup opens SQLite, probes the model and starts the adapters; shutdown runs in a fixed
+order (stop taking events, drain, close adapters, close the model, close SQLite last) and
+is safe to call twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from types import TracebackType
+
+from adapters.base import Adapter
+from bot.agent import Agent
+from bot.approvals import ApprovalService
+from bot.config import Settings
+from bot.core import Core
+from bot.dispatcher import Dispatcher
+from bot.model import Model
+from bot.tasks import TaskTracker
+from memory import Database, NoteStore
+from memory.conversations import ConversationLog
+from memory.db import Clock, utc_now
+from memory.proposals import ProposalStore
+
+_log = logging.getLogger(__name__)
+
+EXPIRY_CHECK_S = 300.0
+
+
+class Bot:
+    """One running lorebot: storage, model, core, dispatcher and adapters."""
+
+    def __init__(
+        self, settings: Settings, adapters: Sequence[Adapter], *, clock: Clock = utc_now
+    ) -> None:
+        self.settings = settings
+        self.adapters = {adapter.platform: adapter for adapter in adapters}
+        self.clock = clock
+        self.tasks = TaskTracker()
+        self._stack = AsyncExitStack()
+        self._started = False
+        self._stopped = False
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        settings = self.settings
+        self.db = await Database.open(
+            settings.database.path, busy_timeout_ms=settings.database.busy_timeout_ms
+        )
+        self._stack.push_async_callback(self.db.close)  # closed last
+        self.notes = NoteStore(
+            self.db,
+            clock=self.clock,
+            max_note_bytes=settings.memory.max_note_bytes,
+            index_max_lines=settings.memory.index_max_lines,
+            index_max_bytes=settings.memory.index_max_bytes,
+        )
+        self.log = ConversationLog(self.db, clock=self.clock)
+        self.proposals = ProposalStore(self.notes)
+        self.model = Model(settings.ollama, max_concurrent=settings.bot.max_concurrent_model_calls)
+        self._stack.push_async_callback(self.model.close)
+        self.approvals = ApprovalService(
+            self.proposals,
+            self.adapters,
+            admins=frozenset(settings.bot.admins),
+            ttl=timedelta(hours=settings.bot.proposal_ttl_hours),
+        )
+        self.agent = Agent(settings, self.model, self.notes, self.log, self.approvals)
+        self.core = Core(settings, self.notes, self.agent, self.approvals, self.adapters)
+        self.dispatcher = Dispatcher(
+            settings.bot, self.core, self.approvals, self.log, self.adapters, TaskTracker()
+        )
+        self._stack.push_async_callback(self.tasks.cancel_all)
+        if await self.model.probe() is None:
+            _log.warning("starting without the model: answers come from memory until it is back")
+        for adapter in self.adapters.values():
+            self._stack.push_async_callback(adapter.close)
+            await adapter.start(self.dispatcher.submit)
+            _log.info("adapter %s started", adapter.platform)
+        self._stack.push_async_callback(self._drain)
+        self.tasks.spawn(self._expire_periodically(), name="proposal expiry")
+        await self.approvals.expire()
+
+    async def _drain(self) -> None:
+        self.dispatcher.stop_accepting()
+        try:
+            async with asyncio.timeout(self.settings.bot.tool_timeout_s * 3):
+                await self.dispatcher.wait_idle()
+        except TimeoutError:
+            _log.warning("stopped with %d events unhandled", self.dispatcher.pending)
+            await self.dispatcher.tasks.cancel_all()
+
+    async def _expire_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(EXPIRY_CHECK_S)
+            await self.approvals.expire()
+
+    async def stop(self) -> None:
+        """Shut down in order; safe to call twice."""
+        if self._stopped or not self._started:
+            return
+        self._stopped = True
+        await self._stack.aclose()
+
+    async def __aenter__(self) -> Bot:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

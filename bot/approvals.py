@@ -1,0 +1,228 @@
+"""Approval cards: post a proposal with ✅/❌, decide on the requester's or an admin's reaction.
+
+Everything a card says after a decision is built from rows read back from the database,
+never from the model's words.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+
+from adapters.base import (
+    APPROVE,
+    REJECT,
+    Adapter,
+    ConversationRef,
+    PostedMessage,
+    ReactionEvent,
+    UserRef,
+)
+from memory import Conflict, Note, NoteDraft, NoteStore, Scope, ScopeKind
+from memory.proposals import (
+    NOTE_FORGET,
+    NOTE_SAVE,
+    Proposal,
+    ProposalStore,
+    note_save_payload,
+)
+
+_log = logging.getLogger(__name__)
+
+
+def scope_label(scope: Scope, conversation: ConversationRef) -> str:
+    """How a card names where a note goes, from the reader's point of view."""
+    if scope.kind is ScopeKind.TEAM:
+        return f"the team ({scope})"
+    if scope.kind is ScopeKind.CHANNEL:
+        where = "this conversation" if conversation.is_dm else "this channel"
+        return f"{where} ({scope})"
+    return f"your notes ({scope})"
+
+
+def _quote(text: str, max_lines: int = 8) -> str:
+    lines = text.strip().splitlines()
+    shown = [f"> {line}" for line in lines[:max_lines]]
+    if len(lines) > max_lines:
+        shown.append(f"> … ({len(lines) - max_lines} more lines)")
+    return "\n".join(shown)
+
+
+def conversation_of(proposal: Proposal) -> ConversationRef:
+    return ConversationRef(**proposal.conversation)
+
+
+class ApprovalService:
+    """Creates proposals with their cards and applies people's decisions."""
+
+    def __init__(
+        self,
+        proposals: ProposalStore,
+        adapters: Mapping[str, Adapter],
+        *,
+        admins: frozenset[str],
+        ttl: timedelta,
+    ) -> None:
+        self.proposals = proposals
+        self.notes: NoteStore = proposals.notes
+        self.adapters = adapters
+        self.admins = admins
+        self.ttl = ttl
+
+    # --- proposing ------------------------------------------------------------------
+
+    async def propose_save(
+        self, conversation: ConversationRef, requester: UserRef, draft: NoteDraft
+    ) -> Proposal:
+        draft = self.notes.validate(draft)
+        existing = await self.notes.get(draft.scope, draft.topic)
+        proposal = await self._create(NOTE_SAVE, conversation, requester, note_save_payload(draft))
+        verb = "Update" if existing else "Save"
+        private = " (private)" if draft.private else ""
+        lines = [
+            f"📝 {verb} this note? (proposal #{proposal.id})",
+            f"Where: {scope_label(draft.scope, conversation)}{private}",
+            f"Topic: `{draft.topic}`",
+            f"Summary: {draft.summary}",
+        ]
+        if existing is not None:
+            lines.append(f"Replaces: {existing.summary}")
+        if draft.body and draft.body.strip() != draft.summary:
+            lines.append(_quote(draft.body))
+        await self._post_card(proposal, conversation, requester, "\n".join(lines), "save")
+        return await self.proposals.get(proposal.id)
+
+    async def propose_forget(
+        self, conversation: ConversationRef, requester: UserRef, note: Note
+    ) -> Proposal:
+        payload = {"scope": str(note.scope), "topic": note.topic}
+        proposal = await self._create(NOTE_FORGET, conversation, requester, payload)
+        text = "\n".join(
+            [
+                f"🗑️ Forget this note? (proposal #{proposal.id})",
+                f"Where: {scope_label(note.scope, conversation)}",
+                f"Topic: `{note.topic}`",
+                f"Summary: {note.summary}",
+            ]
+        )
+        await self._post_card(proposal, conversation, requester, text, "forget")
+        return await self.proposals.get(proposal.id)
+
+    async def _create(
+        self,
+        kind: str,
+        conversation: ConversationRef,
+        requester: UserRef,
+        payload: Mapping[str, object],
+    ) -> Proposal:
+        return await self.proposals.create(
+            kind,
+            requester=requester.scope,
+            platform=conversation.platform,
+            conversation=dataclasses.asdict(conversation),
+            payload=payload,
+            ttl=self.ttl,
+        )
+
+    async def _post_card(
+        self,
+        proposal: Proposal,
+        conversation: ConversationRef,
+        requester: UserRef,
+        text: str,
+        verb: str,
+    ) -> None:
+        hours = self.ttl.total_seconds() / 3600
+        who = requester.name or requester.id
+        footer = (
+            f"React {APPROVE} to {verb} or {REJECT} to discard. Only {who} or an admin "
+            f"can decide; this expires in {hours:g} h."
+        )
+        adapter = self.adapters[conversation.platform]
+        posted = await adapter.send(conversation, f"{text}\n{footer}")
+        await self.proposals.attach_card(proposal.id, posted.message_id)
+        for emoji in (APPROVE, REJECT):
+            await adapter.add_reaction(posted, emoji)
+
+    # --- deciding -------------------------------------------------------------------
+
+    def may_decide(self, proposal: Proposal, user_scope: str) -> bool:
+        return user_scope == proposal.requester or user_scope in self.admins
+
+    async def on_reaction(self, event: ReactionEvent) -> Proposal | None:
+        """Apply a ✅/❌ on a card; anything else, or from anyone else, changes nothing."""
+        if not event.added or event.emoji not in (APPROVE, REJECT):
+            return None
+        proposal = await self.proposals.by_card(
+            event.conversation.platform, event.target_message_id
+        )
+        if proposal is None:
+            return None
+        if not self.may_decide(proposal, event.user.scope):
+            _log.info(
+                "ignored %s on proposal %d by %s: only %s or an admin decides",
+                event.emoji, proposal.id, event.user.scope, proposal.requester,
+            )  # fmt: skip
+            return None
+        return await self.decide(proposal.id, approve=event.emoji == APPROVE, by=event.user.scope)
+
+    async def decide(self, proposal_id: int, *, approve: bool, by: str) -> Proposal:
+        """Decide a proposal and edit its card; an expired one gets its card marked."""
+        try:
+            proposal = await self.proposals.decide(proposal_id, approve=approve, decided_by=by)
+        except Conflict:
+            for expired in await self.proposals.expire_due():
+                await self.update_card(expired)
+            raise
+        _log.info("proposal %d %s by %s (%s)", proposal.id, proposal.status, by, proposal.outcome)
+        await self.update_card(proposal)
+        return proposal
+
+    async def expire(self) -> int:
+        """Mark overdue proposals expired and say so on their cards."""
+        expired = await self.proposals.expire_due()
+        for proposal in expired:
+            await self.update_card(proposal)
+        return len(expired)
+
+    async def update_card(self, proposal: Proposal) -> None:
+        adapter = self.adapters.get(proposal.platform)
+        if adapter is None or proposal.card_message_id is None:
+            return
+        text = await self.outcome_text(proposal)
+        posted = PostedMessage(conversation_of(proposal), proposal.card_message_id)
+        try:
+            await adapter.edit(posted, text)
+        except Exception:
+            _log.exception("could not edit the card of proposal %d", proposal.id)
+
+    async def outcome_text(self, proposal: Proposal) -> str:
+        """The card's final text, from the database rows, not from the model."""
+        payload = proposal.payload
+        topic = payload.get("topic", "?")
+        scope = Scope.parse(payload["scope"]) if "scope" in payload else None
+        where = scope_label(scope, conversation_of(proposal)) if scope else "?"
+        if proposal.status == "expired":
+            hours = (proposal.expires_at - proposal.created_at).total_seconds() / 3600
+            return (
+                f"⌛ Expired (proposal #{proposal.id}): nobody decided within {hours:g} h, "
+                f"so `{topic}` was left as it was."
+            )
+        if proposal.status == "rejected":
+            return f"{REJECT} Discarded (proposal #{proposal.id}): `{topic}` was left as it was."
+        if proposal.status == "failed":
+            return f"⚠️ Not applied (proposal #{proposal.id}): {proposal.outcome}"
+        if proposal.kind == NOTE_SAVE and scope is not None:
+            note = await self.notes.get(scope, topic)
+            if note is None:
+                return f"{APPROVE} Approved (proposal #{proposal.id}), but the note is gone."
+            verb = {"created": "Saved", "updated": "Updated"}.get(proposal.outcome, "Kept")
+            return (
+                f"{APPROVE} {verb} `{note.topic}` in {where}: {note.summary}\n"
+                "Say `undo` to revert it."
+            )
+        if proposal.kind == NOTE_FORGET:
+            return f"{APPROVE} Forgot `{topic}` from {where}. Say `undo` to bring it back."
+        return f"{APPROVE} Approved (proposal #{proposal.id})."

@@ -1,0 +1,76 @@
+"""Recognising the deterministic commands, which never need the model."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Remember:
+    text: str
+    about_self: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Forget:
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
+class Undo:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    about: str
+
+
+@dataclass(frozen=True, slots=True)
+class Help:
+    pass
+
+
+Command = Remember | Forget | Undo | Recall | Help
+
+_REMEMBER = re.compile(
+    r"^(?:please\s+)?remember(?P<forme>\s+for\s+me)?(?:\s*:\s*|\s+that\s+|\s+)(?P<text>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_ABOUT_SELF = re.compile(r"^(?:i|i'm|i've|i'd|i'll|my|me)\b", re.IGNORECASE)
+_FORGET = re.compile(r"^(?:please\s+)?forget(?:\s+about)?\s*:?\s+(?P<what>.+)$", re.I | re.S)
+_RECALL = re.compile(
+    r"^what\s+do\s+you\s+(?:remember|know)(?:\s+about\s+(?P<about>.+?))?\s*\??$", re.I | re.S
+)
+_UNDO = re.compile(r"^undo[.!]?$", re.IGNORECASE)
+_HELP = re.compile(r"^(?:help|/help|\?|commands)[.!?]?$", re.IGNORECASE)
+
+HELP_TEXT = """\
+Here is what I understand without thinking hard:
+• `remember that …` — I propose a note; you approve it with ✅ on my card. In a DM it is \
+your private note; in a channel it belongs to the channel, unless it is about you \
+("remember that I …" or "remember for me …").
+• `forget …` — I propose forgetting the matching note.
+• `undo` — I revert your latest change to my notes.
+• `what do you remember [about …]` — I list the notes I can see here, or search them.
+• `help` — this message.
+Anything else is a question for me; I answer with what I remember."""
+
+
+def parse_command(text: str) -> Command | None:
+    """The command `text` asks for, or None when it is a question for the model."""
+    text = text.strip()
+    if _HELP.match(text):
+        return Help()
+    if _UNDO.match(text):
+        return Undo()
+    if match := _RECALL.match(text):
+        return Recall((match.group("about") or "").strip())
+    if match := _REMEMBER.match(text):
+        body = match.group("text").strip()
+        about_self = bool(match.group("forme")) or bool(_ABOUT_SELF.match(body))
+        return Remember(body, about_self)
+    if match := _FORGET.match(text):
+        return Forget(match.group("what").strip())
+    return None

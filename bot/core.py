@@ -1,0 +1,182 @@
+"""The command router: deterministic commands first, anything else is an agent turn."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ValidationError
+
+from adapters.base import Adapter, ConversationRef, Message
+from bot.agent import Agent, TurnContext
+from bot.approvals import ApprovalService, scope_label
+from bot.commands import HELP_TEXT, Forget, Help, Recall, Remember, Undo, parse_command
+from bot.config import Settings
+from bot.model import ModelUnavailable
+from bot.split import split_message
+from memory import InvalidInput, NoteStore, NotFound, Scope, Viewer, visibility_for
+from memory.fts import query_terms
+from memory.types import SUMMARY_MAX_CHARS, ScopeKind, slugify, validate_topic
+
+_log = logging.getLogger(__name__)
+
+
+class NoteTitle(BaseModel):
+    """What the model proposes as a note's topic and summary (structured output)."""
+
+    topic: str
+    summary: str
+
+
+def fallback_title(text: str) -> NoteTitle:
+    """Topic and summary without the model: the first content words and the first sentence."""
+    words = query_terms(text)[:4]
+    topic = slugify(" ".join(words)) if words else slugify(text)
+    first = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0]
+    limit = min(120, SUMMARY_MAX_CHARS)
+    summary = first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
+    return NoteTitle(topic=topic, summary=summary)
+
+
+class Core:
+    """Handles one message: a command, or a model turn, and the reply."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        notes: NoteStore,
+        agent: Agent,
+        approvals: ApprovalService,
+        adapters: Mapping[str, Adapter],
+    ) -> None:
+        self.settings = settings
+        self.notes = notes
+        self.agent = agent
+        self.approvals = approvals
+        self.adapters = adapters
+        self.read_only = frozenset(settings.bot.read_only_channels)
+
+    def context(self, message: Message) -> TurnContext:
+        conv, author = message.conversation, message.author
+        speaker = Scope(ScopeKind.USER, author.platform, author.id)
+        channel = None if conv.is_dm else Scope.parse(conv.channel_scope)
+        team = Scope.parse(conv.team_scope) if conv.team_scope else None
+        viewer = Viewer(speaker, channel, team)
+        read_only = conv.channel_scope in self.read_only
+        return TurnContext(conv, author, visibility_for(viewer), read_only)
+
+    async def reply(self, conversation: ConversationRef, text: str) -> None:
+        adapter = self.adapters[conversation.platform]
+        for chunk in split_message(text, adapter.max_message_chars):
+            await adapter.send(conversation, chunk)
+
+    async def handle(self, message: Message) -> None:
+        ctx = self.context(message)
+        command = parse_command(message.text)
+        try:
+            if command is None:
+                result = await self.agent.run(ctx, message.text)
+                await self.reply(message.conversation, result.reply)
+            elif isinstance(command, Remember):
+                await self.remember(ctx, command)
+            elif isinstance(command, Forget):
+                await self.forget(ctx, command)
+            elif isinstance(command, Undo):
+                await self.undo(ctx)
+            elif isinstance(command, Recall):
+                await self.recall(ctx, command)
+            elif isinstance(command, Help):
+                await self.reply(message.conversation, HELP_TEXT)
+        except InvalidInput as exc:
+            await self.reply(message.conversation, f"⚠️ {exc}")
+
+    async def remember(self, ctx: TurnContext, command: Remember) -> None:
+        if ctx.read_only:
+            await self.reply(
+                ctx.conversation,
+                "This channel's memory is read-only, so I cannot save notes here. "
+                "DM me to keep a note of your own.",
+            )
+            return
+        title = await self.title_for(command.text)
+        draft = self.agent.draft_for(
+            ctx, title.topic, title.summary, command.text, command.about_self
+        )
+        await self.approvals.propose_save(ctx.conversation, ctx.author, draft)
+
+    async def title_for(self, text: str) -> NoteTitle:
+        """Topic and summary from the model's structured output (one retry), else derived."""
+        prompt = (
+            "Give this note a topic (a lowercase kebab-case slug of 1-4 words) and a one-line "
+            f"summary under 120 characters. Answer in JSON.\n\nNote: {text}"
+        )
+        for _ in range(2):
+            try:
+                result = await self.agent.model.chat(
+                    [{"role": "user", "content": prompt}], format=NoteTitle.model_json_schema()
+                )
+                title = NoteTitle.model_validate_json(result.content)
+                topic = validate_topic(slugify(title.topic))
+                summary = " ".join(title.summary.split())
+                if summary and len(summary) <= SUMMARY_MAX_CHARS:
+                    return NoteTitle(topic=topic, summary=summary)
+            except ModelUnavailable:
+                break
+            except (ValidationError, InvalidInput) as exc:
+                _log.info("model gave an unusable note title (%s); retrying", exc)
+        return fallback_title(text)
+
+    async def forget(self, ctx: TurnContext, command: Forget) -> None:
+        if ctx.read_only:
+            await self.reply(ctx.conversation, "This channel's memory is read-only.")
+            return
+        note = await self.agent.find_writable(ctx, command.what)
+        if note is None:
+            await self.reply(
+                ctx.conversation,
+                f"I found no note of yours or of this conversation matching “{command.what}”.",
+            )
+            return
+        await self.approvals.propose_forget(ctx.conversation, ctx.author, note)
+
+    async def undo(self, ctx: TurnContext) -> None:
+        try:
+            change = await self.notes.undo(ctx.author.scope, scopes=ctx.writable())
+        except NotFound:
+            await self.reply(ctx.conversation, "There is no change of yours to undo here.")
+            return
+        what = "Removed" if change.after is None else "Restored"
+        await self.reply(
+            ctx.conversation,
+            f"↩️ Undone. {what} `{change.topic}` in {scope_label(change.scope, ctx.conversation)}.",
+        )
+
+    async def recall(self, ctx: TurnContext, command: Recall) -> None:
+        if command.about:
+            hits = await self.notes.search(command.about, ctx.visibility, k=10)
+            if not hits:
+                await self.reply(ctx.conversation, f"I remember nothing about “{command.about}”.")
+                return
+            where = ctx.conversation
+            lines = [
+                f"• `{h.note.topic}` ({scope_label(h.note.scope, where)}): {h.note.summary}"
+                for h in hits
+            ]
+            await self.reply(ctx.conversation, "Here is what I remember:\n" + "\n".join(lines))
+            return
+        notes = await self.notes.list_visible(ctx.visibility)
+        if not notes:
+            await self.reply(
+                ctx.conversation,
+                "I have no notes for this conversation yet. Say `remember that …` to add one.",
+            )
+            return
+        lines = []
+        current = None
+        for note in notes:
+            if note.scope != current:
+                current = note.scope
+                lines.append(f"*{scope_label(note.scope, ctx.conversation)}*")
+            lines.append(f"• `{note.topic}`: {note.summary}")
+        await self.reply(ctx.conversation, "\n".join(lines))

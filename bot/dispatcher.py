@@ -1,0 +1,128 @@
+"""The dispatcher: drops duplicates and strangers, then queues events per conversation.
+
+Events of one conversation run in order; different conversations run concurrently. The
+number of waiting events is bounded, and an overloaded bot says it is busy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Mapping
+
+from adapters.base import Adapter, Event, Message, ReactionEvent
+from bot.approvals import ApprovalService
+from bot.config import BotSettings
+from bot.core import Core
+from bot.errors import user_message
+from bot.tasks import TaskTracker
+from memory import Conflict
+from memory.conversations import ConversationLog
+
+_log = logging.getLogger(__name__)
+
+BUSY_REPLY = "I'm busy with other requests right now; please ask again in a minute."
+APOLOGY = "Sorry, something went wrong while handling that. It has been logged."
+
+
+class Dispatcher:
+    """The event sink every adapter feeds."""
+
+    def __init__(
+        self,
+        settings: BotSettings,
+        core: Core,
+        approvals: ApprovalService,
+        log: ConversationLog,
+        adapters: Mapping[str, Adapter],
+        tasks: TaskTracker,
+    ) -> None:
+        self.settings = settings
+        self.core = core
+        self.approvals = approvals
+        self.log = log
+        self.adapters = adapters
+        self.tasks = tasks
+        self._queues: dict[str, deque[Event]] = {}
+        self._pending = 0
+        self._accepting = True
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    def stop_accepting(self) -> None:
+        self._accepting = False
+
+    def allowed(self, event: Event) -> bool:
+        user = event.author if isinstance(event, Message) else event.user
+        if user.is_bot:
+            return False
+        if user.scope in self.settings.admins:
+            return True
+        users, channels = self.settings.allowed_users, self.settings.allowed_channels
+        if users and user.scope not in users:
+            return False
+        conv = event.conversation
+        return not (channels and not conv.is_dm and conv.channel_scope not in channels)
+
+    async def submit(self, event: Event) -> None:
+        """Accept one event from an adapter; returns once it is queued (or dropped)."""
+        if not self._accepting or not self.allowed(event):
+            return
+        if isinstance(event, Message) and not (event.conversation.is_dm or event.mentions_bot):
+            return
+        key = f"{event.conversation.platform}:{event.event_id}"
+        if not await self.log.first_sighting(key):
+            _log.info("dropped duplicate event %s", key)
+            return
+        if self._pending >= self.settings.queue_size:
+            _log.warning("queue full (%d events); turning away %s", self._pending, key)
+            if isinstance(event, Message):
+                await self._say(event, BUSY_REPLY)
+            return
+        self._pending += 1
+        conversation = event.conversation.key
+        queue = self._queues.get(conversation)
+        if queue is not None:
+            queue.append(event)
+            return
+        self._queues[conversation] = deque([event])
+        self.tasks.spawn(self._drain(conversation), name=f"conversation {conversation}")
+
+    async def _drain(self, conversation: str) -> None:
+        queue = self._queues[conversation]
+        try:
+            while queue:
+                event = queue.popleft()
+                try:
+                    await self.handle(event)
+                finally:
+                    self._pending -= 1
+        finally:
+            del self._queues[conversation]
+
+    async def handle(self, event: Event) -> None:
+        """Handle one event; a failure is logged and answered, never raised."""
+        try:
+            if isinstance(event, ReactionEvent):
+                await self.approvals.on_reaction(event)
+            else:
+                await self.core.handle(event)
+        except Conflict as exc:
+            _log.info("reaction on a closed proposal: %s", exc)
+        except Exception as exc:
+            message = user_message(exc)
+            if message is None:
+                _log.exception("failed to handle event %s", event.event_id)
+            await self._say(event, f"⚠️ {message}" if message else APOLOGY)
+
+    async def _say(self, event: Event, text: str) -> None:
+        try:
+            await self.core.reply(event.conversation, text)
+        except Exception:
+            _log.exception("could not reply in %s", event.conversation.key)
+
+    async def wait_idle(self) -> None:
+        """Return when every queued event has been handled."""
+        await self.tasks.wait()

@@ -1,0 +1,176 @@
+"""The local model through Ollama: capability probe, chat with timeouts, offline backoff.
+
+When Ollama is unreachable the model is marked down and not called again until a backoff
+delay passes; callers get `ModelUnavailable` at once and answer without the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import ollama
+
+from bot.config import OllamaSettings
+from bot.errors import LorebotError
+
+_log = logging.getLogger(__name__)
+
+BACKOFF_START_S = 2.0
+BACKOFF_MAX_S = 60.0
+DEFAULT_CONTEXT = 8192
+
+
+class ModelUnavailable(LorebotError):
+    """The model cannot answer now (unreachable, timed out, or missing)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    name: str
+    context_length: int
+    supports_tools: bool
+    supports_thinking: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResult:
+    content: str
+    thinking: str = ""
+    tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+
+
+def think_value(model: str, effort: str | None) -> bool | str | None:
+    """Translate a reasoning effort to what the model family expects: GPT-OSS takes
+    low/medium/high, other thinking models a boolean."""
+    if effort is None:
+        return None
+    if "gpt-oss" in model.lower():
+        return "low" if effort == "none" else effort
+    return effort != "none"
+
+
+class Model:
+    """The chat model lorebot talks to, with its capabilities and health."""
+
+    def __init__(
+        self,
+        settings: OllamaSettings,
+        *,
+        max_concurrent: int = 2,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.client = ollama.AsyncClient(host=settings.host)
+        self.info = ModelInfo(settings.model, DEFAULT_CONTEXT, True, False)
+        self._semaphore = asyncio.Semaphore(max_concurrent)
+        self._monotonic = monotonic
+        self._down_until = 0.0
+        self._backoff = 0.0
+        self._probed = False
+
+    @property
+    def available(self) -> bool:
+        return self._monotonic() >= self._down_until
+
+    async def probe(self) -> ModelInfo | None:
+        """Ask Ollama about the model: context length, tool and thinking support."""
+        try:
+            async with asyncio.timeout(self.settings.timeout_s):
+                shown = await self.client.show(self.settings.model)
+        except Exception as exc:
+            self._mark_down(exc)
+            return None
+        capabilities = set(shown.capabilities or [])
+        context = next(
+            (int(v) for k, v in (shown.modelinfo or {}).items() if k.endswith(".context_length")),
+            DEFAULT_CONTEXT,
+        )
+        self.info = ModelInfo(
+            self.settings.model,
+            context,
+            "tools" in capabilities or not capabilities,
+            "thinking" in capabilities,
+        )
+        self._probed = True
+        self._mark_up()
+        _log.info(
+            "model %s: context %d tokens, tools %s, thinking %s",
+            self.info.name, context, self.info.supports_tools, self.info.supports_thinking,
+        )  # fmt: skip
+        return self.info
+
+    async def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        format: Mapping[str, Any] | None = None,
+    ) -> ChatResult:
+        """One non-streaming chat call; raises `ModelUnavailable` instead of hanging."""
+        if not self.available:
+            raise ModelUnavailable("the model is unreachable (retrying later)")
+        if not self._probed:
+            await self.probe()
+            if not self.available:
+                raise ModelUnavailable("the model is unreachable")
+        think = None
+        if self.info.supports_thinking:
+            think = think_value(self.info.name, self.settings.reasoning_effort)
+        async with self._semaphore:
+            try:
+                async with asyncio.timeout(self.settings.timeout_s):
+                    response = await self.client.chat(
+                        model=self.settings.model,
+                        messages=list(messages),
+                        tools=list(tools) if tools and self.info.supports_tools else None,
+                        format=dict(format) if format else None,
+                        think=think,
+                    )
+            except ollama.ResponseError as exc:
+                if exc.status_code == 404:
+                    raise ModelUnavailable(
+                        f"model {self.settings.model} is not installed: "
+                        f"run `ollama pull {self.settings.model}`"
+                    ) from exc
+                if exc.status_code >= 500:
+                    self._mark_down(exc)
+                raise ModelUnavailable(f"the model failed: {exc.error}") from exc
+            except (TimeoutError, httpx.TransportError, ConnectionError) as exc:
+                self._mark_down(exc)
+                raise ModelUnavailable("the model is unreachable or timed out") from exc
+        self._mark_up()
+        message = response.message
+        calls = tuple(
+            ToolCall(call.function.name, call.function.arguments)
+            for call in (message.tool_calls or [])
+        )
+        return ChatResult(message.content or "", message.thinking or "", calls)
+
+    def _mark_down(self, exc: BaseException) -> None:
+        self._backoff = min(BACKOFF_MAX_S, self._backoff * 2 or BACKOFF_START_S)
+        self._down_until = self._monotonic() + self._backoff
+        _log.warning(
+            "model %s at %s unavailable (%s: %s); retrying in %.0f s",
+            self.settings.model, self.settings.host, type(exc).__name__, exc, self._backoff,
+        )  # fmt: skip
+
+    def _mark_up(self) -> None:
+        if self._backoff:
+            _log.info("model %s is reachable again", self.settings.model)
+        self._backoff = 0.0
+        self._down_until = 0.0
+
+    async def close(self) -> None:
+        await self.client.close()  # type: ignore[no-untyped-call]

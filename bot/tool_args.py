@@ -1,0 +1,111 @@
+"""Strict schemas for the model's tool arguments, and the coercions small models need.
+
+Local models often wrap strings in extra quotes, send the arguments object as a JSON
+string, or write numbers as strings. Those are repaired here, before validation; whatever
+still fails goes back to the model as an error it can correct.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=True)
+
+
+class MemoryReadArgs(_Args):
+    topic: str = Field(description="the topic slug from an index, e.g. staging-db")
+
+
+class MemorySearchArgs(_Args):
+    query: str = Field(description="words to search the notes for")
+    limit: int = Field(5, ge=1, le=20, description="how many notes to return")
+
+
+class ProposeNoteArgs(_Args):
+    topic: str = Field(description="lowercase kebab-case slug, e.g. staging-db")
+    summary: str = Field(description="one line shown in the index")
+    body: str = Field("", description="the details")
+    scope: Literal["channel", "user"] = Field(
+        "channel", description="channel: for this conversation; user: about the person"
+    )
+
+
+class ProposeForgetArgs(_Args):
+    topic: str = Field(description="the topic slug of the note to forget")
+
+
+TOOL_ARGS: dict[str, tuple[type[_Args], str]] = {
+    "memory_read": (MemoryReadArgs, "Read the full note of a topic listed in a memory index."),
+    "memory_search": (MemorySearchArgs, "Search the notes this conversation may read."),
+    "propose_note": (
+        ProposeNoteArgs,
+        "Propose saving a note; the person approves it on a card before it is saved.",
+    ),
+    "propose_forget": (
+        ProposeForgetArgs,
+        "Propose forgetting a note; the person approves it on a card first.",
+    ),
+}
+WRITE_TOOLS = frozenset({"propose_note", "propose_forget"})
+
+
+def tool_specs(*, read_only: bool) -> list[dict[str, Any]]:
+    """Ollama tool definitions; read-only conversations get no proposing tools."""
+    specs = []
+    for name, (model, description) in sorted(TOOL_ARGS.items()):
+        if read_only and name in WRITE_TOOLS:
+            continue
+        schema = model.model_json_schema()
+        schema.pop("title", None)
+        for prop in schema.get("properties", {}).values():
+            prop.pop("title", None)
+        specs.append(
+            {
+                "type": "function",
+                "function": {"name": name, "description": description, "parameters": schema},
+            }
+        )
+    return specs
+
+
+class ToolArgumentError(ValueError):
+    """Arguments the model must correct; the message is written for the model."""
+
+
+def _unquote(value: Any) -> Any:
+    if isinstance(value, str):
+        stripped = value.strip()
+        while len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "\"'`":
+            stripped = stripped[1:-1].strip()
+        return stripped
+    return value
+
+
+def coerce_arguments(raw: Any) -> dict[str, Any]:
+    """Repair the known quirks: a JSON string instead of an object, and quote-wrapped
+    strings. Numbers given as strings are accepted by pydantic's lax mode."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ToolArgumentError(f"arguments are not valid JSON: {exc.msg}") from None
+    if not isinstance(raw, dict):
+        raise ToolArgumentError("arguments must be a JSON object")
+    return {str(key): _unquote(value) for key, value in raw.items()}
+
+
+def parse_arguments(name: str, raw: Any) -> _Args:
+    """Validate a tool call's arguments against the tool's schema."""
+    model, _ = TOOL_ARGS[name]
+    try:
+        return model.model_validate(coerce_arguments(raw))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ToolArgumentError(f"invalid arguments for {name}: {problems}") from None

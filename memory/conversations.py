@@ -1,0 +1,84 @@
+"""Conversation state in SQLite: message history, its compactions, and seen platform events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from memory.db import Clock, Database, to_db_time, utc_now
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    id: int
+    role: str
+    author: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """What a prompt carries of the past: the latest summary and the turns after it."""
+
+    summary: str
+    entries: tuple[HistoryEntry, ...]
+
+
+class ConversationLog:
+    """Per-conversation history, compaction summaries, and event de-duplication."""
+
+    def __init__(self, db: Database, *, clock: Clock = utc_now) -> None:
+        self.db = db
+        self.clock = clock
+
+    async def append(self, conversation: str, role: str, content: str, author: str = "") -> int:
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO messages (conversation, role, author, content, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (conversation, role, author, content, to_db_time(self.clock())),
+            )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    async def history(self, conversation: str, limit: int = 200) -> History:
+        """The latest summary and up to `limit` most recent messages after it, oldest first."""
+        async with self.db.conn.execute(
+            "SELECT up_to_message_id, content FROM summaries WHERE conversation = ? "
+            "ORDER BY id DESC LIMIT 1",
+            (conversation,),
+        ) as cursor:
+            row = await cursor.fetchone()
+        after, summary = (row[0], row[1]) if row else (0, "")
+        async with self.db.conn.execute(
+            "SELECT id, role, author, content FROM messages WHERE conversation = ? AND id > ? "
+            "ORDER BY id DESC LIMIT ?",
+            (conversation, after, limit),
+        ) as cursor:
+            found = [HistoryEntry(*r) for r in await cursor.fetchall()]
+        return History(summary, tuple(reversed(found)))
+
+    async def compact(self, conversation: str, up_to_message_id: int, summary: str) -> None:
+        """Replace the history up to and including `up_to_message_id` by `summary`."""
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO summaries (conversation, up_to_message_id, content, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (conversation, up_to_message_id, summary, to_db_time(self.clock())),
+            )
+
+    async def first_sighting(self, key: str) -> bool:
+        """Record a platform event id; False when it was already seen (a retry or replay)."""
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT OR IGNORE INTO seen_events (key, seen_at) VALUES (?, ?)",
+                (key, to_db_time(self.clock())),
+            )
+        return cursor.rowcount == 1
+
+    async def forget_seen_before(self, age: timedelta = timedelta(days=1)) -> int:
+        """Drop event ids older than `age`; a replay that late is not expected."""
+        cutoff = to_db_time(self.clock() - age)
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute("DELETE FROM seen_events WHERE seen_at < ?", (cutoff,))
+        return cursor.rowcount

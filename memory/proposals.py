@@ -1,0 +1,239 @@
+"""Proposals: changes waiting for a person's decision, kept in SQLite so a restart loses none.
+
+A decision is claimed and applied in one transaction, so it happens exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import aiosqlite
+
+from memory.db import from_db_time, to_db_time
+from memory.errors import Conflict, InvalidInput, NotFound
+from memory.store import NoteStore
+from memory.types import Category, NoteDraft, Scope
+
+_log = logging.getLogger(__name__)
+
+NOTE_SAVE = "note_save"
+NOTE_FORGET = "note_forget"
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """A pending or decided proposal."""
+
+    id: int
+    kind: str
+    status: str
+    requester: str
+    platform: str
+    conversation: dict[str, Any]
+    card_message_id: str | None
+    payload: dict[str, Any]
+    created_at: datetime
+    expires_at: datetime
+    decided_by: str | None
+    outcome: str
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"
+
+
+def note_save_payload(draft: NoteDraft) -> dict[str, Any]:
+    return {
+        "scope": str(draft.scope),
+        "topic": draft.topic,
+        "summary": draft.summary,
+        "body": draft.body,
+        "category": draft.category.value,
+        "private": draft.private,
+        "source": draft.source,
+        "author": draft.author,
+    }
+
+
+def draft_from_payload(payload: Mapping[str, Any]) -> NoteDraft:
+    return NoteDraft(
+        scope=Scope.parse(payload["scope"]),
+        topic=payload["topic"],
+        summary=payload["summary"],
+        body=payload.get("body", ""),
+        category=Category(payload.get("category", "fact")),
+        private=bool(payload.get("private", False)),
+        source=payload.get("source", ""),
+        author=payload.get("author", ""),
+    )
+
+
+class ProposalStore:
+    """Creation, lookup, decision and expiry of proposals."""
+
+    def __init__(self, notes: NoteStore) -> None:
+        self.notes = notes
+        self.db = notes.db
+        self.clock = notes.clock
+
+    async def create(
+        self,
+        kind: str,
+        *,
+        requester: str,
+        platform: str,
+        conversation: Mapping[str, Any],
+        payload: Mapping[str, Any],
+        ttl: timedelta,
+    ) -> Proposal:
+        now = self.clock()
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO proposals (kind, requester, platform, conversation_json, "
+                "payload_json, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    kind, requester, platform, json.dumps(dict(conversation)),
+                    json.dumps(dict(payload), ensure_ascii=False), to_db_time(now),
+                    to_db_time(now + ttl),
+                ),
+            )  # fmt: skip
+        assert cursor.lastrowid is not None
+        return await self.get(cursor.lastrowid)
+
+    async def attach_card(self, proposal_id: int, card_message_id: str) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE proposals SET card_message_id = ? WHERE id = ?",
+                (card_message_id, proposal_id),
+            )
+
+    async def get(self, proposal_id: int) -> Proposal:
+        found = await self._select("WHERE id = ?", (proposal_id,))
+        if not found:
+            raise NotFound(f"there is no proposal {proposal_id}")
+        return found[0]
+
+    async def by_card(self, platform: str, card_message_id: str) -> Proposal | None:
+        found = await self._select(
+            "WHERE platform = ? AND card_message_id = ?", (platform, card_message_id)
+        )
+        return found[0] if found else None
+
+    async def list_recent(self, status: str | None = None, limit: int = 100) -> list[Proposal]:
+        if status is None:
+            return await self._select("ORDER BY id DESC LIMIT ?", (limit,))
+        return await self._select("WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit))
+
+    async def decide(self, proposal_id: int, *, approve: bool, decided_by: str) -> Proposal:
+        """Approve or reject a pending proposal exactly once; note changes are applied in
+        the same transaction. Raises `Conflict` when it is no longer pending or expired."""
+        now = to_db_time(self.clock())
+        try:
+            async with self.db.transaction() as conn:
+                proposal = await self._claim(conn, proposal_id, approve, decided_by, now)
+                if approve:
+                    outcome = await self._apply(conn, proposal)
+                    await conn.execute(
+                        "UPDATE proposals SET outcome = ? WHERE id = ?", (outcome, proposal.id)
+                    )
+        except InvalidInput as exc:
+            if isinstance(exc, Conflict):
+                raise
+            # The change no longer applies (e.g. the note was already forgotten).
+            async with self.db.transaction() as conn:
+                await conn.execute(
+                    "UPDATE proposals SET status = 'failed', outcome = ?, decided_by = ?, "
+                    "decided_at = ? WHERE id = ? AND status = 'pending'",
+                    (str(exc), decided_by, now, proposal_id),
+                )
+        return await self.get(proposal_id)
+
+    async def mark(self, proposal_id: int, outcome: str) -> None:
+        """Record what happened when a decided proposal was carried out outside SQL."""
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "UPDATE proposals SET outcome = ? WHERE id = ?", (outcome, proposal_id)
+            )
+
+    async def expire_due(self) -> list[Proposal]:
+        """Mark pending proposals past their expiry as expired and return them."""
+        now = to_db_time(self.clock())
+        async with self.db.transaction() as conn:
+            async with conn.execute(
+                "SELECT id FROM proposals WHERE status = 'pending' AND expires_at <= ?", (now,)
+            ) as cursor:
+                ids = [row[0] for row in await cursor.fetchall()]
+            await conn.executemany(
+                "UPDATE proposals SET status = 'expired', decided_at = ? WHERE id = ?",
+                [(now, i) for i in ids],
+            )
+        return [await self.get(i) for i in ids]
+
+    async def _claim(
+        self, conn: aiosqlite.Connection, proposal_id: int, approve: bool, who: str, now: str
+    ) -> Proposal:
+        status = "approved" if approve else "rejected"
+        cursor = await conn.execute(
+            "UPDATE proposals SET status = ?, decided_by = ?, decided_at = ? "
+            "WHERE id = ? AND status = 'pending' AND expires_at > ?",
+            (status, who, now, proposal_id, now),
+        )
+        if cursor.rowcount == 1:
+            return (await self._select("WHERE id = ?", (proposal_id,), conn))[0]
+        current = await self._select("WHERE id = ?", (proposal_id,), conn)
+        if not current:
+            raise NotFound(f"there is no proposal {proposal_id}")
+        if current[0].status == "pending":
+            raise Conflict(f"proposal {proposal_id} expired at {current[0].expires_at:%H:%M}Z")
+        raise Conflict(f"proposal {proposal_id} was already {current[0].status}")
+
+    async def _apply(self, conn: aiosqlite.Connection, proposal: Proposal) -> str:
+        reason = f"proposal {proposal.id}"
+        if proposal.kind == NOTE_SAVE:
+            draft = self.notes.validate(draft_from_payload(proposal.payload))
+            result = await self.notes.save_in(conn, draft, proposal.requester, reason, proposal.id)
+            if result.change_id is None:
+                return "unchanged"
+            return "created" if result.created else "updated"
+        if proposal.kind == NOTE_FORGET:
+            scope = Scope.parse(proposal.payload["scope"])
+            topic = proposal.payload["topic"]
+            await self.notes.forget_in(conn, scope, topic, proposal.requester, reason, proposal.id)
+            return "forgotten"
+        return "approved"
+
+    async def _select(
+        self,
+        where: str,
+        params: tuple[object, ...],
+        conn: aiosqlite.Connection | None = None,
+    ) -> list[Proposal]:
+        async with (conn or self.db.conn).execute(
+            f"SELECT * FROM proposals {where}", params
+        ) as cursor:
+            return [_proposal_from_row(row) for row in await cursor.fetchall()]
+
+
+def _proposal_from_row(row: Any) -> Proposal:
+    created = from_db_time(row["created_at"])
+    expires = from_db_time(row["expires_at"])
+    assert created is not None and expires is not None
+    return Proposal(
+        id=row["id"],
+        kind=row["kind"],
+        status=row["status"],
+        requester=row["requester"],
+        platform=row["platform"],
+        conversation=json.loads(row["conversation_json"]),
+        card_message_id=row["card_message_id"],
+        payload=json.loads(row["payload_json"]),
+        created_at=created,
+        expires_at=expires,
+        decided_by=row["decided_by"],
+        outcome=row["outcome"],
+    )
