@@ -128,16 +128,27 @@ class Model:
         think = None
         if self.info.supports_thinking:
             think = think_value(self.info.name, self.settings.reasoning_effort)
+        request = {
+            "model": self.settings.model,
+            "messages": list(messages),
+            "stream": False,
+        }
+        if tools and self.info.supports_tools:
+            request["tools"] = list(tools)
+        if format:
+            request["format"] = dict(format)
+        if think is not None:
+            request["think"] = think
         async with self._semaphore:
             try:
                 async with asyncio.timeout(self.settings.timeout_s):
-                    response = await self.client.chat(
-                        model=self.settings.model,
-                        messages=list(messages),
-                        tools=list(tools) if tools and self.info.supports_tools else None,
-                        format=dict(format) if format else None,
-                        think=think,
+                    # The client's own request path (errors mapped as ollama maps them), but
+                    # the reply is parsed here: ollama's ChatResponse rejects tool-call
+                    # arguments sent as a JSON string, and the whole reply would be lost.
+                    response = await self.client._request_raw(  # type: ignore[no-untyped-call]
+                        "POST", "/api/chat", json=request
                     )
+                data = response.json()
             except ollama.ResponseError as exc:
                 if exc.status_code == 404:
                     raise ModelUnavailable(
@@ -150,13 +161,10 @@ class Model:
             except (TimeoutError, httpx.TransportError, ConnectionError) as exc:
                 self._mark_down(exc)
                 raise ModelUnavailable("the model is unreachable or timed out") from exc
+            except ValueError as exc:  # not JSON
+                raise ModelUnavailable(f"the model sent an unreadable reply: {exc}") from exc
         self._mark_up()
-        message = response.message
-        calls = tuple(
-            ToolCall(call.function.name, call.function.arguments)
-            for call in (message.tool_calls or [])
-        )
-        return ChatResult(message.content or "", message.thinking or "", calls)
+        return parse_chat_reply(data)
 
     def _mark_down(self, exc: BaseException) -> None:
         self._backoff = min(BACKOFF_MAX_S, self._backoff * 2 or BACKOFF_START_S)
@@ -174,3 +182,22 @@ class Model:
 
     async def close(self) -> None:
         await self.client.close()  # type: ignore[no-untyped-call]
+
+
+def parse_chat_reply(data: Any) -> ChatResult:
+    """Content, thinking and tool calls of an /api/chat reply, tolerating malformed calls."""
+    message = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(message, dict):
+        return ChatResult("")
+    calls = []
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            calls.append(ToolCall(function["name"], function.get("arguments")))
+    content = message.get("content")
+    thinking = message.get("thinking")
+    return ChatResult(
+        content if isinstance(content, str) else "",
+        thinking if isinstance(thinking, str) else "",
+        tuple(calls),
+    )

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memory import Database, NoteStore
+from tests.fakes.ollama import fake_ollama  # noqa: F401  (fixture)
 
 
 def _is_loopback(address: Any) -> bool:

@@ -1,0 +1,1 @@
+from tests.bot.harness import harness  # noqa: F401  (fixture)

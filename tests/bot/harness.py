@@ -1,0 +1,82 @@
+"""A running Bot over a recording adapter and the fake Ollama, for end-to-end core tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.base import Event
+from bot.app import Bot
+from bot.config import Settings
+from tests.conftest import FakeClock
+from tests.fakes.adapter import RecordingAdapter, Sent
+from tests.fakes.ollama import FakeOllama
+
+
+def make_settings(path: Path, ollama_url: str, **sections: dict[str, Any]) -> Settings:
+    values: dict[str, Any] = {
+        "database": {"path": path},
+        "ollama": {"host": ollama_url, "timeout_s": 2.0, **sections.pop("ollama", {})},
+        "bot": {"admins": ["user:test/UADMIN"], **sections.pop("bot", {})},
+        **sections,
+    }
+    return Settings(**values)
+
+
+@dataclass
+class Harness:
+    bot: Bot
+    adapter: RecordingAdapter
+    ollama: FakeOllama
+    clock: FakeClock
+
+    async def send(self, event: Event) -> None:
+        """Deliver one event as the platform would, and wait until the bot is done."""
+        await self.bot.dispatcher.submit(event)
+        await self.bot.dispatcher.wait_idle()
+
+    async def say(self, text: str, **kw: Any) -> None:
+        await self.send(self.adapter.message(text, **kw))
+
+    async def react(self, card: Sent, emoji: str, user: str = "UALICE") -> None:
+        await self.send(self.adapter.reaction(card, emoji, user=user))
+
+    def last_prompt(self) -> list[dict[str, Any]]:
+        """The messages of the last agent-turn request the model received."""
+        turns = [r for r in self.ollama.chat_requests if "format" not in r]
+        messages: list[dict[str, Any]] = turns[-1]["messages"]
+        return messages
+
+    def script_title(self, topic: str, summary: str) -> None:
+        """What the model answers to the structured-output request for a note's title."""
+        self.ollama.reply(json.dumps({"topic": topic, "summary": summary}))
+
+
+async def start_harness(
+    tmp_path: Path,
+    fake: FakeOllama,
+    clock: FakeClock,
+    adapter: RecordingAdapter | None = None,
+    **sections: dict[str, Any],
+) -> Harness:
+    adapter = adapter or RecordingAdapter()
+    settings = make_settings(tmp_path / "bot.db", fake.url, **sections)
+    bot = Bot(settings, [adapter], clock=clock)
+    await bot.start()
+    return Harness(bot, adapter, fake, clock)
+
+
+@pytest.fixture
+async def harness(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> AsyncIterator[Harness]:
+    h = await start_harness(tmp_path, fake_ollama, clock)
+    try:
+        yield h
+    finally:
+        await h.bot.stop()

@@ -1,0 +1,1 @@
+"""Fake servers that real client libraries talk to over the wire in tests."""
