@@ -47,9 +47,18 @@ class Bot:
         self._stopped = False
 
     async def start(self) -> None:
+        """Open storage, probe the model, start the adapters; on failure undo what started."""
         if self._started:
             return
         self._started = True
+        try:
+            await self._start()
+        except BaseException:
+            self._stopped = True
+            await self._stack.aclose()
+            raise
+
+    async def _start(self) -> None:
         settings = self.settings
         self.db = await Database.open(
             settings.database.path, busy_timeout_ms=settings.database.busy_timeout_ms

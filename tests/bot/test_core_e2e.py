@@ -221,3 +221,23 @@ async def test_read_only_channel_gets_no_proposing_tools(
         assert tools == {"memory_read", "memory_search"}
     finally:
         await h.bot.stop()
+
+
+async def test_note_title_from_structured_output_with_one_retry(harness: Harness) -> None:
+    harness.ollama.reply("Sure! The topic is staging.")  # not JSON: retried once
+    harness.script_title("Staging DB Host", "  staging   DB is pg-stage-2 ")
+    await harness.say("remember that the staging DB is pg-stage-2")
+    [card] = harness.adapter.cards
+    assert "Topic: `staging-db-host`" in card.text
+    assert "Summary: staging DB is pg-stage-2" in card.text
+    schema = harness.ollama.chat_requests[0]["format"]
+    assert set(schema["required"]) == {"topic", "summary"}
+
+
+async def test_note_title_falls_back_when_the_model_keeps_failing(harness: Harness) -> None:
+    harness.ollama.reply("no")
+    harness.ollama.reply("still no")
+    await harness.say("remember that the build cache lives on nfs-3. It is cleaned weekly.")
+    [card] = harness.adapter.cards
+    assert "Topic: `build-cache-lives-nfs`" in card.text
+    assert "Summary: the build cache lives on nfs-3." in card.text
