@@ -28,7 +28,7 @@ from bot.tool_args import (
     parse_arguments,
     tool_specs,
 )
-from memory import InvalidInput, NoteDraft, NoteStore, Scope, SearchHit, Visibility
+from memory import InvalidInput, Note, NoteDraft, NoteStore, Scope, SearchHit, Visibility
 from memory.conversations import ConversationLog
 from memory.types import ScopeKind
 
@@ -82,24 +82,24 @@ class Agent:
         self.log = log
         self.approvals = approvals
 
-    async def build_prefix(self, ctx: TurnContext) -> str:
+    async def build_prefix(self, ctx: TurnContext) -> tuple[str, int]:
+        """The stable system prompt and how many bytes of it the memory indexes take."""
         indexes = await self.notes.indexes_for(ctx.visibility)
         public = set(ctx.visibility.public_only)
-        return render_prefix(self.settings.bot.name, [(i, i.scope in public) for i in indexes])
+        prefix = render_prefix(self.settings.bot.name, [(i, i.scope in public) for i in indexes])
+        return prefix, sum(i.size for i in indexes)
 
     async def recall(self, ctx: TurnContext, text: str) -> list[SearchHit]:
         return await self.notes.search(text, ctx.visibility, k=self.settings.memory.recall_k)
 
-    def memory_budget(self, prefix: str) -> int:
+    def recall_budget(self, index_bytes: int) -> int:
         """Bytes left for recalled notes once the indexes took their share of the budget."""
-        total = self.settings.memory.token_budget * BYTES_PER_TOKEN
-        indexes = prefix.split("# Memory indexes", 1)[-1]
-        return max(0, total - len(indexes.encode()))
+        return max(0, self.settings.memory.token_budget * BYTES_PER_TOKEN - index_bytes)
 
     async def run(self, ctx: TurnContext, text: str) -> TurnResult:
-        prefix = await self.build_prefix(ctx)
+        prefix, index_bytes = await self.build_prefix(ctx)
         hits = await self.recall(ctx, text)
-        tail = user_turn(text, hits, self.memory_budget(prefix))
+        tail = user_turn(text, hits, self.recall_budget(index_bytes))
         await self.log.append(ctx.history_key, "user", text, ctx.author.scope)
         try:
             history = await self._history_messages(ctx, prefix)
@@ -148,13 +148,12 @@ class Agent:
             _log.debug("model thinking: %s", result.thinking)
 
     async def _run_tool(self, ctx: TurnContext, name: str, raw: Any) -> str:
-        if name not in {t["function"]["name"] for t in tool_specs(read_only=ctx.read_only)}:
+        offered = {spec["function"]["name"] for spec in tool_specs(read_only=ctx.read_only)}
+        if name not in offered:
             if name in WRITE_TOOLS:
                 return f"error: {name} is not available here: this channel's memory is read-only"
-            known = ", ".join(
-                sorted(t["function"]["name"] for t in tool_specs(read_only=ctx.read_only))
-            )
-            return f"error: there is no tool named {name!r}; available tools: {known}"
+            available = ", ".join(sorted(offered))
+            return f"error: there is no tool named {name!r}; available tools: {available}"
         try:
             args = parse_arguments(name, raw)
             async with asyncio.timeout(self.settings.bot.tool_timeout_s):
@@ -208,7 +207,7 @@ class Agent:
         channel = Scope.parse(ctx.conversation.channel_scope)
         return NoteDraft(channel, topic, summary, body, author=ctx.author.scope)
 
-    async def find_writable(self, ctx: TurnContext, what: str) -> Any:
+    async def find_writable(self, ctx: TurnContext, what: str) -> Note | None:
         """The note `what` names (a topic, or else the best search hit) among the notes this
         person may change from here."""
         writable = set(ctx.writable())
