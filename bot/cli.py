@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, chat_cli, notes_cli
+from bot import __version__, chat_cli, notes_cli, run_cli
 from bot.config import Settings, load_settings
 from bot.errors import user_message
 
@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     notes_cli.add_parser(commands)
     chat_cli.add_parsers(commands)
+    run_cli.add_parser(commands)
     return parser
 
 

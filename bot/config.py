@@ -67,14 +67,32 @@ class BotSettings(_Section):
 
 
 class SlackSettings(_Section):
+    """Socket Mode with `bot_token` and `app_token`; HTTP Events mode when
+    `signing_secret` and `listen` are set."""
+
     bot_token: SecretStr | None = None
     app_token: SecretStr | None = None
     signing_secret: SecretStr | None = None
+    listen: str | None = Field(None, pattern=r"^[^:\s]*:\d{1,5}$", description="host:port")
+    events_path: str = "/slack/events"
     api_base_url: str = "https://slack.com/api/"
+
+    @property
+    def configured(self) -> bool:
+        return self.bot_token is not None and (
+            self.app_token is not None
+            or (self.signing_secret is not None and self.listen is not None)
+        )
 
 
 class DiscordSettings(_Section):
     token: SecretStr | None = None
+    api_base_url: str = "https://discord.com/api/v10"
+    gateway_url: str | None = Field(None, description="override for tests and proxies")
+
+    @property
+    def configured(self) -> bool:
+        return self.token is not None
 
 
 class Settings(BaseSettings):

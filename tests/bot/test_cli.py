@@ -125,3 +125,11 @@ def test_secrets_are_hidden_in_settings(env: Path, monkeypatch: pytest.MonkeyPat
     assert "very-secret" not in repr(settings) and "very-secret" not in str(settings)
     assert settings.slack.bot_token is not None
     assert settings.slack.bot_token.get_secret_value() == "xoxb-very-secret-value"
+
+
+def test_run_without_any_platform_points_to_chat_and_the_readme(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "run")
+    assert code == 1
+    assert "lorebot chat" in err and "README" in err and "Traceback" not in err

@@ -1,0 +1,49 @@
+"""`lorebot run`: the daemon with every configured adapter, until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+from typing import Any
+
+from bot.app import Bot
+from bot.config import Settings
+from bot.errors import UserError
+from bot.wiring import build_adapters
+
+_log = logging.getLogger(__name__)
+
+NO_ADAPTERS = (
+    "no chat platform is configured: set LOREBOT_SLACK__BOT_TOKEN and "
+    "LOREBOT_SLACK__APP_TOKEN, or LOREBOT_DISCORD__TOKEN (see the README's Slack and "
+    "Discord sections), or try `lorebot chat` in the terminal"
+)
+
+
+def add_parser(commands: Any) -> None:
+    run = commands.add_parser("run", help="run the daemon with every configured chat platform")
+    run.set_defaults(command=cmd_run)
+
+
+async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    adapters = build_adapters(settings)
+    if not adapters:
+        raise UserError(NO_ADAPTERS)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, _on_signal, stop, signum)
+    async with Bot(settings, adapters):
+        _log.info("lorebot is running with %s", ", ".join(a.platform for a in adapters))
+        await stop.wait()
+        _log.info("shutting down")
+    return 0
+
+
+def _on_signal(stop: asyncio.Event, signum: int) -> None:
+    if stop.is_set():  # a second signal: leave at once
+        raise SystemExit(128 + signum)
+    _log.info("received %s", signal.Signals(signum).name)
+    stop.set()
