@@ -8,6 +8,7 @@ broken call is answered to the model as an error it can correct.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,19 +19,35 @@ from bot.approvals import ApprovalService
 from bot.config import Settings
 from bot.model import ChatResult, Model, ModelUnavailable
 from bot.prompt import BYTES_PER_TOKEN, estimate_tokens, render_prefix, user_turn
+from bot.skill_use import SkillUse, skill_tool_result
 from bot.tool_args import (
     WRITE_TOOLS,
+    LoadSkillArgs,
     MemoryReadArgs,
     MemorySearchArgs,
     ProposeForgetArgs,
     ProposeNoteArgs,
+    ProposeSkillArgs,
+    ReadSkillResourceArgs,
     ToolArgumentError,
     parse_arguments,
     tool_specs,
 )
-from memory import InvalidInput, Note, NoteDraft, NoteStore, Scope, SearchHit, Visibility
+from memory import (
+    InvalidInput,
+    Note,
+    NoteDraft,
+    NoteStore,
+    Scope,
+    SearchHit,
+    Viewer,
+    Visibility,
+    visibility_for,
+)
 from memory.conversations import ConversationLog
+from memory.proposals import Proposal
 from memory.types import ScopeKind
+from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
 
@@ -52,9 +69,22 @@ class TurnContext:
         thread = self.conversation.thread_id or ""
         return f"{self.conversation.key}/{thread}"
 
+    @property
+    def channel_scope(self) -> str | None:
+        return None if self.conversation.is_dm else self.conversation.channel_scope
+
     def writable(self) -> tuple[Scope, ...]:
         """Scopes a person may propose changes to from here (team notes are admin-only)."""
         return tuple(s for s in self.visibility.scopes if s.kind is not ScopeKind.TEAM)
+
+
+def make_context(conversation: ConversationRef, author: UserRef, read_only: bool) -> TurnContext:
+    """The turn context of a person in a conversation; isolation comes from `visibility_for`."""
+    speaker = Scope(ScopeKind.USER, author.platform, author.id)
+    channel = None if conversation.is_dm else Scope.parse(conversation.channel_scope)
+    team = Scope.parse(conversation.team_scope) if conversation.team_scope else None
+    viewer = Viewer(speaker, channel, team)
+    return TurnContext(conversation, author, visibility_for(viewer), read_only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +93,34 @@ class TurnResult:
     prompt_prefix: str
     rounds: int
     offline: bool
+    awaiting: int | None = None  # a proposal the turn waits for; the reply comes later
+
+
+class AwaitingApproval(Exception):
+    """A tool needs a person's decision; the turn is saved in the proposal and ends here."""
+
+    def __init__(self, proposal: Proposal) -> None:
+        super().__init__(f"waiting for proposal {proposal.id}")
+        self.proposal = proposal
+
+
+@dataclass(slots=True)
+class _Turn:
+    """A turn in flight: its messages, and the tool calls of the current round still to run."""
+
+    messages: list[dict[str, Any]]
+    round: int = 1
+    pending: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
+
+    def saved(self, ctx: TurnContext) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "round": self.round,
+            "pending": [[name, args] for name, args in self.pending],
+            "conversation": dataclasses.asdict(ctx.conversation),
+            "author": dataclasses.asdict(ctx.author),
+            "read_only": ctx.read_only,
+        }
 
 
 class Agent:
@@ -75,19 +133,29 @@ class Agent:
         notes: NoteStore,
         log: ConversationLog,
         approvals: ApprovalService,
+        skills: SkillUse,
     ) -> None:
         self.settings = settings
         self.model = model
         self.notes = notes
         self.log = log
         self.approvals = approvals
+        self.skills = skills
 
     async def build_prefix(self, ctx: TurnContext) -> tuple[str, int]:
         """The stable system prompt and how many bytes of it the memory indexes take."""
         indexes = await self.notes.indexes_for(ctx.visibility)
         public = set(ctx.visibility.public_only)
-        prefix = render_prefix(self.settings.bot.name, [(i, i.scope in public) for i in indexes])
+        prefix = render_prefix(
+            self.settings.bot.name,
+            [(i, i.scope in public) for i in indexes],
+            self.skills.catalog_lines(ctx.channel_scope),
+        )
         return prefix, sum(i.size for i in indexes)
+
+    def tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
+        has_skills = bool(self.skills.catalog_lines(ctx.channel_scope))
+        return tool_specs(read_only=ctx.read_only, skills=has_skills)
 
     async def recall(self, ctx: TurnContext, text: str) -> list[SearchHit]:
         return await self.notes.search(text, ctx.visibility, k=self.settings.memory.recall_k)
@@ -103,29 +171,64 @@ class Agent:
         await self.log.append(ctx.history_key, "user", text, ctx.author.scope)
         try:
             history = await self._history_messages(ctx, prefix)
-            messages: list[dict[str, Any]] = [
-                {"role": "system", "content": prefix},
-                *history,
-                {"role": "user", "content": tail},
-            ]
-            reply, rounds = await self._loop(ctx, messages)
-            offline = False
+            active = await self.skills.active_messages(ctx.conversation.key)
+            turn = _Turn([{"role": "system", "content": prefix}, *active, *history])
+            turn.messages.append({"role": "user", "content": tail})
+            reply, rounds = await self._loop(ctx, turn)
         except ModelUnavailable as exc:
             _log.info("answering offline: %s", exc)
-            reply, rounds, offline = offline_answer(hits), 0, True
+            reply = offline_answer(hits)
+            await self.log.append(ctx.history_key, "assistant", reply)
+            return TurnResult(reply, prefix, 0, offline=True)
+        except AwaitingApproval as waiting:
+            return TurnResult("", prefix, turn.round, offline=False, awaiting=waiting.proposal.id)
         await self.log.append(ctx.history_key, "assistant", reply)
-        return TurnResult(reply, prefix, rounds, offline)
+        return TurnResult(reply, prefix, rounds, offline=False)
 
-    async def _loop(self, ctx: TurnContext, messages: list[dict[str, Any]]) -> tuple[str, int]:
-        tools = tool_specs(read_only=ctx.read_only)
+    async def resume(self, proposal: Proposal) -> TurnResult | None:
+        """Continue the turn that asked for `proposal`, now that a person decided it."""
+        saved = proposal.payload.get("turn")
+        if not saved or proposal.status not in ("approved", "rejected"):
+            return None
+        ctx = make_context(
+            ConversationRef(**saved["conversation"]), UserRef(**saved["author"]), saved["read_only"]
+        )
+        turn = _Turn(saved["messages"], saved["round"], [tuple(p) for p in saved["pending"]])
+        outcome = await self._load_outcome(ctx, proposal)
+        turn.messages.append({"role": "tool", "tool_name": "load_skill", "content": outcome})
+        try:
+            await self._run_pending(ctx, turn)  # the calls that came after the load
+            turn.round += 1
+            reply, rounds = await self._loop(ctx, turn)
+        except ModelUnavailable:
+            reply, rounds = f"{OFFLINE_NOTICE} I could not finish that answer.", turn.round
+        except AwaitingApproval as waiting:
+            return TurnResult("", "", turn.round, offline=False, awaiting=waiting.proposal.id)
+        await self.log.append(ctx.history_key, "assistant", reply)
+        return TurnResult(reply, saved["messages"][0]["content"], rounds, offline=False)
+
+    async def _load_outcome(self, ctx: TurnContext, proposal: Proposal) -> str:
+        name = proposal.payload["name"]
+        if proposal.status != "approved":
+            return f"the person declined loading the skill {name}; continue without it"
+        skill = self.skills.catalog.get(name)
+        if skill is None or skill.sha256 != proposal.payload["sha256"]:
+            return f"error: the skill {name} changed or disappeared since it was approved"
+        await self.skills.activate(ctx.conversation.key, skill, proposal.decided_by or "")
+        return skill_tool_result(skill)
+
+    async def _loop(self, ctx: TurnContext, turn: _Turn) -> tuple[str, int]:
+        tools = self.tools(ctx)
         max_rounds = self.settings.bot.max_tool_rounds
-        for round_number in range(1, max_rounds + 1):
-            last = round_number == max_rounds
-            result = await self.model.chat(messages, tools=None if last else tools)
+        while True:
+            last = turn.round >= max_rounds
+            result = await self.model.chat(turn.messages, tools=None if last else tools)
             self._log_thinking(result)
             if not result.tool_calls:
-                return result.content.strip() or "(no answer)", round_number
-            messages.append(
+                return result.content.strip() or "(no answer)", turn.round
+            if last:
+                return "I could not finish that within my tool-call limit.", turn.round
+            turn.messages.append(
                 {
                     "role": "assistant",
                     "content": result.content,
@@ -135,20 +238,22 @@ class Agent:
                     ],
                 }
             )
-            for call in result.tool_calls:
-                output = await self._run_tool(ctx, call.name, call.arguments)
-                messages.append({"role": "tool", "tool_name": call.name, "content": output})
-        return (
-            "I could not finish that within my tool-call limit; please ask more simply.",
-            max_rounds,
-        )
+            turn.pending = [(c.name, c.arguments) for c in result.tool_calls]
+            await self._run_pending(ctx, turn)
+            turn.round += 1
+
+    async def _run_pending(self, ctx: TurnContext, turn: _Turn) -> None:
+        while turn.pending:
+            name, arguments = turn.pending.pop(0)
+            output = await self._run_tool(ctx, name, arguments, turn)
+            turn.messages.append({"role": "tool", "tool_name": name, "content": output})
 
     def _log_thinking(self, result: ChatResult) -> None:
         if result.thinking:
             _log.debug("model thinking: %s", result.thinking)
 
-    async def _run_tool(self, ctx: TurnContext, name: str, raw: Any) -> str:
-        offered = {spec["function"]["name"] for spec in tool_specs(read_only=ctx.read_only)}
+    async def _run_tool(self, ctx: TurnContext, name: str, raw: Any, turn: _Turn) -> str:
+        offered = {spec["function"]["name"] for spec in self.tools(ctx)}
         if name not in offered:
             if name in WRITE_TOOLS:
                 return f"error: {name} is not available here: this channel's memory is read-only"
@@ -157,16 +262,14 @@ class Agent:
         try:
             args = parse_arguments(name, raw)
             async with asyncio.timeout(self.settings.bot.tool_timeout_s):
-                return await self._execute(ctx, args)
-        except ToolArgumentError as exc:
-            return f"error: {exc}"
-        except InvalidInput as exc:
+                return await self._execute(ctx, args, turn)
+        except (ToolArgumentError, InvalidInput, SkillError) as exc:
             return f"error: {exc}"
         except TimeoutError:
             _log.warning("tool %s timed out after %s s", name, self.settings.bot.tool_timeout_s)
             return f"error: {name} timed out"
 
-    async def _execute(self, ctx: TurnContext, args: Any) -> str:
+    async def _execute(self, ctx: TurnContext, args: Any, turn: _Turn) -> str:
         if isinstance(args, MemoryReadArgs):
             notes = await self.notes.read(ctx.visibility, args.topic)
             if not notes:
@@ -192,6 +295,25 @@ class Agent:
                 return f"no note {args.topic!r} that this person may change is visible here"
             proposal = await self.approvals.propose_forget(ctx.conversation, ctx.author, note)
             return f"proposal #{proposal.id} to forget {note.topic} is shown as a card"
+        if isinstance(args, LoadSkillArgs):
+            skill = self.skills.find(args.name, ctx.channel_scope, by_person=False)
+            if await self.skills.is_active(ctx.conversation.key, skill):
+                return skill_tool_result(skill)
+            proposal = await self.approvals.propose_skill_load(
+                ctx.conversation, ctx.author, skill, self.skills.load_card_lines(skill),
+                turn.saved(ctx),
+            )  # fmt: skip
+            raise AwaitingApproval(proposal)
+        if isinstance(args, ReadSkillResourceArgs):
+            return self.skills.read(args.skill, args.path, ctx.channel_scope)
+        if isinstance(args, ProposeSkillArgs):
+            text = self.skills.draft_skill(
+                args.name, args.description, args.body, ctx.author.scope, ctx.conversation.key
+            )
+            proposal = await self.approvals.propose_skill_create(
+                ctx.conversation, ctx.author, args.name, text
+            )
+            return f"proposal #{proposal.id} shows the whole skill on a card for approval"
         raise AssertionError(f"unhandled tool arguments {args!r}")
 
     def draft_for(

@@ -21,6 +21,7 @@ from bot.config import Settings
 from bot.core import Core
 from bot.dispatcher import Dispatcher
 from bot.model import Model
+from bot.skill_use import SkillUse, build_catalog
 from bot.tasks import TaskTracker
 from memory import Database, NoteStore
 from memory.conversations import ConversationLog
@@ -80,8 +81,12 @@ class Bot:
             self.adapters,
             admins=frozenset(settings.bot.admins),
             ttl=timedelta(hours=settings.bot.proposal_ttl_hours),
+            skill_root=settings.skills.user_root,
         )
-        self.agent = Agent(settings, self.model, self.notes, self.log, self.approvals)
+        self.catalog = build_catalog(settings.skills)
+        self.catalog.refresh()
+        skills = SkillUse(settings.skills, self.catalog, self.log)
+        self.agent = Agent(settings, self.model, self.notes, self.log, self.approvals, skills)
         self.core = Core(settings, self.notes, self.agent, self.approvals, self.adapters)
         self.dispatcher = Dispatcher(
             settings.bot, self.core, self.approvals, self.log, self.adapters, TaskTracker()

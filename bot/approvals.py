@@ -10,6 +10,8 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 from adapters.base import (
     APPROVE,
@@ -24,10 +26,14 @@ from memory import Conflict, Note, NoteDraft, NoteStore, Scope, ScopeKind
 from memory.proposals import (
     NOTE_FORGET,
     NOTE_SAVE,
+    SKILL_CREATE,
+    SKILL_LOAD,
     Proposal,
     ProposalStore,
     note_save_payload,
 )
+from skills.types import Skill, SkillError
+from skills.writer import write_skill
 
 _log = logging.getLogger(__name__)
 
@@ -64,7 +70,9 @@ class ApprovalService:
         *,
         admins: frozenset[str],
         ttl: timedelta,
+        skill_root: Path | None = None,
     ) -> None:
+        self.skill_root = skill_root
         self.proposals = proposals
         self.notes: NoteStore = proposals.notes
         self.adapters = adapters
@@ -108,6 +116,41 @@ class ApprovalService:
             ]
         )
         await self._post_card(proposal, conversation, requester, text, "forget")
+        return await self.proposals.get(proposal.id)
+
+    async def propose_skill_load(
+        self,
+        conversation: ConversationRef,
+        requester: UserRef,
+        skill: Skill,
+        card_lines: list[str],
+        turn: Mapping[str, Any],
+    ) -> Proposal:
+        """Ask before a model-initiated load; `turn` is the suspended turn to resume."""
+        payload = {
+            "name": skill.name,
+            "sha256": skill.sha256,
+            "path": str(skill.path),
+            "turn": dict(turn),
+        }
+        proposal = await self._create(SKILL_LOAD, conversation, requester, payload)
+        text = "\n".join(
+            [f"🧩 Load the skill `{skill.name}`? (proposal #{proposal.id})", *card_lines]
+        )
+        await self._post_card(proposal, conversation, requester, text, "load it")
+        return await self.proposals.get(proposal.id)
+
+    async def propose_skill_create(
+        self, conversation: ConversationRef, requester: UserRef, name: str, text: str
+    ) -> Proposal:
+        payload = {"name": name, "text": text}
+        proposal = await self._create(SKILL_CREATE, conversation, requester, payload)
+        where = self.skill_root / name if self.skill_root else name
+        card = (
+            f"🛠️ Create the skill `{name}` in {where}? (proposal #{proposal.id})\n"
+            f"```\n{text.strip()}\n```"
+        )
+        await self._post_card(proposal, conversation, requester, card, "create it")
         return await self.proposals.get(proposal.id)
 
     async def _create(
@@ -176,9 +219,21 @@ class ApprovalService:
             for expired in await self.proposals.expire_due():
                 await self.update_card(expired)
             raise
+        if proposal.kind == SKILL_CREATE and proposal.status == "approved":
+            proposal = await self._write_skill(proposal)
         _log.info("proposal %d %s by %s (%s)", proposal.id, proposal.status, by, proposal.outcome)
         await self.update_card(proposal)
         return proposal
+
+    async def _write_skill(self, proposal: Proposal) -> Proposal:
+        """Carry out an approved skill creation; a failure is recorded on the proposal."""
+        if self.skill_root is None:
+            return await self.proposals.mark(proposal.id, "no skill folder is set", failed=True)
+        try:
+            path = write_skill(self.skill_root, proposal.payload["name"], proposal.payload["text"])
+        except (SkillError, OSError) as exc:
+            return await self.proposals.mark(proposal.id, f"not written: {exc}", failed=True)
+        return await self.proposals.mark(proposal.id, f"written to {path}")
 
     async def expire(self) -> int:
         """Mark overdue proposals expired and say so on their cards."""
@@ -201,7 +256,7 @@ class ApprovalService:
     async def outcome_text(self, proposal: Proposal) -> str:
         """The card's final text, from the database rows, not from the model."""
         payload = proposal.payload
-        topic = payload.get("topic", "?")
+        topic = payload.get("topic", payload.get("name", "?"))
         scope = Scope.parse(payload["scope"]) if "scope" in payload else None
         where = scope_label(scope, conversation_of(proposal)) if scope else "?"
         if proposal.status == "expired":
@@ -211,6 +266,9 @@ class ApprovalService:
                 f"so `{topic}` was left as it was."
             )
         if proposal.status == "rejected":
+            declined = {SKILL_LOAD: "loaded", SKILL_CREATE: "created"}.get(proposal.kind)
+            if declined:
+                return f"{REJECT} Declined (proposal #{proposal.id}): `{topic}` was not {declined}."
             return f"{REJECT} Discarded (proposal #{proposal.id}): `{topic}` was left as it was."
         if proposal.status == "failed":
             return f"⚠️ Not applied (proposal #{proposal.id}): {proposal.outcome}"
@@ -223,6 +281,10 @@ class ApprovalService:
                 f"{APPROVE} {verb} `{note.topic}` in {where}: {note.summary}\n"
                 "Say `undo` to revert it."
             )
+        if proposal.kind == SKILL_LOAD:
+            return f"{APPROVE} Loaded the skill `{payload.get('name')}` for this conversation."
+        if proposal.kind == SKILL_CREATE:
+            return f"{APPROVE} Created the skill `{payload.get('name')}`: {proposal.outcome}."
         if proposal.kind == NOTE_FORGET:
             return f"{APPROVE} Forgot `{topic}` from {where}. Say `undo` to bring it back."
         return f"{APPROVE} Approved (proposal #{proposal.id})."

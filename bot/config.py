@@ -95,6 +95,28 @@ class DiscordSettings(_Section):
         return self.token is not None
 
 
+def _home_skills() -> Path:
+    return Path.home() / ".agents" / "skills"
+
+
+def _user_skills() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "lorebot" / "skills"
+
+
+class SkillsSettings(_Section):
+    """Skill roots, searched in order (later wins): bundled, `home_root`, `user_root`
+    (where approved new skills are written), then `dirs`."""
+
+    home_root: Path = Field(default_factory=_home_skills)
+    user_root: Path = Field(default_factory=_user_skills)
+    dirs: tuple[Path, ...] = ()
+    catalog_max_bytes: int = Field(4096, ge=256)
+    channels: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict, description="channel scope -> the only skills allowed there"
+    )
+
+
 class Settings(BaseSettings):
     """Everything lorebot can be configured with; defaults run with no config at all."""
 
@@ -115,6 +137,7 @@ class Settings(BaseSettings):
     bot: BotSettings = Field(default_factory=BotSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
 
     @classmethod
     def settings_customise_sources(

@@ -9,17 +9,21 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ValidationError
 
 from adapters.base import Adapter, ConversationRef, Message
-from bot.agent import Agent, TurnContext
+from bot.agent import Agent, TurnContext, make_context
 from bot.approvals import ApprovalService, scope_label
 from bot.commands import HELP_TEXT, Forget, Help, Recall, Remember, Undo, parse_command
 from bot.config import Settings
 from bot.model import ModelUnavailable
 from bot.split import split_message
-from memory import InvalidInput, NoteStore, NotFound, Scope, Viewer, visibility_for
+from memory import InvalidInput, NoteStore, NotFound
 from memory.fts import query_terms
-from memory.types import SUMMARY_MAX_CHARS, ScopeKind, slugify, validate_topic
+from memory.proposals import Proposal
+from memory.types import SUMMARY_MAX_CHARS, slugify, validate_topic
+from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
+
+SKILL_COMMAND = re.compile(r"^/([^\s/]+)(?:\s+(.*))?$", re.DOTALL)
 
 
 class NoteTitle(BaseModel):
@@ -58,13 +62,8 @@ class Core:
         self.read_only = frozenset(settings.bot.read_only_channels)
 
     def context(self, message: Message) -> TurnContext:
-        conv, author = message.conversation, message.author
-        speaker = Scope(ScopeKind.USER, author.platform, author.id)
-        channel = None if conv.is_dm else Scope.parse(conv.channel_scope)
-        team = Scope.parse(conv.team_scope) if conv.team_scope else None
-        viewer = Viewer(speaker, channel, team)
-        read_only = conv.channel_scope in self.read_only
-        return TurnContext(conv, author, visibility_for(viewer), read_only)
+        conv = message.conversation
+        return make_context(conv, message.author, conv.channel_scope in self.read_only)
 
     async def reply(self, conversation: ConversationRef, text: str) -> None:
         adapter = self.adapters[conversation.platform]
@@ -75,9 +74,10 @@ class Core:
         ctx = self.context(message)
         command = parse_command(message.text)
         try:
-            if command is None:
-                result = await self.agent.run(ctx, message.text)
-                await self.reply(message.conversation, result.reply)
+            if (activation := SKILL_COMMAND.match(message.text.strip())) is not None:
+                await self.activate_skill(ctx, activation.group(1), activation.group(2) or "")
+            elif command is None:
+                await self.turn(ctx, message.text)
             elif isinstance(command, Remember):
                 await self.remember(ctx, command)
             elif isinstance(command, Forget):
@@ -88,8 +88,28 @@ class Core:
                 await self.recall(ctx, command)
             elif isinstance(command, Help):
                 await self.reply(message.conversation, HELP_TEXT)
-        except InvalidInput as exc:
+        except (InvalidInput, SkillError) as exc:
             await self.reply(message.conversation, f"⚠️ {exc}")
+
+    async def turn(self, ctx: TurnContext, text: str) -> None:
+        result = await self.agent.run(ctx, text)
+        if result.reply:
+            await self.reply(ctx.conversation, result.reply)
+
+    async def after_decision(self, proposal: Proposal) -> None:
+        """Resume the turn that waited for this proposal, and post its answer."""
+        result = await self.agent.resume(proposal)
+        if result is not None and result.reply:
+            await self.reply(ConversationRef(**proposal.conversation), result.reply)
+
+    async def activate_skill(self, ctx: TurnContext, name: str, rest: str) -> None:
+        """`/name rest`: the person asked for the skill, so no card; then answer `rest`."""
+        skill = self.agent.skills.find(name, ctx.channel_scope, by_person=True)
+        await self.agent.skills.activate(ctx.conversation.key, skill, ctx.author.scope)
+        if rest.strip():
+            await self.turn(ctx, rest)
+        else:
+            await self.reply(ctx.conversation, f"🧩 The skill `{skill.name}` is active here now.")
 
     async def remember(self, ctx: TurnContext, command: Remember) -> None:
         if ctx.read_only:

@@ -106,7 +106,9 @@ class Dispatcher:
         """Handle one event; a failure is logged and answered, never raised."""
         try:
             if isinstance(event, ReactionEvent):
-                await self.approvals.on_reaction(event)
+                proposal = await self.approvals.on_reaction(event)
+                if proposal is not None:
+                    await self.core.after_decision(proposal)
             else:
                 await self.core.handle(event)
         except Conflict as exc:

@@ -39,6 +39,21 @@ class ProposeForgetArgs(_Args):
     topic: str = Field(description="the topic slug of the note to forget")
 
 
+class LoadSkillArgs(_Args):
+    name: str = Field(description="the skill's name from the skill catalog")
+
+
+class ReadSkillResourceArgs(_Args):
+    skill: str = Field(description="the skill's name")
+    path: str = Field(description="a file under the skill's references/ or assets/")
+
+
+class ProposeSkillArgs(_Args):
+    name: str = Field(description="lowercase letters, digits and hyphens, e.g. incident-triage")
+    description: str = Field(description="what the skill does, then 'Use when …'")
+    body: str = Field(description="the Markdown instructions")
+
+
 TOOL_ARGS: dict[str, tuple[type[_Args], str]] = {
     "memory_read": (MemoryReadArgs, "Read the full note of a topic listed in a memory index."),
     "memory_search": (MemorySearchArgs, "Search the notes this conversation may read."),
@@ -50,15 +65,29 @@ TOOL_ARGS: dict[str, tuple[type[_Args], str]] = {
         ProposeForgetArgs,
         "Propose forgetting a note; the person approves it on a card first.",
     ),
+    "load_skill": (
+        LoadSkillArgs,
+        "Load a skill's full instructions from the skill catalog (the person may be asked).",
+    ),
+    "read_skill_resource": (
+        ReadSkillResourceArgs,
+        "Read a text file from a loaded skill's references/ or assets/ folder.",
+    ),
+    "propose_skill": (
+        ProposeSkillArgs,
+        "Propose a new skill; the person sees the whole SKILL.md and approves it first.",
+    ),
 }
-WRITE_TOOLS = frozenset({"propose_note", "propose_forget"})
+WRITE_TOOLS = frozenset({"propose_note", "propose_forget", "propose_skill"})
+SKILL_TOOLS = frozenset({"load_skill", "read_skill_resource"})
 
 
-def tool_specs(*, read_only: bool) -> list[dict[str, Any]]:
-    """Ollama tool definitions; read-only conversations get no proposing tools."""
+def tool_specs(*, read_only: bool, skills: bool = False) -> list[dict[str, Any]]:
+    """Ollama tool definitions; read-only conversations get no proposing tools, and the
+    skill tools appear only when there are skills to load."""
     specs = []
     for name, (model, description) in sorted(TOOL_ARGS.items()):
-        if read_only and name in WRITE_TOOLS:
+        if (read_only and name in WRITE_TOOLS) or (not skills and name in SKILL_TOOLS):
             continue
         schema = model.model_json_schema()
         schema.pop("title", None)

@@ -108,6 +108,17 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX summaries_by_conversation ON summaries (conversation, id);
     """,
+    # 3: skills active in a conversation, by content hash, so an edited skill asks again.
+    """
+    CREATE TABLE skill_activations (
+        conversation TEXT NOT NULL,
+        name TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        activated_by TEXT NOT NULL,
+        activated_at TEXT NOT NULL,
+        PRIMARY KEY (conversation, name)
+    ) WITHOUT ROWID;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -23,6 +23,8 @@ _log = logging.getLogger(__name__)
 
 NOTE_SAVE = "note_save"
 NOTE_FORGET = "note_forget"
+SKILL_LOAD = "skill_load"
+SKILL_CREATE = "skill_create"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,12 +155,15 @@ class ProposalStore:
                 )
         return await self.get(proposal_id)
 
-    async def mark(self, proposal_id: int, outcome: str) -> None:
+    async def mark(self, proposal_id: int, outcome: str, *, failed: bool = False) -> Proposal:
         """Record what happened when a decided proposal was carried out outside SQL."""
         async with self.db.transaction() as conn:
             await conn.execute(
-                "UPDATE proposals SET outcome = ? WHERE id = ?", (outcome, proposal_id)
+                "UPDATE proposals SET outcome = ?, status = CASE WHEN ? THEN 'failed' "
+                "ELSE status END WHERE id = ?",
+                (outcome, failed, proposal_id),
             )
+        return await self.get(proposal_id)
 
     async def expire_due(self) -> list[Proposal]:
         """Mark pending proposals past their expiry as expired and return them."""

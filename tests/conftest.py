@@ -87,4 +87,6 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
             monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LOREBOT_DATABASE__PATH", str(tmp_path / "cli.db"))
+    monkeypatch.setenv("LOREBOT_SKILLS__HOME_ROOT", str(tmp_path / "home-skills"))
+    monkeypatch.setenv("LOREBOT_SKILLS__USER_ROOT", str(tmp_path / "user-skills"))
     yield tmp_path

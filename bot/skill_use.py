@@ -1,0 +1,147 @@
+"""Skills in conversations: the catalog a turn sees, loads that need approval, active skills,
+resource reads and skill creation.
+
+A skill approved (or asked for by a person with `/name`) stays active in its conversation
+while its content hash is unchanged; its instructions are injected on every turn after the
+history, so compaction never drops them.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from bot.config import SkillsSettings
+from memory.conversations import ConversationLog
+from memory.proposals import SKILL_CREATE, SKILL_LOAD, Proposal
+from skills.catalog import BUNDLED_ROOT, Catalog
+from skills.resources import list_resources, list_scripts, read_resource
+from skills.types import Skill, SkillError
+from skills.writer import CREATED_BY, created_by_lorebot, render_skill
+
+_log = logging.getLogger(__name__)
+
+MAX_CARD_SKILL_CHARS = 3000
+
+
+def build_catalog(settings: SkillsSettings) -> Catalog:
+    roots = [BUNDLED_ROOT, settings.home_root, settings.user_root, *settings.dirs]
+    return Catalog(roots, catalog_bytes=settings.catalog_max_bytes)
+
+
+def skill_tool_result(skill: Skill) -> str:
+    """What the model receives when a skill is loaded: the body and its files."""
+    resources = list_resources(skill)
+    scripts = list_scripts(skill)
+    parts = [f'<skill name="{skill.name}">\n{skill.body}\n</skill>']
+    if resources:
+        parts.append("Resources (read with read_skill_resource): " + ", ".join(resources))
+    if scripts:
+        parts.append("Scripts (listed only; lorebot never runs them): " + ", ".join(scripts))
+    return "\n".join(parts)
+
+
+class SkillUse:
+    """The skill side of a conversation."""
+
+    def __init__(
+        self,
+        settings: SkillsSettings,
+        catalog: Catalog,
+        log: ConversationLog,
+    ) -> None:
+        self.settings = settings
+        self.catalog = catalog
+        self.log = log
+
+    def allowed(self, channel_scope: str | None) -> set[str] | None:
+        """The skills a channel may use, or None for all of them."""
+        if channel_scope is None or channel_scope not in self.settings.channels:
+            return None
+        return set(self.settings.channels[channel_scope])
+
+    def find(self, name: str, channel_scope: str | None, *, by_person: bool) -> Skill:
+        """The skill `name` as this conversation may use it, or SkillError saying why not."""
+        skill = self.catalog.get(name.strip().lower())
+        allowed = self.allowed(channel_scope)
+        if skill is None or (allowed is not None and skill.name not in allowed):
+            known = ", ".join(self.catalog_names(channel_scope)) or "none"
+            raise SkillError(f"there is no skill {name!r} here; available: {known}")
+        if not by_person and not skill.model_invocable:
+            raise SkillError(f"skill {name!r} can only be started by a person (/{name})")
+        return skill
+
+    def catalog_names(self, channel_scope: str | None) -> list[str]:
+        return [line[2:].split(":", 1)[0] for line in self.catalog_lines(channel_scope)]
+
+    def catalog_lines(self, channel_scope: str | None) -> list[str]:
+        return self.catalog.model_catalog(self.allowed(channel_scope))
+
+    async def active_messages(self, conversation_key: str) -> list[dict[str, Any]]:
+        """System messages carrying the instructions of the skills active here."""
+        messages = []
+        for name, sha in (await self.log.active_skills(conversation_key)).items():
+            skill = self.catalog.get(name)
+            if skill is None or skill.sha256 != sha:
+                continue  # deleted or edited since its approval: it must be loaded again
+            messages.append(
+                {"role": "system", "content": "Active skill:\n" + skill_tool_result(skill)}
+            )
+        return messages
+
+    async def is_active(self, conversation_key: str, skill: Skill) -> bool:
+        return (await self.log.active_skills(conversation_key)).get(skill.name) == skill.sha256
+
+    async def activate(self, conversation_key: str, skill: Skill, by: str) -> None:
+        await self.log.activate_skill(conversation_key, skill.name, skill.sha256, by)
+        _log.info(
+            "skill %s (%s) active in %s, by %s", skill.name, skill.sha256[:12], conversation_key, by
+        )
+
+    def read(self, name: str, path: str, channel_scope: str | None) -> str:
+        skill = self.find(name, channel_scope, by_person=True)
+        return read_resource(skill, path)
+
+    def draft_skill(
+        self, name: str, description: str, body: str, requester: str, conversation: str
+    ) -> str:
+        """The SKILL.md a proposal would write; SkillError when it cannot be written."""
+        folder = self.settings.user_root / name
+        if folder.exists() and not created_by_lorebot(folder):
+            raise SkillError(f"a skill named {name!r} exists and was not created by lorebot")
+        metadata = {
+            "created-by": CREATED_BY,
+            "requested-by": requester,
+            "conversation": conversation,
+        }
+        text = render_skill(name, description, body, metadata)
+        if len(text) > MAX_CARD_SKILL_CHARS:
+            raise SkillError(
+                f"the skill is {len(text)} characters; keep a chat-proposed skill under "
+                f"{MAX_CARD_SKILL_CHARS} so the whole of it fits on the card"
+            )
+        return text
+
+    @property
+    def user_root(self) -> Path:
+        return self.settings.user_root
+
+    def load_card_lines(self, skill: Skill) -> list[str]:
+        """What a load card shows: description, provenance, shadowing, size, hash, first lines."""
+        lines = [
+            f"Description: {skill.description}",
+            f"From: {skill.path}",
+            f"Size: {skill.size} bytes, sha256 {skill.sha256[:16]}…",
+        ]
+        if skill.shadows:
+            lines.append("Shadows: " + ", ".join(str(p) for p in skill.shadows))
+        if not skill.model_invocable:
+            lines.append("Marked for people only (disable-model-invocation).")
+        first = skill.body.strip().splitlines()[:8]
+        lines += [f"> {line}" for line in first]
+        return lines
+
+
+def is_skill_proposal(proposal: Proposal) -> bool:
+    return proposal.kind in (SKILL_LOAD, SKILL_CREATE)
