@@ -133,3 +133,25 @@ def test_run_without_any_platform_points_to_chat_and_the_readme(
     code, _, err = run(capsys, "run")
     assert code == 1
     assert "lorebot chat" in err and "README" in err and "Traceback" not in err
+
+
+def test_skills_validate_and_list(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.skills.helpers import write_skill
+
+    good = write_skill(env / "mine", "good-one")
+    bad = write_skill(env / "mine", "Bad_One", name="Bad_One", description="")
+    code, out, _ = run(capsys, "skills", "validate", str(env / "mine"))
+    assert code == 1
+    assert f"{good}: ok" in out and "1 of 2 skills valid" in out
+    assert f"{bad / 'SKILL.md'}: `description` is missing or empty" in out
+    code, out, _ = run(capsys, "skills", "validate", str(good))
+    assert code == 0
+
+    write_skill(env / "user-skills", "remembering", description="Mine. Use when mine.")
+    code, out, _ = run(capsys, "skills", "list", "--dir", str(env / "mine"))
+    assert code == 0
+    assert "remembering: Mine. Use when mine." in out
+    assert "shadows " in out and "bundled/remembering/SKILL.md" in out
+    assert "skipped " in out and "Bad_One" in out
+    code, out, _ = run(capsys, "skills", "show", "good-one", "--dir", str(env / "mine"))
+    assert code == 0 and "1. Do the thing." in out
