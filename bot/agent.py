@@ -12,7 +12,9 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from adapters.base import ConversationRef, UserRef
 from bot.approvals import ApprovalService
@@ -34,6 +36,7 @@ from bot.tool_args import (
     tool_specs,
 )
 from memory import (
+    Category,
     InvalidInput,
     Note,
     NoteDraft,
@@ -45,6 +48,8 @@ from memory import (
     visibility_for,
 )
 from memory.conversations import ConversationLog
+from memory.events import EventLog, is_write_action
+from memory.fts import term_overlap
 from memory.proposals import Proposal
 from memory.types import ScopeKind
 from skills.types import SkillError
@@ -66,8 +71,10 @@ class TurnContext:
 
     @property
     def history_key(self) -> str:
+        """One conversation's history: a channel thread, or a DM (marked, for reflection)."""
         thread = self.conversation.thread_id or ""
-        return f"{self.conversation.key}/{thread}"
+        marker = "dm:" if self.conversation.is_dm else ""
+        return f"{marker}{self.conversation.key}/{thread}"
 
     @property
     def channel_scope(self) -> str | None:
@@ -134,6 +141,7 @@ class Agent:
         log: ConversationLog,
         approvals: ApprovalService,
         skills: SkillUse,
+        events: EventLog | None = None,
     ) -> None:
         self.settings = settings
         self.model = model
@@ -141,24 +149,54 @@ class Agent:
         self.log = log
         self.approvals = approvals
         self.skills = skills
+        self.events = events
 
     async def build_prefix(self, ctx: TurnContext) -> tuple[str, int]:
-        """The stable system prompt and how many bytes of it the memory indexes take."""
+        """The stable system prompt and how many bytes of it memory takes. Within the memory
+        budget the long-term indexes come first, then today's log, then yesterday's."""
         indexes = await self.notes.indexes_for(ctx.visibility)
         public = set(ctx.visibility.public_only)
+        used = sum(i.size for i in indexes)
+        daily = await self.daily_logs(
+            ctx, self.settings.memory.token_budget * BYTES_PER_TOKEN - used
+        )
         prefix = render_prefix(
             self.settings.bot.name,
             [(i, i.scope in public) for i in indexes],
             self.skills.catalog_lines(ctx.channel_scope),
+            daily,
         )
-        return prefix, sum(i.size for i in indexes)
+        return prefix, used + sum(len(text.encode()) for _, text in daily)
+
+    async def daily_logs(self, ctx: TurnContext, budget: int) -> list[tuple[str, str]]:
+        tz = ZoneInfo(self.settings.jobs.timezone)
+        today = self.notes.clock().astimezone(tz).date()
+        days = [("today", today), ("yesterday", today - timedelta(days=1))]
+        found = await self.log.daily_logs(ctx.history_key, [day for _, day in days])
+        logs = []
+        for label, day in days:
+            text = found.get(day, "")
+            if not text or budget <= 0:
+                continue
+            clipped = text.encode()[:budget].decode(errors="ignore")
+            logs.append((f"{label} ({day.isoformat()})", clipped))
+            budget -= len(clipped.encode())
+        return logs
 
     def tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
         has_skills = bool(self.skills.catalog_lines(ctx.channel_scope))
         return tool_specs(read_only=ctx.read_only, skills=has_skills)
 
     async def recall(self, ctx: TurnContext, text: str) -> list[SearchHit]:
-        return await self.notes.search(text, ctx.visibility, k=self.settings.memory.recall_k)
+        """Notes for the message; a reflection only when it clearly concerns the message."""
+        hits = await self.notes.search(text, ctx.visibility, k=self.settings.memory.recall_k)
+        gate = self.settings.jobs.reflection_min_overlap
+        return [
+            hit
+            for hit in hits
+            if hit.note.category is not Category.REFLECTION
+            or term_overlap(text, f"{hit.note.summary} {hit.note.body}") >= gate
+        ]
 
     def recall_budget(self, index_bytes: int) -> int:
         """Bytes left for recalled notes once the indexes took their share of the budget."""
@@ -262,12 +300,26 @@ class Agent:
         try:
             args = parse_arguments(name, raw)
             async with asyncio.timeout(self.settings.bot.tool_timeout_s):
-                return await self._execute(ctx, args, turn)
+                output = await self._execute(ctx, args, turn)
+            await self._capture(ctx, name, args.model_dump(), output)
+            return output
         except (ToolArgumentError, InvalidInput, SkillError) as exc:
             return f"error: {exc}"
         except TimeoutError:
             _log.warning("tool %s timed out after %s s", name, self.settings.bot.tool_timeout_s)
             return f"error: {name} timed out"
+
+    async def _capture(
+        self, ctx: TurnContext, name: str, arguments: dict[str, Any], output: str
+    ) -> None:
+        """Successful tools whose name is a write verb are captured for pattern extraction."""
+        if self.events is None or not is_write_action(name):
+            return
+        await self.events.capture(
+            name, arguments, outcome=output[:200],
+            conversation=dataclasses.asdict(ctx.conversation),
+            channel_scope=ctx.channel_scope, person=ctx.author.scope,
+        )  # fmt: skip
 
     async def _execute(self, ctx: TurnContext, args: Any, turn: _Turn) -> str:
         if isinstance(args, MemoryReadArgs):

@@ -20,17 +20,23 @@ from bot.approvals import ApprovalService
 from bot.config import Settings
 from bot.core import Core
 from bot.dispatcher import Dispatcher
+from bot.jobs.context import JobContext
+from bot.jobs.digest import DigestJob
+from bot.jobs.maintenance import MaintenanceJob
+from bot.jobs.patterns import PatternJob
+from bot.jobs.reflection import ReflectionJob
+from bot.jobs.runner import Job, JobRunner
 from bot.model import Model
 from bot.skill_use import SkillUse, build_catalog
 from bot.tasks import TaskTracker
 from memory import Database, NoteStore
 from memory.conversations import ConversationLog
 from memory.db import Clock, utc_now
+from memory.events import EventLog
+from memory.job_runs import JobRuns
 from memory.proposals import ProposalStore
 
 _log = logging.getLogger(__name__)
-
-EXPIRY_CHECK_S = 300.0
 
 
 class Bot:
@@ -73,6 +79,7 @@ class Bot:
             index_max_bytes=settings.memory.index_max_bytes,
         )
         self.log = ConversationLog(self.db, clock=self.clock)
+        self.events = EventLog(self.db, clock=self.clock)
         self.proposals = ProposalStore(self.notes)
         self.model = Model(settings.ollama, max_concurrent=settings.bot.max_concurrent_model_calls)
         self._stack.push_async_callback(self.model.close)
@@ -82,11 +89,14 @@ class Bot:
             admins=frozenset(settings.bot.admins),
             ttl=timedelta(hours=settings.bot.proposal_ttl_hours),
             skill_root=settings.skills.user_root,
+            events=self.events,
         )
         self.catalog = build_catalog(settings.skills)
         self.catalog.refresh()
         skills = SkillUse(settings.skills, self.catalog, self.log)
-        self.agent = Agent(settings, self.model, self.notes, self.log, self.approvals, skills)
+        self.agent = Agent(
+            settings, self.model, self.notes, self.log, self.approvals, skills, self.events
+        )
         self.core = Core(settings, self.notes, self.agent, self.approvals, self.adapters)
         self.dispatcher = Dispatcher(
             settings.bot, self.core, self.approvals, self.log, self.adapters, TaskTracker()
@@ -98,9 +108,29 @@ class Bot:
             self._stack.push_async_callback(adapter.close)
             await adapter.start(self.dispatcher.submit)
             _log.info("adapter %s started", adapter.platform)
+        self.jobs = self._build_jobs()
+        if settings.jobs.enabled:
+            self.jobs.start()
+            self._stack.push_async_callback(self.jobs.shutdown)
+            self.tasks.spawn(self.jobs.catch_up(), name="job catch-up")
         self._stack.push_async_callback(self._drain)
-        self.tasks.spawn(self._expire_periodically(), name="proposal expiry")
         await self.approvals.expire()
+
+    def _build_jobs(self) -> JobRunner:
+        settings = self.settings.jobs
+        ctx = JobContext(
+            settings, self.notes, self.log, self.events, JobRuns(self.db, clock=self.clock),
+            self.proposals, self.approvals, self.model, self.adapters, self.clock,
+        )  # fmt: skip
+        jobs: list[Job] = [ReflectionJob(ctx), PatternJob(ctx), DigestJob(ctx), MaintenanceJob(ctx)]
+        return JobRunner(
+            jobs,
+            ctx.runs,
+            clock=self.clock,
+            timezone=settings.timezone,
+            grace=timedelta(minutes=settings.grace_minutes),
+            retry_after=timedelta(minutes=settings.retry_minutes),
+        )
 
     async def _drain(self) -> None:
         self.dispatcher.stop_accepting()
@@ -110,11 +140,6 @@ class Bot:
         except TimeoutError:
             _log.warning("stopped with %d events unhandled", self.dispatcher.pending)
             await self.dispatcher.tasks.cancel_all()
-
-    async def _expire_periodically(self) -> None:
-        while True:
-            await asyncio.sleep(EXPIRY_CHECK_S)
-            await self.approvals.expire()
 
     async def stop(self) -> None:
         """Shut down in order; safe to call twice."""

@@ -23,6 +23,7 @@ from adapters.base import (
     UserRef,
 )
 from memory import Conflict, Note, NoteDraft, NoteStore, Scope, ScopeKind
+from memory.events import EventLog
 from memory.proposals import (
     NOTE_FORGET,
     NOTE_SAVE,
@@ -71,8 +72,10 @@ class ApprovalService:
         admins: frozenset[str],
         ttl: timedelta,
         skill_root: Path | None = None,
+        events: EventLog | None = None,
     ) -> None:
         self.skill_root = skill_root
+        self.events = events
         self.proposals = proposals
         self.notes: NoteStore = proposals.notes
         self.adapters = adapters
@@ -222,8 +225,25 @@ class ApprovalService:
         if proposal.kind == SKILL_CREATE and proposal.status == "approved":
             proposal = await self._write_skill(proposal)
         _log.info("proposal %d %s by %s (%s)", proposal.id, proposal.status, by, proposal.outcome)
+        if proposal.status == "approved":
+            await self.capture(proposal)
         await self.update_card(proposal)
         return proposal
+
+    async def capture(self, proposal: Proposal) -> None:
+        """Record an applied change as an event for pattern extraction (L1)."""
+        if self.events is None:
+            return
+        conversation = conversation_of(proposal)
+        arguments = {k: v for k, v in proposal.payload.items() if k not in ("turn", "text")}
+        await self.events.capture(
+            proposal.kind,
+            arguments,
+            outcome=proposal.outcome or "approved",
+            conversation=proposal.conversation,
+            channel_scope=None if conversation.is_dm else conversation.channel_scope,
+            person=proposal.requester,
+        )
 
     async def _write_skill(self, proposal: Proposal) -> Proposal:
         """Carry out an approved skill creation; a failure is recorded on the proposal."""

@@ -117,6 +117,30 @@ class SkillsSettings(_Section):
     )
 
 
+class DigestSettings(_Section):
+    channel: str = Field(description="the channel scope to post in, e.g. channel:slack/C0123")
+    cron: str = "0 9 * * 1-5"
+
+
+class JobsSettings(_Section):
+    """Scheduled jobs; cron expressions are read in `timezone`."""
+
+    enabled: bool = True
+    timezone: str = "UTC"
+    reflection_cron: str = "30 23 * * *"
+    patterns_cron: str = "0 3 * * *"
+    maintenance_cron: str = "5 * * * *"
+    digests: tuple[DigestSettings, ...] = ()
+    grace_minutes: int = Field(360, ge=0, description="how late a missed run may still run")
+    retry_minutes: int = Field(15, ge=1)
+    min_samples: int = Field(5, ge=2)
+    window_days: int = Field(30, ge=1)
+    reflection_ttl_days: int = Field(30, ge=1)
+    reflection_min_overlap: float = Field(0.5, ge=0, le=1)
+    backup_dir: Path | None = None
+    backup_keep: int = Field(7, ge=1)
+
+
 class Settings(BaseSettings):
     """Everything lorebot can be configured with; defaults run with no config at all."""
 
@@ -138,6 +162,7 @@ class Settings(BaseSettings):
     slack: SlackSettings = Field(default_factory=SlackSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    jobs: JobsSettings = Field(default_factory=JobsSettings)
 
     @classmethod
     def settings_customise_sources(

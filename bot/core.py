@@ -6,7 +6,7 @@ import logging
 import re
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from adapters.base import Adapter, ConversationRef, Message
 from bot.agent import Agent, TurnContext, make_context
@@ -15,6 +15,7 @@ from bot.commands import HELP_TEXT, Forget, Help, Recall, Remember, Undo, parse_
 from bot.config import Settings
 from bot.model import ModelUnavailable
 from bot.split import split_message
+from bot.structured import InvalidModelOutput, ask_structured
 from memory import InvalidInput, NoteStore, NotFound
 from memory.fts import query_terms
 from memory.proposals import Proposal
@@ -131,20 +132,13 @@ class Core:
             "Give this note a topic (a lowercase kebab-case slug of 1-4 words) and a one-line "
             f"summary under 120 characters. Answer in JSON.\n\nNote: {text}"
         )
-        for _ in range(2):
-            try:
-                result = await self.agent.model.chat(
-                    [{"role": "user", "content": prompt}], format=NoteTitle.model_json_schema()
-                )
-                title = NoteTitle.model_validate_json(result.content)
-                topic = validate_topic(slugify(title.topic))
-                summary = " ".join(title.summary.split())
-                if summary and len(summary) <= SUMMARY_MAX_CHARS:
-                    return NoteTitle(topic=topic, summary=summary)
-            except ModelUnavailable:
-                break
-            except (ValidationError, InvalidInput) as exc:
-                _log.info("model gave an unusable note title (%s); retrying", exc)
+        try:
+            title = await ask_structured(self.agent.model, prompt, NoteTitle)
+            summary = " ".join(title.summary.split())
+            if summary and len(summary) <= SUMMARY_MAX_CHARS:
+                return NoteTitle(topic=validate_topic(slugify(title.topic)), summary=summary)
+        except (ModelUnavailable, InvalidModelOutput, InvalidInput) as exc:
+            _log.info("deriving the note title without the model: %s", exc)
         return fallback_title(text)
 
     async def forget(self, ctx: TurnContext, command: Forget) -> None:

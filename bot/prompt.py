@@ -44,8 +44,10 @@ def render_prefix(
     name: str,
     indexes: Sequence[tuple[ScopeIndex, bool]],
     skill_catalog: Sequence[str] = (),
+    daily_logs: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The stable system prompt: instruction, trust rules, skills, memory indexes."""
+    """The stable system prompt: instruction, trust rules, skills, memory indexes, and the
+    conversation's log of today and yesterday."""
     parts = [SYSTEM_INSTRUCTION.format(name=name), TRUST_RULES]
     if skill_catalog:
         parts.append("# Skills\n" + "\n".join(skill_catalog))
@@ -55,6 +57,8 @@ def render_prefix(
         parts.append("# Memory indexes\n" + "\n\n".join(blocks))
     else:
         parts.append("# Memory indexes\n(no notes yet)")
+    for label, text in daily_logs:
+        parts.append(f"# Conversation log, {label}\n{text}")
     return "\n\n".join(parts)
 
 

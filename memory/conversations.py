@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, datetime, timedelta
 
 from memory.db import Clock, Database, to_db_time, utc_now
 
@@ -14,6 +15,15 @@ class HistoryEntry:
     role: str
     author: str
     content: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedMessage:
+    conversation: str
+    role: str
+    author: str
+    content: str
+    created_at: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,3 +111,45 @@ class ConversationLog:
             (conversation,),
         ) as cursor:
             return {row[0]: row[1] for row in await cursor.fetchall()}
+
+    async def messages_between(self, start: datetime, end: datetime) -> list[LoggedMessage]:
+        """Every logged message in [start, end), by conversation then time."""
+        async with self.db.conn.execute(
+            "SELECT conversation, role, author, content, created_at FROM messages "
+            "WHERE created_at >= ? AND created_at < ? ORDER BY conversation, id",
+            (to_db_time(start), to_db_time(end)),
+        ) as cursor:
+            return [LoggedMessage(*row) for row in await cursor.fetchall()]
+
+    async def count_questions(
+        self, conversation_prefix: str, start: datetime, end: datetime
+    ) -> int:
+        """People's messages to the model in conversations whose key starts with the prefix."""
+        count = await self.db.scalar(
+            "SELECT count(*) FROM messages WHERE role = 'user' AND substr(conversation, 1, ?) = ? "
+            "AND created_at >= ? AND created_at < ?",
+            (len(conversation_prefix), conversation_prefix, to_db_time(start), to_db_time(end)),
+        )
+        return int(count or 0)
+
+    async def write_daily_log(self, conversation: str, day: date, content: str) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "INSERT INTO daily_logs (conversation, day, content, updated_at) VALUES "
+                "(?, ?, ?, ?) ON CONFLICT (conversation, day) DO UPDATE SET "
+                "content = excluded.content, updated_at = excluded.updated_at",
+                (conversation, day.isoformat(), content, to_db_time(self.clock())),
+            )
+
+    async def daily_logs(self, conversation: str, days: Sequence[date]) -> dict[date, str]:
+        """The log entries of `conversation` for the given days that exist."""
+        found: dict[date, str] = {}
+        for day in days:
+            async with self.db.conn.execute(
+                "SELECT content FROM daily_logs WHERE conversation = ? AND day = ?",
+                (conversation, day.isoformat()),
+            ) as cursor:
+                row = await cursor.fetchone()
+            if row is not None:
+                found[day] = row[0]
+        return found

@@ -115,6 +115,22 @@ class Database:
                 raise
             await self.conn.execute("COMMIT")
 
+    async def checkpoint(self) -> None:
+        """Fold the WAL back into the database file."""
+        await self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    async def backup_to(self, target: Path) -> None:
+        """An online copy of the database at `target`, written atomically."""
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(target.name + ".partial")
+        partial.unlink(missing_ok=True)
+        async with aiosqlite.connect(partial) as copy:
+            await self.conn.backup(copy)
+        partial.replace(target)
+
+    async def integrity_check(self) -> str:
+        return str(await self.scalar("PRAGMA integrity_check"))
+
     async def close(self) -> None:
         """Close the connection; safe to call twice."""
         if self._closed:

@@ -38,3 +38,17 @@ def match_expression(text: str) -> str | None:
         return None
     quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
     return "{topic summary body} : (" + quoted + ")"
+
+
+def _stem(word: str) -> str:
+    # A crude stem so "deploys" and "deploying" meet "deploy"; only used for overlap.
+    return word[:5]
+
+
+def term_overlap(query: str, text: str) -> float:
+    """The share of the query's content words that appear in `text` (0 when it has none)."""
+    wanted = {_stem(w) for w in query_terms(query) if len(w) > 2}
+    if not wanted:
+        return 0.0
+    present = {_stem(w.lower()) for w in _WORD_RE.findall(text)}
+    return len(wanted & present) / len(wanted)

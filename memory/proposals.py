@@ -131,6 +131,14 @@ class ProposalStore:
             return await self._select("ORDER BY id DESC LIMIT ?", (limit,))
         return await self._select("WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit))
 
+    async def pending_in(self, platform: str, channel_id: str) -> list[Proposal]:
+        """Open proposals whose card is in one channel."""
+        return await self._select(
+            "WHERE status = 'pending' AND platform = ? "
+            "AND json_extract(conversation_json, '$.channel_id') = ? ORDER BY id",
+            (platform, channel_id),
+        )
+
     async def decide(self, proposal_id: int, *, approve: bool, decided_by: str) -> Proposal:
         """Approve or reject a pending proposal exactly once; note changes are applied in
         the same transaction. Raises `Conflict` when it is no longer pending or expired."""

@@ -10,6 +10,7 @@ import logging
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 import aiosqlite
@@ -188,6 +189,15 @@ class NoteStore:
         where = " AND ".join(clauses) or "1"
         sql = f"SELECT * FROM note_changes WHERE {where} ORDER BY id DESC LIMIT ?"
         async with self.db.conn.execute(sql, (*params, limit)) as cursor:
+            return [rows.change_from_row(r) for r in await cursor.fetchall()]
+
+    async def changes_between(self, scope: Scope, start: datetime, end: datetime) -> list[Change]:
+        """Change sets of one scope in [start, end), oldest first."""
+        async with self.db.conn.execute(
+            "SELECT * FROM note_changes WHERE scope = ? AND created_at >= ? AND created_at < ? "
+            "ORDER BY id",
+            (str(scope), to_db_time(start), to_db_time(end)),
+        ) as cursor:
             return [rows.change_from_row(r) for r in await cursor.fetchall()]
 
     async def get_change(self, change_id: int) -> Change:

@@ -23,6 +23,7 @@ def make_settings(path: Path, ollama_url: str, **sections: dict[str, Any]) -> Se
         "database": {"path": path},
         "ollama": {"host": ollama_url, "timeout_s": 2.0, **sections.pop("ollama", {})},
         "bot": {"admins": ["user:test/UADMIN"], **sections.pop("bot", {})},
+        "jobs": {"enabled": False, **sections.pop("jobs", {})},
         "skills": {
             "home_root": path.parent / "home-skills",
             "user_root": path.parent / "user-skills",

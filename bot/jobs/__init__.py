@@ -1,0 +1,1 @@
+"""Scheduled jobs: reflection, pattern extraction, digests and maintenance."""

@@ -1,0 +1,31 @@
+"""What jobs work with: the stores, the model, the approval service and the adapters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from adapters.base import Adapter
+from bot.approvals import ApprovalService
+from bot.config import JobsSettings
+from bot.model import Model
+from memory import NoteStore
+from memory.conversations import ConversationLog
+from memory.db import Clock
+from memory.events import EventLog
+from memory.job_runs import JobRuns
+from memory.proposals import ProposalStore
+
+
+@dataclass(frozen=True, slots=True)
+class JobContext:
+    settings: JobsSettings
+    notes: NoteStore
+    log: ConversationLog
+    events: EventLog
+    runs: JobRuns
+    proposals: ProposalStore
+    approvals: ApprovalService
+    model: Model
+    adapters: Mapping[str, Adapter]
+    clock: Clock

@@ -1,0 +1,47 @@
+"""Hourly maintenance: expire proposals, purge what is past its TTL, checkpoint the WAL,
+and keep daily online backups when a backup folder is configured."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from bot.jobs.context import JobContext
+from bot.jobs.runner import ALL
+
+
+class MaintenanceJob:
+    name = "maintenance"
+    catch_up = False
+
+    def __init__(self, ctx: JobContext) -> None:
+        self.ctx = ctx
+
+    def schedules(self) -> list[tuple[str, str]]:
+        return [(ALL, self.ctx.settings.maintenance_cron)]
+
+    async def scopes(self, schedule_scope: str, fire_time: datetime) -> list[str]:
+        return [ALL]
+
+    async def run(self, scope: str, fire_time: datetime) -> str:
+        expired = await self.ctx.approvals.expire()
+        purged = await self.ctx.notes.purge_expired()
+        forgotten = await self.ctx.log.forget_seen_before(timedelta(days=1))
+        await self.ctx.notes.db.checkpoint()
+        backup = await self.backup(fire_time)
+        return (
+            f"expired {expired} proposals, purged {purged} notes, dropped {forgotten} "
+            f"event ids{backup}"
+        )
+
+    async def backup(self, fire_time: datetime) -> str:
+        folder = self.ctx.settings.backup_dir
+        if folder is None:
+            return ""
+        target = folder / f"lorebot-{fire_time:%Y-%m-%d}.db"
+        if target.exists():
+            return ""
+        await self.ctx.notes.db.backup_to(target)
+        kept = sorted(folder.glob("lorebot-*.db"))
+        for old in kept[: -self.ctx.settings.backup_keep]:
+            old.unlink()
+        return f", backed up to {target}"

@@ -1,0 +1,119 @@
+"""Captured write actions (L1): one row per distinct action, secrets redacted.
+
+The content hash covers the action and its redacted arguments, so repeating the same
+action does not store it twice. Pattern extraction (L2) reads them grouped by action.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from memory.db import Clock, Database, from_db_time, to_db_time, utc_now
+from memory.secrets import redact
+
+WRITE_VERBS = (
+    "register", "deploy", "push", "save", "destroy", "write", "record", "emit", "export",
+    "ingest", "stop", "create", "update", "delete", "exec", "forget", "load",
+)  # fmt: skip
+
+
+def is_write_action(name: str) -> bool:
+    """Whether a tool or action name says it changes something (a write verb in its name)."""
+    parts = name.lower().replace("-", "_").split("_")
+    return any(verb in parts for verb in WRITE_VERBS)
+
+
+def _redacted(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {str(k): _redacted(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redacted(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedEvent:
+    id: int
+    action: str
+    arguments: dict[str, Any]
+    outcome: str
+    conversation: dict[str, Any]
+    channel_scope: str | None
+    person: str
+    created_at: datetime
+
+
+class EventLog:
+    """Stores and reads captured actions."""
+
+    def __init__(self, db: Database, *, clock: Clock = utc_now) -> None:
+        self.db = db
+        self.clock = clock
+
+    async def capture(
+        self,
+        action: str,
+        arguments: Mapping[str, Any],
+        *,
+        outcome: str,
+        conversation: Mapping[str, Any],
+        channel_scope: str | None,
+        person: str,
+    ) -> bool:
+        """Store one successful action; False when the same action was already stored."""
+        clean = _redacted(dict(arguments))
+        canonical = json.dumps({"action": action, "arguments": clean}, sort_keys=True)
+        digest = hashlib.sha256(canonical.encode()).hexdigest()
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT OR IGNORE INTO events (action, arguments_json, outcome, "
+                "conversation_json, channel_scope, person, created_at, content_hash) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    action, json.dumps(clean, ensure_ascii=False), redact(outcome),
+                    json.dumps(dict(conversation)), channel_scope, person,
+                    to_db_time(self.clock()), digest,
+                ),
+            )  # fmt: skip
+        return cursor.rowcount == 1
+
+    async def since(self, start: datetime) -> list[CapturedEvent]:
+        async with self.db.conn.execute(
+            "SELECT * FROM events WHERE created_at >= ? ORDER BY action, id", (to_db_time(start),)
+        ) as cursor:
+            rows = await cursor.fetchall()
+        return [
+            CapturedEvent(
+                id=r["id"],
+                action=r["action"],
+                arguments=json.loads(r["arguments_json"]),
+                outcome=r["outcome"],
+                conversation=json.loads(r["conversation_json"]),
+                channel_scope=r["channel_scope"],
+                person=r["person"],
+                created_at=from_db_time(r["created_at"]) or self.clock(),
+            )
+            for r in rows
+        ]
+
+    async def has_pattern(self, action: str, channel_scope: str) -> bool:
+        async with self.db.conn.execute(
+            "SELECT 1 FROM patterns WHERE action = ? AND channel_scope = ?",
+            (action, channel_scope),
+        ) as cursor:
+            return await cursor.fetchone() is not None
+
+    async def mark_pattern(self, action: str, channel_scope: str, proposal_id: int) -> None:
+        async with self.db.transaction() as conn:
+            await conn.execute(
+                "INSERT OR REPLACE INTO patterns (action, channel_scope, proposal_id, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (action, channel_scope, proposal_id, to_db_time(self.clock())),
+            )
