@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, chat_cli, notes_cli, run_cli, skills_cli
+from bot import __version__, chat_cli, jobs_cli, notes_cli, run_cli, skills_cli
 from bot.config import Settings, load_settings
 from bot.errors import user_message
 
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat_cli.add_parsers(commands)
     run_cli.add_parser(commands)
     skills_cli.add_parser(commands)
+    jobs_cli.add_parser(commands)
     return parser
 
 
