@@ -21,7 +21,7 @@ SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "a password or secret assignment",
         re.compile(
-            r"(?i)\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|"
+            r"(?i)(?<![a-z])(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|"
             r"auth[_-]?token|client[_-]?secret)\s*[:=]\s*['\"]?[^\s'\"]{3,}"
         ),
     ),

@@ -23,6 +23,7 @@ SECRETS = [
     ("a private key", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n"),
     ("a password or secret assignment", "db login: password=hunter22"),
     ("a password or secret assignment", "API_KEY: 'sk-live-abc123'"),
+    ("a password or secret assignment", "export DB_PASSWORD=hunter22"),
 ]
 
 
