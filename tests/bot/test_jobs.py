@@ -304,7 +304,7 @@ async def test_maintenance_expires_cards_and_keeps_n_backups(
     maintenance = h.bot.jobs.jobs["maintenance"]
     try:
         await h.say("remember that the printer is on floor 2")
-        for day in range(3):
+        for _ in range(3):
             clock.advance(days=1)
             await h.bot.jobs.run(maintenance, "all", clock.now)
         assert h.adapter.cards[0].current.startswith("⌛ Expired")
