@@ -98,6 +98,7 @@ class Adapter(Protocol):
 
     platform: str
     max_message_chars: int
+    connected: bool  # False while the platform connection is down (reconnecting)
 
     async def start(self, sink: EventSink) -> None:
         """Connect and begin delivering events to `sink`; returns once connected."""

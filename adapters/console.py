@@ -38,6 +38,7 @@ class ConsoleAdapter:
 
     platform = "console"
     max_message_chars = 4000
+    connected = True
 
     def __init__(
         self,

@@ -17,7 +17,7 @@ from types import TracebackType
 from adapters.base import Adapter
 from bot.agent import Agent
 from bot.approvals import ApprovalService
-from bot.config import Settings
+from bot.config import Settings, SystemdEnvironment
 from bot.core import Core
 from bot.dispatcher import Dispatcher
 from bot.jobs.context import JobContext
@@ -26,8 +26,10 @@ from bot.jobs.maintenance import MaintenanceJob
 from bot.jobs.patterns import PatternJob
 from bot.jobs.reflection import ReflectionJob
 from bot.jobs.runner import Job, JobRunner
+from bot.lockfile import DatabaseLock
 from bot.model import Model
 from bot.skill_use import SkillUse, build_catalog
+from bot.supervision import Supervisor
 from bot.tasks import TaskTracker
 from memory import Database, NoteStore
 from memory.conversations import ConversationLog
@@ -43,8 +45,14 @@ class Bot:
     """One running lorebot: storage, model, core, dispatcher and adapters."""
 
     def __init__(
-        self, settings: Settings, adapters: Sequence[Adapter], *, clock: Clock = utc_now
+        self,
+        settings: Settings,
+        adapters: Sequence[Adapter],
+        *,
+        clock: Clock = utc_now,
+        systemd: SystemdEnvironment | None = None,
     ) -> None:
+        self.systemd = systemd or SystemdEnvironment(None, None)
         self.settings = settings
         self.adapters = {adapter.platform: adapter for adapter in adapters}
         self.clock = clock
@@ -67,6 +75,9 @@ class Bot:
 
     async def _start(self) -> None:
         settings = self.settings
+        lock = DatabaseLock(settings.database.path)
+        lock.acquire()
+        self._stack.callback(lock.release)
         self.db = await Database.open(
             settings.database.path, busy_timeout_ms=settings.database.busy_timeout_ms
         )
@@ -115,6 +126,10 @@ class Bot:
             self.tasks.spawn(self.jobs.catch_up(), name="job catch-up")
         self._stack.push_async_callback(self._drain)
         await self.approvals.expire()
+        self.supervisor = Supervisor(settings, self.systemd, self.adapters, self.model)
+        await self.supervisor.start()
+        self._stack.push_async_callback(self.supervisor.stop)
+        self.tasks.spawn(self.supervisor.watch(), name="watchdog")
 
     def _build_jobs(self) -> JobRunner:
         settings = self.settings.jobs
@@ -135,7 +150,7 @@ class Bot:
     async def _drain(self) -> None:
         self.dispatcher.stop_accepting()
         try:
-            async with asyncio.timeout(self.settings.bot.tool_timeout_s * 3):
+            async with asyncio.timeout(self.settings.bot.shutdown_timeout_s):
                 await self.dispatcher.wait_idle()
         except TimeoutError:
             _log.warning("stopped with %d events unhandled", self.dispatcher.pending)

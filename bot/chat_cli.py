@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import logging
 from datetime import timedelta
 from typing import Any
 
@@ -47,8 +46,6 @@ def _login() -> str:
 
 
 async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
-    if not args.debug:  # the terminal is the conversation: keep routine logs out of it
-        logging.getLogger().setLevel(max(logging.WARNING, logging.getLogger().level))
     console = ConsoleAdapter(args.user or _login(), args.channel, bot_name=settings.bot.name)
     async with Bot(settings, [console]) as bot:
         await console.run(bot.dispatcher.wait_idle)

@@ -13,6 +13,7 @@ from typing import Any
 from bot import __version__, chat_cli, jobs_cli, notes_cli, run_cli, skills_cli
 from bot.config import Settings, load_settings
 from bot.errors import user_message
+from bot.logs import configure_logging
 
 _log = logging.getLogger(__name__)
 
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--config", type=Path, metavar="FILE", help="TOML config file (or LOREBOT_CONFIG)"
     )
     parser.add_argument("--debug", action="store_true", help="debug logs and full tracebacks")
+    parser.add_argument("--log-format", choices=["text", "json"], help="log lines as text or JSON")
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     notes_cli.add_parser(commands)
     chat_cli.add_parsers(commands)
@@ -46,11 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         settings = load_settings(args.config)
-        logging.basicConfig(
-            level=logging.DEBUG if args.debug else settings.log_level,
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-            stream=sys.stderr,
-        )
+        log_format = args.log_format or settings.observability.log_format
+        level = logging.DEBUG if args.debug else logging.getLevelName(settings.log_level)
+        if not args.debug and not getattr(args, "daemon", False):
+            level = max(level, logging.WARNING)  # one-shot commands: only what goes wrong
+        configure_logging(level, log_format, settings.secrets())
         command: Command = args.command
         return asyncio.run(command(args, settings))
     except KeyboardInterrupt:

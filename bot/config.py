@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,8 @@ class BotSettings(_Section):
     queue_size: int = Field(100, ge=1)
     tool_timeout_s: float = Field(20.0, gt=0)
     max_tool_rounds: int = Field(4, ge=1, le=20)
+    shutdown_timeout_s: float = Field(30.0, gt=0, description="how long in-flight turns get")
+    adapter_grace_s: float = Field(120.0, gt=0, description="disconnected this long: unhealthy")
 
 
 class SlackSettings(_Section):
@@ -141,6 +144,28 @@ class JobsSettings(_Section):
     backup_keep: int = Field(7, ge=1)
 
 
+class ObservabilitySettings(_Section):
+    listen: str | None = Field(
+        None, pattern=r"^[^:\s]*:\d{1,5}$", description="host:port for /healthz and /metrics"
+    )
+    log_format: str = Field("text", pattern="^(text|json)$")
+
+
+@dataclass(frozen=True, slots=True)
+class SystemdEnvironment:
+    """What systemd tells a service through its environment."""
+
+    notify_socket: str | None
+    watchdog_usec: int | None
+
+
+def systemd_environment() -> SystemdEnvironment:
+    usec = os.environ.get("WATCHDOG_USEC", "")
+    pid = os.environ.get("WATCHDOG_PID", "")
+    watchdog = int(usec) if usec.isdigit() and (not pid or pid == str(os.getpid())) else None
+    return SystemdEnvironment(os.environ.get("NOTIFY_SOCKET") or None, watchdog)
+
+
 class Settings(BaseSettings):
     """Everything lorebot can be configured with; defaults run with no config at all."""
 
@@ -163,6 +188,13 @@ class Settings(BaseSettings):
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+
+    def secrets(self) -> list[str]:
+        """Every configured secret value, so logs can be scrubbed of them."""
+        values = [self.slack.bot_token, self.slack.app_token, self.slack.signing_secret,
+                  self.discord.token]  # fmt: skip
+        return [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
 
     @classmethod
     def settings_customise_sources(

@@ -9,7 +9,7 @@ import signal
 from typing import Any
 
 from bot.app import Bot
-from bot.config import Settings
+from bot.config import Settings, systemd_environment
 from bot.errors import UserError
 from bot.wiring import build_adapters
 
@@ -24,7 +24,7 @@ NO_ADAPTERS = (
 
 def add_parser(commands: Any) -> None:
     run = commands.add_parser("run", help="run the daemon with every configured chat platform")
-    run.set_defaults(command=cmd_run)
+    run.set_defaults(command=cmd_run, daemon=True)
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
@@ -35,7 +35,7 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, _on_signal, stop, signum)
-    async with Bot(settings, adapters):
+    async with Bot(settings, adapters, systemd=systemd_environment()):
         _log.info("lorebot is running with %s", ", ".join(a.platform for a in adapters))
         await stop.wait()
         _log.info("shutting down")

@@ -39,6 +39,7 @@ class RecordingAdapter:
 
     def __init__(self, max_message_chars: int = 2000) -> None:
         self.max_message_chars = max_message_chars
+        self.connected = False
         self.sent: list[Sent] = []
         self.sink: EventSink | None = None
         self.closed = 0
@@ -47,9 +48,11 @@ class RecordingAdapter:
 
     async def start(self, sink: EventSink) -> None:
         self.sink = sink
+        self.connected = True
 
     async def close(self) -> None:
         self.closed += 1
+        self.connected = False
 
     async def send(self, conversation: ConversationRef, text: str) -> PostedMessage:
         if self.fail_sends:

@@ -1,0 +1,17 @@
+"""Prometheus metrics of the running bot (served by the health endpoint)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+EVENTS_RECEIVED = Counter("lorebot_events_received_total", "Platform events received", ["platform"])
+EVENTS_DROPPED = Counter("lorebot_events_dropped_total", "Events not handled", ["reason"])
+TURNS = Counter("lorebot_turns_total", "Agent turns", ["outcome"])
+MODEL_LATENCY = Histogram(
+    "lorebot_model_latency_seconds",
+    "Model call latency",
+    buckets=(0.1, 0.5, 1, 2, 5, 10, 30, 60, 120),
+)
+TOOL_CALLS = Counter("lorebot_tool_calls_total", "Tool calls by the model", ["tool", "outcome"])
+PROPOSALS = Counter("lorebot_proposals_total", "Decided proposals", ["kind", "outcome"])
+JOB_RUNS = Counter("lorebot_job_runs_total", "Scheduled job runs", ["job", "status"])
