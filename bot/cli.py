@@ -10,7 +10,16 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-from bot import __version__, chat_cli, jobs_cli, notes_cli, run_cli, skills_cli
+from bot import (
+    __version__,
+    backup_cli,
+    chat_cli,
+    doctor_cli,
+    jobs_cli,
+    notes_cli,
+    run_cli,
+    skills_cli,
+)
 from bot.config import Settings, load_settings
 from bot.errors import user_message
 from bot.logs import configure_logging
@@ -40,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_cli.add_parser(commands)
     skills_cli.add_parser(commands)
     jobs_cli.add_parser(commands)
+    backup_cli.add_parsers(commands)
+    doctor_cli.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,130 @@
+"""`lorebot doctor`: check configuration, database, model, platforms and skills, with fixes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import ollama
+
+from bot.config import Settings
+from bot.skill_use import build_catalog
+from memory import Database, StoreError
+from memory.migrations import SCHEMA_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    ok: bool
+    name: str
+    detail: str
+    fix: str = ""
+
+    def line(self) -> str:
+        mark = "✓" if self.ok else "✗"
+        fix = f"\n    fix: {self.fix}" if not self.ok and self.fix else ""
+        return f"{mark} {self.name}: {self.detail}{fix}"
+
+
+PlatformCheck = Callable[[Settings], Awaitable[list[Check]]]
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser("doctor", help="check that everything lorebot needs works")
+    p.set_defaults(command=cmd_doctor)
+
+
+async def check_database(settings: Settings) -> list[Check]:
+    path = settings.database.path
+    try:
+        db = await Database.open(path)
+    except StoreError as exc:
+        return [
+            Check(False, "database", str(exc), "point LOREBOT_DATABASE__PATH at a lorebot database")
+        ]
+    try:
+        integrity = await db.integrity_check()
+        version = await db.scalar("PRAGMA user_version")
+        await db.scalar("SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", ('"probe"',))
+        notes = await db.scalar("SELECT count(*) FROM notes")
+    finally:
+        await db.close()
+    if integrity != "ok":
+        return [Check(False, "database", f"{path}: integrity check says {integrity}",
+                      "restore a backup with `lorebot restore SRC`")]  # fmt: skip
+    return [Check(True, "database", f"{path}: integrity ok, schema {version}/{SCHEMA_VERSION}, "
+                  f"FTS5 works, {notes} notes")]  # fmt: skip
+
+
+async def check_ollama(settings: Settings) -> list[Check]:
+    config = settings.ollama
+    client = ollama.AsyncClient(host=config.host)
+    try:
+        async with asyncio.timeout(min(config.timeout_s, 10)):
+            shown = await client.show(config.model)
+    except ollama.ResponseError as exc:
+        if exc.status_code == 404:
+            return [Check(False, "model", f"{config.model} is not installed at {config.host}",
+                          f"ollama pull {config.model}")]  # fmt: skip
+        return [Check(False, "model", f"Ollama answered {exc.status_code}: {exc.error}")]
+    except (ConnectionError, httpx.TransportError, TimeoutError):
+        return [Check(False, "ollama", f"unreachable at {config.host}",
+                      "start Ollama (`ollama serve`) or set LOREBOT_OLLAMA__HOST; lorebot "
+                      "still answers from memory without it")]  # fmt: skip
+    finally:
+        await client._client.aclose()
+    capabilities = set(shown.capabilities or [])
+    context = next(
+        (v for k, v in (shown.modelinfo or {}).items() if k.endswith(".context_length")), "?"
+    )
+    checks = [Check(True, "model", f"{config.model} at {config.host}, context {context} tokens, "
+                    f"thinking {'yes' if 'thinking' in capabilities else 'no'}")]  # fmt: skip
+    if capabilities and "tools" not in capabilities:
+        checks.append(Check(False, "model tools", f"{config.model} does not support tools",
+                            "pick a model with tool support (e.g. qwen3:8b); without it lorebot "
+                            "answers with recall only"))  # fmt: skip
+    return checks
+
+
+async def check_skills(settings: Settings) -> list[Check]:
+    catalog = build_catalog(settings.skills)
+    skills, skipped = catalog.all(), catalog.skipped
+    checks = [Check(True, "skills", f"{len(skills)} skills loaded")]
+    for item in skipped:
+        checks.append(Check(False, "skill", f"{item.path} skipped: {item.reason}",
+                            f"lorebot skills validate {item.path.parent}"))  # fmt: skip
+    for skill in skills:
+        for path in skill.shadows:
+            checks.append(Check(True, "skill", f"{skill.name} from {skill.path} shadows {path}"))
+    return checks
+
+
+def platform_checks(settings: Settings) -> list[PlatformCheck]:
+    checks: list[PlatformCheck] = []
+    if settings.slack.configured:
+        from adapters.slack_check import check_slack
+
+        checks.append(check_slack)
+    if settings.discord.configured:
+        from adapters.discord_check import check_discord
+
+        checks.append(check_discord)
+    return checks
+
+
+async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+    source = f"from {settings.config}" if settings.config else "from the environment and defaults"
+    results = [Check(True, "config", f"loaded {source}")]
+    for check in (check_database, check_ollama, check_skills, *platform_checks(settings)):
+        results += await check(settings)
+    if not settings.slack.configured and not settings.discord.configured:
+        results.append(Check(True, "platforms", "none configured (`lorebot chat` still works)"))
+    for result in results:
+        print(result.line())
+    failed = sum(not r.ok for r in results)
+    print(f"{len(results) - failed} of {len(results)} checks passed")
+    return 1 if failed else 0
