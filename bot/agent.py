@@ -17,6 +17,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from adapters.base import ConversationRef, UserRef
+from bot import metrics
 from bot.approvals import ApprovalService
 from bot.config import Settings
 from bot.model import ChatResult, Model, ModelUnavailable
@@ -217,10 +218,13 @@ class Agent:
             _log.info("answering offline: %s", exc)
             reply = offline_answer(hits)
             await self.log.append(ctx.history_key, "assistant", reply)
+            metrics.TURNS.labels("offline").inc()
             return TurnResult(reply, prefix, 0, offline=True)
         except AwaitingApproval as waiting:
+            metrics.TURNS.labels("awaiting approval").inc()
             return TurnResult("", prefix, turn.round, offline=False, awaiting=waiting.proposal.id)
         await self.log.append(ctx.history_key, "assistant", reply)
+        metrics.TURNS.labels("answered").inc()
         return TurnResult(reply, prefix, rounds, offline=False)
 
     async def resume(self, proposal: Proposal) -> TurnResult | None:
@@ -284,6 +288,7 @@ class Agent:
         while turn.pending:
             name, arguments = turn.pending.pop(0)
             output = await self._run_tool(ctx, name, arguments, turn)
+            metrics.TOOL_CALLS.labels(name, "error" if output.startswith("error") else "ok").inc()
             turn.messages.append({"role": "tool", "tool_name": name, "content": output})
 
     def _log_thinking(self, result: ChatResult) -> None:

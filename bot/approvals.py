@@ -22,6 +22,7 @@ from adapters.base import (
     ReactionEvent,
     UserRef,
 )
+from bot import metrics
 from memory import Conflict, Note, NoteDraft, NoteStore, Scope, ScopeKind
 from memory.events import EventLog
 from memory.proposals import (
@@ -225,6 +226,7 @@ class ApprovalService:
         if proposal.kind == SKILL_CREATE and proposal.status == "approved":
             proposal = await self._write_skill(proposal)
         _log.info("proposal %d %s by %s (%s)", proposal.id, proposal.status, by, proposal.outcome)
+        metrics.PROPOSALS.labels(proposal.kind, proposal.status).inc()
         if proposal.status == "approved":
             await self.capture(proposal)
         await self.update_card(proposal)

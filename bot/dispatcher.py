@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Mapping
 
 from adapters.base import Adapter, Event, Message, ReactionEvent
+from bot import metrics
 from bot.approvals import ApprovalService
 from bot.config import BotSettings
 from bot.core import Core
@@ -68,19 +69,22 @@ class Dispatcher:
 
     async def submit(self, event: Event) -> None:
         """Accept one event from an adapter; returns once it is queued (or dropped)."""
-        if not self._accepting or not self.allowed(event):
-            return
+        metrics.EVENTS_RECEIVED.labels(event.conversation.platform).inc()
+        if not self._accepting:
+            return self._drop("stopping")
+        if not self.allowed(event):
+            return self._drop("not allowed")
         if isinstance(event, Message) and not (event.conversation.is_dm or event.mentions_bot):
-            return
+            return self._drop("not addressed")
         key = f"{event.conversation.platform}:{event.event_id}"
         if not await self.log.first_sighting(key):
             _log.info("dropped duplicate event %s", key)
-            return
+            return self._drop("duplicate")
         if self._pending >= self.settings.queue_size:
             _log.warning("queue full (%d events); turning away %s", self._pending, key)
             if isinstance(event, Message):
                 await self._say(event, BUSY_REPLY)
-            return
+            return self._drop("busy")
         self._pending += 1
         conversation = event.conversation.key
         queue = self._queues.get(conversation)
@@ -89,6 +93,9 @@ class Dispatcher:
             return
         self._queues[conversation] = deque([event])
         self.tasks.spawn(self._drain(conversation), name=f"conversation {conversation}")
+
+    def _drop(self, reason: str) -> None:
+        metrics.EVENTS_DROPPED.labels(reason).inc()
 
     async def _drain(self, conversation: str) -> None:
         queue = self._queues[conversation]
@@ -104,20 +111,29 @@ class Dispatcher:
 
     async def handle(self, event: Event) -> None:
         """Handle one event; a failure is logged and answered, never raised."""
+        user = event.author if isinstance(event, Message) else event.user
+        outcome = "handled"
         try:
             if isinstance(event, ReactionEvent):
                 proposal = await self.approvals.on_reaction(event)
+                outcome = f"proposal {proposal.id} {proposal.status}" if proposal else "ignored"
                 if proposal is not None:
                     await self.core.after_decision(proposal)
             else:
                 await self.core.handle(event)
         except Conflict as exc:
-            _log.info("reaction on a closed proposal: %s", exc)
+            outcome = f"closed proposal ({exc})"
         except Exception as exc:
             message = user_message(exc)
+            outcome = "user error" if message else "failed"
             if message is None:
                 _log.exception("failed to handle event %s", event.event_id)
             await self._say(event, f"⚠️ {message}" if message else APOLOGY)
+        _log.info(
+            "%s conversation=%s person=%s outcome=%s",
+            "reaction" if isinstance(event, ReactionEvent) else "message",
+            event.conversation.key, user.scope, outcome,
+        )  # fmt: skip
 
     async def _say(self, event: Event, text: str) -> None:
         try:

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import ollama
 
+from bot import metrics
 from bot.config import OllamaSettings
 from bot.errors import LorebotError
 
@@ -140,6 +141,7 @@ class Model:
         if think is not None:
             request["think"] = think
         async with self._semaphore:
+            started = time.perf_counter()
             try:
                 async with asyncio.timeout(self.settings.timeout_s):
                     # The client's own request path (errors mapped as ollama maps them), but
@@ -163,6 +165,8 @@ class Model:
                 raise ModelUnavailable("the model is unreachable or timed out") from exc
             except ValueError as exc:  # not JSON
                 raise ModelUnavailable(f"the model sent an unreadable reply: {exc}") from exc
+            finally:
+                metrics.MODEL_LATENCY.observe(time.perf_counter() - started)
         self._mark_up()
         return parse_chat_reply(data)
 

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
+from bot import metrics
 from memory.db import Clock
 from memory.job_runs import JobRuns
 
@@ -116,8 +117,10 @@ class JobRunner:
                 )
                 _log.warning("job %s %s %s failed: %s; will retry", job.name, scope, period, exc)
                 self._schedule_retry(job, scope, fire_time)
+                metrics.JOB_RUNS.labels(job.name, "failed").inc()
                 return RunResult(job.name, scope, period, "failed", str(exc))
             await self.runs.finish(job.name, scope, period, "succeeded", detail[:500])
+        metrics.JOB_RUNS.labels(job.name, "succeeded").inc()
         _log.info("job %s %s %s: %s", job.name, scope, period, detail)
         return RunResult(job.name, scope, period, "succeeded", detail)
 
