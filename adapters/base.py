@@ -15,6 +15,19 @@ APPROVE = "✅"
 REJECT = "❌"
 
 
+class AdapterError(Exception):
+    """Root of the errors adapters raise."""
+
+
+class AdapterConfigError(AdapterError):
+    """The platform refused lorebot's setup (bad token, missing scope or intent); the
+    message names the setting to fix and is shown to the operator as is."""
+
+
+class DeliveryError(AdapterError):
+    """The platform refused a call; the adapter already logged what to fix."""
+
+
 @dataclass(frozen=True, slots=True)
 class UserRef:
     """A person (or bot) on one platform."""
@@ -98,7 +111,10 @@ class Adapter(Protocol):
 
     platform: str
     max_message_chars: int
-    connected: bool  # False while the platform connection is down (reconnecting)
+
+    @property
+    def connected(self) -> bool:
+        """False while the platform connection is down (reconnecting)."""
 
     async def start(self, sink: EventSink) -> None:
         """Connect and begin delivering events to `sink`; returns once connected."""

@@ -10,7 +10,7 @@ import logging
 from collections import deque
 from collections.abc import Mapping
 
-from adapters.base import Adapter, Event, Message, ReactionEvent
+from adapters.base import Adapter, DeliveryError, Event, Message, ReactionEvent
 from bot import metrics
 from bot.approvals import ApprovalService
 from bot.config import BotSettings
@@ -123,6 +123,8 @@ class Dispatcher:
                 await self.core.handle(event)
         except Conflict as exc:
             outcome = f"closed proposal ({exc})"
+        except DeliveryError:
+            outcome = "not delivered"  # the adapter logged what to fix; an apology would fail too
         except Exception as exc:
             message = user_message(exc)
             outcome = "user error" if message else "failed"
@@ -138,6 +140,8 @@ class Dispatcher:
     async def _say(self, event: Event, text: str) -> None:
         try:
             await self.core.reply(event.conversation, text)
+        except DeliveryError:
+            pass
         except Exception:
             _log.exception("could not reply in %s", event.conversation.key)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from adapters.base import AdapterConfigError
 from memory.errors import InvalidInput, StoreError
 
 
@@ -19,6 +20,6 @@ class ConfigError(UserError):
 
 def user_message(exc: BaseException) -> str | None:
     """The message to show a person for `exc`, or None when it is a bug to log."""
-    if isinstance(exc, UserError | InvalidInput | StoreError):
+    if isinstance(exc, UserError | InvalidInput | StoreError | AdapterConfigError):
         return str(exc)
     return None

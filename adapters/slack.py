@@ -1,0 +1,583 @@
+"""Slack through slack-bolt's `AsyncApp`: events in over Socket Mode or HTTP, Web API out.
+
+Socket Mode (bot token and app-level token) needs no public URL; HTTP Events mode serves
+bolt's signed-request endpoint when a signing secret and a listen address are configured.
+Both feed one handler, which bolt runs after it has acknowledged the event, and which turns
+the payload into the core's `Message` / `ReactionEvent` in one place (`_to_event`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import AsyncRetryHandler
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from adapters.base import (
+    APPROVE,
+    REJECT,
+    AdapterConfigError,
+    ConversationRef,
+    DeliveryError,
+    Event,
+    EventSink,
+    Message,
+    PostedMessage,
+    ReactionEvent,
+    UserRef,
+)
+from adapters.slack_text import SLACK_TEXT_LIMIT, mentioned_user_ids, split_for_slack, to_plain
+
+_log = logging.getLogger(__name__)
+
+PLATFORM = "slack"
+
+REQUIRED_SCOPES = (
+    "app_mentions:read",
+    "channels:history",
+    "chat:write",
+    "groups:history",
+    "im:history",
+    "reactions:read",
+    "reactions:write",
+    "users:read",
+)
+"""The bot token scopes lorebot uses; a missing one is named at start."""
+
+_EMOJI = {"white_check_mark": APPROVE, "x": REJECT}
+_REACTION_NAMES = {APPROVE: "white_check_mark", REJECT: "x"}
+_MESSAGE_SUBTYPES = {None, "file_share", "thread_broadcast"}
+_AUTH_ERRORS = {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
+_BOT_TOKEN_HELP = (
+    "LOREBOT_SLACK__BOT_TOKEN (the Bot User OAuth Token, xoxb-…, under OAuth & Permissions)"
+)
+_APP_TOKEN_HELP = (
+    "LOREBOT_SLACK__APP_TOKEN (an app-level token, xapp-…, with connections:write, "
+    "under Basic Information → App-Level Tokens)"
+)
+
+USER_CACHE_TTL_S = 3600.0
+USER_CACHE_SIZE = 5000
+THREAD_MEMORY = 10_000
+CLOSE_GRACE_S = 5.0
+CONNECT_TIMEOUT_S = 30.0
+
+
+class SlackRequestError(DeliveryError):
+    """A Web API call Slack refused; the message says what to fix."""
+
+    def __init__(self, method: str, error: str, fix: str) -> None:
+        super().__init__(f"Slack {method} failed ({error}): {fix}")
+        self.method = method
+        self.error = error
+
+
+@dataclass(frozen=True, slots=True)
+class SlackUser:
+    """What lorebot keeps about a person: the name to show and whether it is a bot."""
+
+    id: str
+    name: str
+    is_bot: bool = False
+
+
+def retry_handlers() -> list[AsyncRetryHandler]:
+    """slack-sdk's own retries: connection drops, rate limits (honouring Retry-After), 5xx."""
+    return [
+        AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+        AsyncServerErrorRetryHandler(max_retry_count=2),
+    ]
+
+
+def missing_scopes(granted_header: str | None) -> list[str]:
+    """The required scopes absent from an `x-oauth-scopes` header value."""
+    granted = {scope.strip() for scope in (granted_header or "").split(",")}
+    return [scope for scope in REQUIRED_SCOPES if scope not in granted]
+
+
+def describe_error(
+    error: str, data: Mapping[str, Any], *, channel: str | None = None, bot_name: str = "lorebot"
+) -> str:
+    """What to fix when Slack answers `error`, in one sentence."""
+    where = f"channel {channel}" if channel else "the channel"
+    if error == "not_in_channel":
+        return f"@{bot_name} is not a member of {where}: invite it there with /invite @{bot_name}"
+    if error == "channel_not_found":
+        return (
+            f"{where} does not exist or @{bot_name} cannot see it: invite the bot to it "
+            "(private channels also need the groups:history scope)"
+        )
+    if error == "missing_scope":
+        needed = data.get("needed") or "a scope"
+        return (
+            f"the Slack app lacks the {needed} scope: add it under OAuth & Permissions → "
+            "Bot Token Scopes, then reinstall the app to the workspace"
+        )
+    if error in _AUTH_ERRORS:
+        return f"Slack rejected the bot token: check {_BOT_TOKEN_HELP}"
+    if error == "ratelimited":
+        return "Slack kept rate-limiting lorebot after several retries; try again later"
+    return f"Slack answered {error!r}"
+
+
+def _header(response: AsyncSlackResponse, name: str) -> str | None:
+    for key, value in (response.headers or {}).items():
+        if key.lower() == name:
+            return str(value[0] if isinstance(value, list) else value)
+    return None
+
+
+def _split_listen(listen: str) -> tuple[str | None, int]:
+    host, _, port = listen.rpartition(":")
+    return (host.strip("[]") or None), int(port)
+
+
+class SlackAdapter:
+    """lorebot in one Slack workspace."""
+
+    platform = PLATFORM
+    max_message_chars = 3900
+
+    def __init__(
+        self,
+        *,
+        bot_token: str,
+        app_token: str | None = None,
+        signing_secret: str | None = None,
+        listen: str | None = None,
+        events_path: str = "/slack/events",
+        api_base_url: str = "https://slack.com/api/",
+    ) -> None:
+        if not bot_token.startswith("xoxb-"):
+            raise AdapterConfigError(
+                f"the Slack bot token must start with xoxb-: set {_BOT_TOKEN_HELP}"
+            )
+        self.http_mode = signing_secret is not None and listen is not None
+        if not self.http_mode:
+            if app_token is None:
+                raise AdapterConfigError(
+                    f"Slack needs {_APP_TOKEN_HELP} for Socket Mode, or "
+                    "LOREBOT_SLACK__SIGNING_SECRET and LOREBOT_SLACK__LISTEN for HTTP Events mode"
+                )
+            if not app_token.startswith("xapp-"):
+                raise AdapterConfigError(
+                    f"the Slack app token must start with xapp-: set {_APP_TOKEN_HELP}"
+                )
+        self._bot_token = bot_token
+        self._app_token = app_token
+        self._signing_secret = signing_secret or ""
+        self._listen = listen
+        self.events_path = events_path
+        self.api_base_url = api_base_url
+        self.bot_user_id: str | None = None
+        self.bot_id: str | None = None
+        self.bot_name = "lorebot"
+        self.team_id: str | None = None
+        self.bound_address: tuple[str, int] | None = None
+        """Where HTTP Events mode listens, once started (the real port when given 0)."""
+        self._sink: EventSink | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._runner: web.AppRunner | None = None
+        self._inflight: set[asyncio.Task[Any]] = set()
+        self._users: OrderedDict[str, tuple[SlackUser, float]] = OrderedDict()
+        self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._started = False
+        self._closed = False
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def start(self, sink: EventSink) -> None:
+        """Identify the bot, then connect Socket Mode or open the HTTP endpoint."""
+        if self._started:
+            return
+        self._started = True
+        self._sink = sink
+        self._session = aiohttp.ClientSession()
+        self._client = AsyncWebClient(
+            token=self._bot_token,
+            base_url=self.api_base_url,
+            session=self._session,
+            retry_handlers=retry_handlers(),
+        )
+        try:
+            await self._identify(self._client)
+            app = AsyncApp(
+                client=self._client,
+                signing_secret=self._signing_secret,
+                request_verification_enabled=self.http_mode,
+                process_before_response=False,
+                attaching_conversation_kwargs_enabled=False,
+                # bolt freezes the root's level onto the loggers it creates, named after the
+                # app unless given a base logger: keep them all in slack_bolt, following it.
+                name="slack_bolt.lorebot",
+                logger=logging.getLogger("slack_bolt"),
+            )
+            app.event(re.compile(".*"))(self._on_event)
+            if self.http_mode:
+                await self._serve_http(app)
+            else:
+                await self._connect_socket(app, self._client)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _identify(self, client: AsyncWebClient) -> None:
+        try:
+            response = await client.auth_test()
+        except SlackApiError as exc:
+            error = str(exc.response.get("error"))
+            raise AdapterConfigError(
+                f"Slack auth.test failed ({error}): {describe_error(error, {})}"
+            ) from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise AdapterConfigError(
+                f"cannot reach the Slack Web API at {self.api_base_url} "
+                f"({exc or type(exc).__name__}): check the "
+                "network, or LOREBOT_SLACK__API_BASE_URL"
+            ) from None
+        self.bot_user_id = response.get("user_id")
+        self.bot_id = response.get("bot_id")
+        self.team_id = response.get("team_id")
+        self.bot_name = str(response.get("user") or self.bot_name)
+        granted = _header(response, "x-oauth-scopes")
+        if granted is None:
+            _log.info("Slack did not list the granted scopes; skipping the scope check")
+        elif missing := missing_scopes(granted):
+            _log.warning(
+                "the Slack app lacks the scopes %s: add them under OAuth & Permissions → "
+                "Bot Token Scopes, then reinstall the app to the workspace",
+                ", ".join(missing),
+            )
+        _log.info(
+            "Slack: signed in as @%s (%s) in workspace %s",
+            self.bot_name, self.bot_user_id, self.team_id,
+        )  # fmt: skip
+
+    async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
+        assert self._app_token is not None
+        try:
+            opened = await client.apps_connections_open(app_token=self._app_token)
+        except SlackApiError as exc:
+            error = str(exc.response.get("error"))
+            raise AdapterConfigError(
+                f"Slack refused to open a Socket Mode connection ({error}): check "
+                f"{_APP_TOKEN_HELP}, and that Socket Mode is enabled for the app"
+            ) from None
+        self._socket = AsyncSocketModeHandler(app, self._app_token, web_client=client)
+        self._socket.client.wss_uri = str(opened["url"])
+        try:
+            # slack-sdk retries a failed first connection forever; give up and say so instead.
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                await self._socket.connect_async()  # type: ignore[no-untyped-call]
+        except TimeoutError:
+            raise AdapterConfigError(
+                f"could not open Slack's Socket Mode websocket within {CONNECT_TIMEOUT_S:g} s: "
+                "check that outgoing websocket (wss://) connections are allowed"
+            ) from None
+        _log.info("Slack: connected in Socket Mode")
+
+    async def _serve_http(self, app: AsyncApp) -> None:
+        assert self._listen is not None
+        host, port = _split_listen(self._listen)
+        self._runner = web.AppRunner(
+            app.web_app(path=self.events_path, port=port), handle_signals=False, access_log=None
+        )
+        await self._runner.setup()
+        try:
+            await web.TCPSite(self._runner, host, port).start()
+        except OSError as exc:
+            raise AdapterConfigError(
+                f"cannot listen on {self._listen} for Slack events ({exc.strerror}): "
+                "check LOREBOT_SLACK__LISTEN"
+            ) from None
+        address = self._runner.addresses[0]
+        self.bound_address = (str(address[0]), int(address[1]))
+        _log.info("Slack: HTTP Events mode on %s:%d%s", *self.bound_address, self.events_path)
+
+    @property
+    def connected(self) -> bool:
+        """Whether events can arrive now: the Socket Mode websocket is open (not while
+        slack-sdk reconnects), or the HTTP endpoint is serving."""
+        if self._closed:
+            return False
+        if self._runner is not None:
+            return True
+        if self._socket is None:
+            return False
+        client = self._socket.client
+        session = client.current_session
+        return session is not None and not session.closed and not (client.stale or client.closed)
+
+    async def close(self) -> None:
+        """Stop taking events, let the ones in flight reach the sink, close the clients."""
+        if self._closed:
+            return
+        self._closed = True
+        socket, self._socket = self._socket, None
+        runner, self._runner = self._runner, None
+        try:
+            if socket is not None:
+                await socket.close_async()  # type: ignore[no-untyped-call]
+            if runner is not None:
+                await runner.cleanup()
+            await self._finish_inflight()
+        finally:
+            self._sink = None
+            session, self._session = self._session, None
+            if session is not None:
+                await session.close()
+
+    async def _finish_inflight(self) -> None:
+        if not self._inflight:
+            return
+        _, pending = await asyncio.wait(set(self._inflight), timeout=CLOSE_GRACE_S)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+
+    async def wait_delivered(self) -> None:
+        """Return once every event received so far has been handed to the sink (or dropped)."""
+        while self._inflight:
+            await asyncio.wait(set(self._inflight))
+
+    # --- events in ----------------------------------------------------------------------
+
+    async def _on_event(self, body: dict[str, Any]) -> None:
+        """bolt's listener for every event; it runs after the event was acknowledged."""
+        if self._closed:
+            return
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
+        try:
+            event = await self._to_event(body)
+            sink = self._sink
+            if event is not None and sink is not None:
+                await sink(event)
+        except Exception:
+            _log.exception("could not take Slack event %s", body.get("event_id"))
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
+
+    async def _to_event(self, body: Mapping[str, Any]) -> Event | None:
+        event = body.get("event")
+        if body.get("type") != "event_callback" or not isinstance(event, dict):
+            return None
+        event_id = str(body.get("event_id") or "")
+        team_id = body.get("team_id") or event.get("team") or self.team_id
+        kind = event.get("type")
+        if kind == "app_mention":
+            thread_id = event.get("thread_ts") or event.get("ts")
+            return await self._message(event, event_id, team_id, is_dm=False, thread_id=thread_id)
+        if kind == "message":
+            route = self._route(event)
+            if route is None:
+                return None
+            is_dm, thread_id = route
+            return await self._message(event, event_id, team_id, is_dm=is_dm, thread_id=thread_id)
+        if kind in ("reaction_added", "reaction_removed"):
+            return self._reaction(event, event_id, team_id, added=kind == "reaction_added")
+        return None
+
+    def _route(self, event: Mapping[str, Any]) -> tuple[bool, str | None] | None:
+        """Whether a `message` event is for the bot: (is_dm, thread to reply in), or None.
+
+        In channels only replies in a thread the bot is part of count, and only when they do
+        not mention the bot, because the `app_mention` event already covers those.
+        """
+        if event.get("subtype") not in _MESSAGE_SUBTYPES or event.get("hidden"):
+            return None
+        channel = str(event.get("channel") or "")
+        thread_ts = event.get("thread_ts")
+        if event.get("channel_type", "im" if channel.startswith("D") else "") == "im":
+            return True, thread_ts
+        if not thread_ts or thread_ts == event.get("ts"):
+            return None
+        if self.bot_user_id in mentioned_user_ids(str(event.get("text") or "")):
+            return None
+        in_bot_thread = (channel, thread_ts) in self._threads
+        if in_bot_thread or event.get("parent_user_id") == self.bot_user_id:
+            return False, thread_ts
+        return None
+
+    async def _message(
+        self,
+        event: Mapping[str, Any],
+        event_id: str,
+        team_id: str | None,
+        *,
+        is_dm: bool,
+        thread_id: str | None,
+    ) -> Message | None:
+        user_id, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
+        if not (user_id and channel and ts):
+            return None
+        raw = str(event.get("text") or "")
+        others = [u for u in mentioned_user_ids(raw) if u not in (self.bot_user_id, user_id)]
+        author, *mentioned = await asyncio.gather(
+            self.fetch_user(user_id), *(self.fetch_user(u) for u in others)
+        )
+        names = {user.id: user.name for user in (author, *mentioned)}
+        text = to_plain(raw, bot_user_id=self.bot_user_id, names=names)
+        is_bot = author.is_bot or bool(event.get("bot_id"))
+        return Message(
+            ConversationRef(PLATFORM, channel, is_dm, thread_id, team_id),
+            UserRef(PLATFORM, user_id, author.name, is_bot=is_bot),
+            text,
+            str(ts),
+            event_id,
+            mentions_bot=True,
+        )
+
+    def _reaction(
+        self, event: Mapping[str, Any], event_id: str, team_id: str | None, *, added: bool
+    ) -> ReactionEvent | None:
+        item = event.get("item") or {}
+        user_id, channel, ts = event.get("user"), item.get("channel"), item.get("ts")
+        if item.get("type") != "message" or not (user_id and channel and ts):
+            return None
+        item_user = event.get("item_user")
+        if item_user and self.bot_user_id and item_user != self.bot_user_id:
+            return None  # only the bot's own messages can be cards
+        name = str(event.get("reaction") or "").split("::", 1)[0]
+        cached = self._users.get(user_id)
+        user = UserRef(
+            PLATFORM,
+            user_id,
+            cached[0].name if cached else "",
+            is_bot=user_id == self.bot_user_id or bool(cached and cached[0].is_bot),
+        )
+        conversation = ConversationRef(PLATFORM, channel, channel.startswith("D"), None, team_id)
+        return ReactionEvent(conversation, user, _EMOJI.get(name, name), str(ts), event_id, added)
+
+    async def fetch_user(self, user_id: str) -> SlackUser:
+        """The person's display name (users.info), cached for an hour."""
+        now = time.monotonic()
+        cached = self._users.get(user_id)
+        if cached is not None and cached[1] > now:
+            self._users.move_to_end(user_id)
+            return cached[0]
+        ttl = USER_CACHE_TTL_S
+        try:
+            response = await self._api(
+                "users.info",
+                self._web.users_info(user=user_id),
+                harmless=frozenset({"user_not_found", "user_not_visible"}),
+            )
+            data = response.get("user") or {}
+            if not data:
+                ttl = 300.0
+            profile = data.get("profile") or {}
+            name = (
+                profile.get("display_name")
+                or profile.get("real_name")
+                or data.get("real_name")
+                or data.get("name")
+                or user_id
+            )
+            user = SlackUser(user_id, str(name), bool(data.get("is_bot")))
+        except (SlackRequestError, aiohttp.ClientError, TimeoutError):
+            user, ttl = SlackUser(user_id, user_id), 300.0  # the id will do; ask again soon
+        self._users[user_id] = (user, now + ttl)
+        self._users.move_to_end(user_id)
+        while len(self._users) > USER_CACHE_SIZE:
+            self._users.popitem(last=False)
+        return user
+
+    # --- calls out ----------------------------------------------------------------------
+
+    @property
+    def _web(self) -> AsyncWebClient:
+        if self._client is None or self._closed:
+            raise RuntimeError("the Slack adapter is not running")
+        return self._client
+
+    async def _api(
+        self,
+        method: str,
+        call: Awaitable[AsyncSlackResponse],
+        *,
+        channel: str | None = None,
+        harmless: frozenset[str] = frozenset(),
+    ) -> AsyncSlackResponse:
+        """Await one Web API call; a refusal is logged as one line saying what to fix."""
+        try:
+            return await call
+        except SlackApiError as exc:
+            error = str(exc.response.get("error") or "unknown_error")
+            if error in harmless:
+                return exc.response  # type: ignore[no-any-return]
+            data = exc.response.data if isinstance(exc.response.data, dict) else {}
+            failure = SlackRequestError(
+                method, error, describe_error(error, data, channel=channel, bot_name=self.bot_name)
+            )
+            _log.error("%s", failure)
+            raise failure from None
+
+    async def send(self, conversation: ConversationRef, text: str) -> PostedMessage:
+        """Post `text` as mrkdwn, in the conversation's thread; more posts if it is long."""
+        ts = ""
+        for chunk in split_for_slack(text, SLACK_TEXT_LIMIT):
+            response = await self._api(
+                "chat.postMessage",
+                self._web.chat_postMessage(
+                    channel=conversation.channel_id, text=chunk, thread_ts=conversation.thread_id
+                ),
+                channel=conversation.channel_id,
+            )
+            ts = str(response.get("ts") or "")
+        if conversation.thread_id and not conversation.is_dm:
+            self._remember_thread(conversation.channel_id, conversation.thread_id)
+        return PostedMessage(conversation, ts)
+
+    async def edit(self, posted: PostedMessage, text: str) -> None:
+        """Replace a message's text (chat.update); an overlong text is cut with `…`."""
+        chunks = split_for_slack(text, SLACK_TEXT_LIMIT - 2)
+        body = chunks[0] if len(chunks) == 1 else chunks[0] + " …"
+        channel = posted.conversation.channel_id
+        await self._api(
+            "chat.update",
+            self._web.chat_update(channel=channel, ts=posted.message_id, text=body),
+            channel=channel,
+        )
+
+    async def add_reaction(self, posted: PostedMessage, emoji: str) -> None:
+        """React with ✅ (`white_check_mark`) or ❌ (`x`); reacting twice is harmless."""
+        channel = posted.conversation.channel_id
+        name = _REACTION_NAMES.get(emoji, emoji.strip(":"))
+        await self._api(
+            "reactions.add",
+            self._web.reactions_add(channel=channel, timestamp=posted.message_id, name=name),
+            channel=channel,
+            harmless=frozenset({"already_reacted"}),
+        )
+
+    def _remember_thread(self, channel: str, thread_ts: str) -> None:
+        key = (channel, thread_ts)
+        self._threads[key] = None
+        self._threads.move_to_end(key)
+        while len(self._threads) > THREAD_MEMORY:
+            self._threads.popitem(last=False)

@@ -1,0 +1,442 @@
+"""A fake Slack: Web API and Socket Mode websocket on 127.0.0.1, for the real slack-sdk.
+
+Point ``AsyncWebClient(base_url=fake.api_url)`` (or the adapter's ``api_base_url``) at it.
+It records every call, checks ``Authorization: Bearer xoxb-…`` (``xapp-…`` for
+``apps.connections.open``), reads JSON, form and query parameters, and keeps the messages
+the bot posted, with their edits and reactions::
+
+    fake.fail("chat.postMessage", "not_in_channel")   # the next such call is refused
+    fake.rate_limit("chat.postMessage", retry_after=0) # the next such call gets HTTP 429
+    body = fake.app_mention("<@UBOT> hi", user="UALICE", channel="C1")
+    await fake.push(body)                    # over the websocket; waits for the ack
+    await fake.wait_for(lambda: fake.posts)  # poll with a deadline
+
+``event_body`` builders return Events API ``event_callback`` bodies; ``push`` wraps one in a
+Socket Mode envelope. The same body can be POSTed to an HTTP Events endpoint (see ``sign``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest_asyncio
+from aiohttp import WSMsgType, web
+from slack_sdk.signature import SignatureVerifier
+
+__all__ = ["Call", "FakeSlack", "Post", "fake_slack_fixture", "sign"]
+
+Body = dict[str, Any]
+
+BOT_TOKEN = "xoxb-1111-2222-fake-bot-token"
+APP_TOKEN = "xapp-1-A1-3333-fake-app-token"
+TEAM = "T1"
+BOT_USER = "UBOT"
+BOT_ID = "BBOT"
+ALL_SCOPES = (
+    "app_mentions:read,channels:history,chat:write,groups:history,im:history,im:read,"
+    "reactions:read,reactions:write,users:read"
+)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One Web API request: the method, its parameters, and the token it carried."""
+
+    method: str
+    params: Body
+    token: str | None
+
+
+@dataclass
+class Post:
+    """A message the bot posted, as Slack now shows it."""
+
+    channel: str
+    ts: str
+    text: str
+    thread_ts: str | None
+    edits: list[str] = field(default_factory=list)
+    reactions: list[str] = field(default_factory=list)
+
+    @property
+    def current(self) -> str:
+        return self.edits[-1] if self.edits else self.text
+
+
+def sign(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+    """The headers Slack signs an HTTP event with (a stale or wrong one with the arguments)."""
+    stamp = str(int(time.time()) if timestamp is None else timestamp)
+    signature = SignatureVerifier(secret).generate_signature(timestamp=stamp, body=body)
+    assert signature is not None
+    return {
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": signature,
+        "Content-Type": "application/json",
+    }
+
+
+def _json(data: Body, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response(data, status=status, headers=headers)
+
+
+@dataclass
+class FakeSlack:
+    """Slack's Web API and Socket Mode for one workspace with one bot user."""
+
+    bot_token: str = BOT_TOKEN
+    app_token: str = APP_TOKEN
+    team_id: str = TEAM
+    bot_user_id: str = BOT_USER
+    bot_id: str = BOT_ID
+    scopes: str = ALL_SCOPES
+    users: dict[str, str] = field(
+        default_factory=lambda: {
+            "UALICE": "alice",
+            "UBOB": "bob",
+            "UMALLORY": "mallory",
+            "UADMIN": "admin",
+        }
+    )
+
+    calls: list[Call] = field(default_factory=list, init=False)
+    posts: list[Post] = field(default_factory=list, init=False)
+    acks: list[Body] = field(default_factory=list, init=False)
+    connections: int = field(default=0, init=False)
+
+    _failures: dict[str, deque[tuple[int, Body, dict[str, str]]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _sockets: list[web.WebSocketResponse] = field(default_factory=list, init=False, repr=False)
+    _changed: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    _runner: web.AppRunner | None = field(default=None, init=False, repr=False)
+    _port: int | None = field(default=None, init=False, repr=False)
+    _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), init=False)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_get("/link", self._link)
+        self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self._port = int(self._runner.addresses[0][1])
+
+    async def close(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        for ws in list(self._sockets):
+            await ws.close()
+        await runner.cleanup()
+
+    @property
+    def url(self) -> str:
+        if self._port is None:
+            raise RuntimeError("FakeSlack is not started")
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def api_url(self) -> str:
+        """The Web API base URL, with the trailing ``/api/`` slack-sdk needs."""
+        return f"{self.url}/api/"
+
+    # -- scripting -------------------------------------------------------------------------
+
+    def fail(self, method: str, error: str, **extra: Any) -> None:
+        """Refuse the next call to ``method`` with ``{"ok": false, "error": error, **extra}``."""
+        body = {"ok": False, "error": error, **extra}
+        self._failures.setdefault(method, deque()).append((200, body, {}))
+
+    def rate_limit(self, method: str, retry_after: int = 0) -> None:
+        """Answer the next call to ``method`` with HTTP 429 and ``Retry-After``."""
+        body = {"ok": False, "error": "ratelimited"}
+        headers = {"Retry-After": str(retry_after)}
+        self._failures.setdefault(method, deque()).append((429, body, headers))
+
+    # -- events ----------------------------------------------------------------------------
+
+    def _next(self) -> int:
+        return next(self._ids)
+
+    def new_ts(self) -> str:
+        n = self._next()
+        return f"{1_700_000_000 + n}.{n:06d}"
+
+    def event_body(self, event: Body, *, event_id: str | None = None) -> Body:
+        """An Events API ``event_callback`` body around ``event``."""
+        return {
+            "token": "legacy-verification-token",
+            "team_id": self.team_id,
+            "api_app_id": "A1",
+            "event": event,
+            "type": "event_callback",
+            "event_id": event_id or f"Ev{self._next():08d}",
+            "event_time": int(time.time()),
+            "authorizations": [
+                {
+                    "enterprise_id": None,
+                    "team_id": self.team_id,
+                    "user_id": self.bot_user_id,
+                    "is_bot": True,
+                    "is_enterprise_install": False,
+                }
+            ],
+            "is_ext_shared_channel": False,
+        }
+
+    def app_mention(
+        self, text: str, *, user: str = "UALICE", channel: str = "C1", thread_ts: str | None = None
+    ) -> Body:
+        ts = self.new_ts()
+        event = {
+            "type": "app_mention",
+            "user": user,
+            "text": text,
+            "ts": ts,
+            "channel": channel,
+            "event_ts": ts,
+            "team": self.team_id,
+        }
+        if thread_ts is not None:
+            event["thread_ts"] = thread_ts
+        return self.event_body(event)
+
+    def message(
+        self,
+        text: str,
+        *,
+        user: str = "UALICE",
+        channel: str = "D1",
+        channel_type: str | None = None,
+        thread_ts: str | None = None,
+        **extra: Any,
+    ) -> Body:
+        """A ``message`` event; a ``D…`` channel is a DM (``message.im``)."""
+        ts = self.new_ts()
+        event: Body = {
+            "type": "message",
+            "user": user,
+            "text": text,
+            "ts": ts,
+            "channel": channel,
+            "event_ts": ts,
+            "team": self.team_id,
+            "channel_type": channel_type or ("im" if channel.startswith("D") else "channel"),
+            **extra,
+        }
+        if thread_ts is not None:
+            event["thread_ts"] = thread_ts
+        return self.event_body(event)
+
+    def reaction(self, post: Post, name: str, *, user: str = "UALICE") -> Body:
+        """A ``reaction_added`` event for a message the bot posted."""
+        return self.reaction_to(post.channel, post.ts, name, user=user)
+
+    def reaction_to(
+        self, channel: str, ts: str, name: str, *, user: str = "UALICE", author: str | None = None
+    ) -> Body:
+        """A ``reaction_added`` event for any message (by ``author``, the bot by default)."""
+        return self.event_body(
+            {
+                "type": "reaction_added",
+                "user": user,
+                "reaction": name,
+                "item_user": author or self.bot_user_id,
+                "item": {"type": "message", "channel": channel, "ts": ts},
+                "event_ts": self.new_ts(),
+            }
+        )
+
+    async def push(
+        self,
+        body: Body,
+        *,
+        envelope_type: str = "events_api",
+        retry_attempt: int | None = None,
+        retry_reason: str | None = None,
+        within: float = 5.0,
+    ) -> str:
+        """Send ``body`` over the Socket Mode websocket and wait for its ack; the envelope id."""
+        await self.wait_for(lambda: self._sockets, within=within)
+        envelope_id = str(uuid.uuid4())
+        envelope: Body = {
+            "envelope_id": envelope_id,
+            "type": envelope_type,
+            "payload": body,
+            "accepts_response_payload": False,
+        }
+        if retry_attempt is not None:
+            envelope["retry_attempt"] = retry_attempt
+            envelope["retry_reason"] = retry_reason or "timeout"
+        await self._sockets[-1].send_json(envelope)
+        await self.wait_for(lambda: envelope_id in self.acked, within=within)
+        return envelope_id
+
+    async def refresh(self) -> None:
+        """Ask the client to reconnect, as Slack does every few hours (``disconnect``)."""
+        await self.wait_for(lambda: self._sockets)
+        await self._sockets[-1].send_json(
+            {"type": "disconnect", "reason": "refresh_requested", "debug_info": {"host": "fake"}}
+        )
+
+    @property
+    def acked(self) -> list[str]:
+        return [str(ack.get("envelope_id")) for ack in self.acks]
+
+    # -- inspection ------------------------------------------------------------------------
+
+    def calls_to(self, method: str) -> list[Body]:
+        return [call.params for call in self.calls if call.method == method]
+
+    def post(self, ts: str) -> Post:
+        return next(p for p in self.posts if p.ts == ts)
+
+    async def wait_for(self, condition: Callable[[], object], within: float = 5.0) -> None:
+        """Wait up to ``within`` s until ``condition()`` is true, waking on every request."""
+        async with asyncio.timeout(within):
+            while not condition():
+                self._changed.clear()
+                await self._changed.wait()
+
+    def _touch(self) -> None:
+        self._changed.set()
+
+    # -- Web API ---------------------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params: Body = dict(request.query)
+        if request.can_read_body:
+            if request.content_type == "application/json":
+                params.update(await request.json())
+            else:
+                params.update(await request.post())
+        auth = request.headers.get("Authorization", "")
+        token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else None
+        self.calls.append(Call(method, params, token))
+        self._touch()
+        headers = {"x-oauth-scopes": self.scopes}
+
+        expected = self.app_token if method == "apps.connections.open" else self.bot_token
+        if token is None:
+            return _json({"ok": False, "error": "not_authed"}, headers=headers)
+        if token != expected:
+            return _json({"ok": False, "error": "invalid_auth"}, headers=headers)
+        queued = self._failures.get(method)
+        if queued:
+            status, body, extra = queued.popleft()
+            return _json(body, status=status, headers={**headers, **extra})
+        handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        if handler is None:
+            return _json({"ok": False, "error": "unknown_method"}, headers=headers)
+        result: Body = handler(params)
+        return _json(result, headers=headers)
+
+    def _m_auth_test(self, params: Body) -> Body:
+        return {
+            "ok": True,
+            "url": "https://lore-team.slack.com/",
+            "team": "Lore Team",
+            "user": "lorebot",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
+
+    def _m_apps_connections_open(self, params: Body) -> Body:
+        return {"ok": True, "url": f"ws://127.0.0.1:{self._port}/link?ticket=fake"}
+
+    def _m_users_info(self, params: Body) -> Body:
+        user_id = str(params.get("user"))
+        name = self.users.get(user_id)
+        if name is None:
+            return {"ok": False, "error": "user_not_found"}
+        return {
+            "ok": True,
+            "user": {
+                "id": user_id,
+                "team_id": self.team_id,
+                "name": name,
+                "real_name": name.title(),
+                "is_bot": False,
+                "profile": {"display_name": name, "real_name": name.title()},
+            },
+        }
+
+    def _m_chat_postMessage(self, params: Body) -> Body:
+        channel, text = str(params.get("channel", "")), str(params.get("text", ""))
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        if len(text) > 40_000:
+            return {"ok": False, "error": "msg_too_long"}
+        thread_ts = params.get("thread_ts")
+        post = Post(channel, self.new_ts(), text, str(thread_ts) if thread_ts else None)
+        self.posts.append(post)
+        message = {"type": "message", "text": text, "user": self.bot_user_id, "ts": post.ts}
+        return {"ok": True, "channel": channel, "ts": post.ts, "message": message}
+
+    def _m_chat_update(self, params: Body) -> Body:
+        found = [p for p in self.posts if p.ts == params.get("ts")]
+        if not found or found[0].channel != params.get("channel"):
+            return {"ok": False, "error": "message_not_found"}
+        found[0].edits.append(str(params.get("text", "")))
+        return {"ok": True, "channel": found[0].channel, "ts": found[0].ts, "text": found[0].text}
+
+    def _m_reactions_add(self, params: Body) -> Body:
+        found = [p for p in self.posts if p.ts == params.get("timestamp")]
+        if not found or found[0].channel != params.get("channel"):
+            return {"ok": False, "error": "message_not_found"}
+        name = str(params.get("name"))
+        if name in found[0].reactions:
+            return {"ok": False, "error": "already_reacted"}
+        found[0].reactions.append(name)
+        return {"ok": True}
+
+    # -- Socket Mode -----------------------------------------------------------------------
+
+    async def _link(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        self.connections += 1
+        self._sockets.append(ws)
+        self._touch()
+        await ws.send_json(
+            {
+                "type": "hello",
+                "num_connections": len(self._sockets),
+                "debug_info": {"host": "fake-slack", "approximate_connection_time": 18060},
+                "connection_info": {"app_id": "A1"},
+            }
+        )
+        try:
+            async for frame in ws:
+                if frame.type == WSMsgType.TEXT:
+                    self.acks.append(json.loads(frame.data))
+                    self._touch()
+        finally:
+            self._sockets.remove(ws)
+            self._touch()
+        return ws
+
+
+@pytest_asyncio.fixture(name="fake_slack")
+async def fake_slack_fixture() -> AsyncIterator[FakeSlack]:
+    """A started fake Slack, closed after the test."""
+    fake = FakeSlack()
+    await fake.start()
+    try:
+        yield fake
+    finally:
+        await fake.close()
