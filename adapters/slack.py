@@ -139,7 +139,7 @@ def describe_error(
     return f"Slack answered {error!r}"
 
 
-def _header(response: AsyncSlackResponse, name: str) -> str | None:
+def response_header(response: AsyncSlackResponse, name: str) -> str | None:
     for key, value in (response.headers or {}).items():
         if key.lower() == name:
             return str(value[0] if isinstance(value, list) else value)
@@ -260,7 +260,7 @@ class SlackAdapter:
         self.bot_id = response.get("bot_id")
         self.team_id = response.get("team_id")
         self.bot_name = str(response.get("user") or self.bot_name)
-        granted = _header(response, "x-oauth-scopes")
+        granted = response_header(response, "x-oauth-scopes")
         if granted is None:
             _log.info("Slack did not list the granted scopes; skipping the scope check")
         elif missing := missing_scopes(granted):

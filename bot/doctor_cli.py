@@ -103,15 +103,33 @@ async def check_skills(settings: Settings) -> list[Check]:
     return checks
 
 
+async def check_slack(settings: Settings) -> list[Check]:
+    from adapters.slack_check import diagnose_slack
+
+    slack = settings.slack
+    assert slack.bot_token is not None
+    findings = await diagnose_slack(
+        slack.bot_token.get_secret_value(),
+        slack.app_token.get_secret_value() if slack.app_token else None,
+        slack.api_base_url,
+    )
+    return [Check(f.ok, f.name, f.detail, f.fix) for f in findings]
+
+
+async def check_discord(settings: Settings) -> list[Check]:
+    from adapters.discord_check import diagnose_discord
+
+    discord = settings.discord
+    assert discord.token is not None
+    findings = await diagnose_discord(discord.token.get_secret_value(), discord.api_base_url)
+    return [Check(f.ok, f.name, f.detail, f.fix) for f in findings]
+
+
 def platform_checks(settings: Settings) -> list[PlatformCheck]:
     checks: list[PlatformCheck] = []
     if settings.slack.configured:
-        from adapters.slack_check import check_slack
-
         checks.append(check_slack)
     if settings.discord.configured:
-        from adapters.discord_check import check_discord
-
         checks.append(check_discord)
     return checks
 
