@@ -1,0 +1,104 @@
+"""`lorebot run` as a subprocess against the fakes: shutdown, systemd notify, no token leaks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from tests.fakes.ollama import FakeOllama
+from tests.fakes.slack import FakeSlack
+from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
+
+
+def daemon_env(tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOREBOT_")}
+    env.pop("STATE_DIRECTORY", None)
+    env.update(
+        LOREBOT_DATABASE__PATH=str(tmp_path / "daemon.db"),
+        LOREBOT_OLLAMA__HOST=fake_ollama.url,
+        LOREBOT_SLACK__BOT_TOKEN=fake_slack.bot_token,
+        LOREBOT_SLACK__APP_TOKEN=fake_slack.app_token,
+        LOREBOT_SLACK__API_BASE_URL=fake_slack.api_url,
+        LOREBOT_BOT__SHUTDOWN_TIMEOUT_S="10",
+        LOREBOT_SKILLS__HOME_ROOT=str(tmp_path / "home-skills"),
+        LOREBOT_SKILLS__USER_ROOT=str(tmp_path / "user-skills"),
+    )
+    return env
+
+
+@asynccontextmanager
+async def daemon(
+    tmp_path: Path, env: dict[str, str], *args: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    log = (tmp_path / "daemon.log").open("wb")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bot.cli", *args, "run",
+        cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
+        stdout=log, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        log.close()
+
+
+async def test_sigterm_during_a_slow_reply_delivers_it_and_exits_0(
+    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack
+) -> None:
+    fake_ollama.delay(1.5)
+    fake_ollama.reply("Worth the wait.")
+    env = daemon_env(tmp_path, fake_ollama, fake_slack)
+    async with daemon(tmp_path, env, "--debug") as process:
+        await fake_slack.wait_for(lambda: fake_slack.connections, within=30)
+        await fake_slack.push(fake_slack.app_mention("<@UBOT> think hard"), within=10)
+        await fake_ollama.wait_for_requests(1, within=10)
+        process.send_signal(signal.SIGTERM)  # while the model is still answering
+        async with asyncio.timeout(10):
+            code = await process.wait()
+    output = (tmp_path / "daemon.log").read_text()
+    assert code == 0, output
+    assert [p.text for p in fake_slack.posts] == ["Worth the wait."]
+    # The full debug log of a whole flow never shows a token.
+    for secret in (fake_slack.bot_token, fake_slack.app_token):
+        assert secret not in output
+        assert secret.split("-", 1)[1] not in output
+
+
+async def test_systemd_hears_ready_then_stopping(
+    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack
+) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(str(tmp_path / "notify.sock"))
+    sock.setblocking(False)
+    env = daemon_env(tmp_path, fake_ollama, fake_slack)
+    env.update(NOTIFY_SOCKET=str(tmp_path / "notify.sock"), WATCHDOG_USEC="300000")
+    loop = asyncio.get_running_loop()
+    messages: list[str] = []
+
+    async def until(text: str) -> None:
+        async with asyncio.timeout(30):
+            while not any(text in m for m in messages):
+                messages.append((await loop.sock_recv(sock, 4096)).decode())
+
+    try:
+        async with daemon(tmp_path, env) as process:
+            await until("READY=1")
+            assert fake_slack.connections == 1  # ready only once Slack is connected
+            await until("WATCHDOG=1")
+            process.send_signal(signal.SIGTERM)
+            await until("STOPPING=1")
+            async with asyncio.timeout(10):
+                assert await process.wait() == 0
+    finally:
+        sock.close()
+    kinds = [m.split("\n")[0].split("=")[0] for m in messages]
+    assert kinds[0] == "READY" and kinds[-1] == "STOPPING" and "WATCHDOG" in kinds
