@@ -267,7 +267,7 @@ class Agent:
             result = await self.model.chat(turn.messages, tools=None if last else tools)
             self._log_thinking(result)
             if not result.tool_calls:
-                return result.content.strip() or "(no answer)", turn.round
+                return self._answer(result), turn.round
             if last:
                 return "I could not finish that within my tool-call limit.", turn.round
             turn.messages.append(
@@ -290,6 +290,14 @@ class Agent:
             output = await self._run_tool(ctx, name, arguments, turn)
             metrics.TOOL_CALLS.labels(name, "error" if output.startswith("error") else "ok").inc()
             turn.messages.append({"role": "tool", "tool_name": name, "content": output})
+
+    def _answer(self, result: ChatResult) -> str:
+        """The reply to post; the model's thinking only when configured to show it."""
+        answer = result.content.strip() or "(no answer)"
+        if self.settings.ollama.show_thinking and result.thinking.strip():
+            quoted = "\n".join(f"> {line}" for line in result.thinking.strip().splitlines())
+            return f"> 💭 thinking\n{quoted}\n\n{answer}"
+        return answer
 
     def _log_thinking(self, result: ChatResult) -> None:
         if result.thinking:

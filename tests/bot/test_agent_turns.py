@@ -122,6 +122,18 @@ async def test_thinking_is_not_posted(harness: Harness) -> None:
     assert harness.adapter.replies == ["Use the blue button."]
 
 
+async def test_thinking_is_shown_only_when_configured(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    h = await start_harness(tmp_path, fake_ollama, clock, ollama={"show_thinking": True})
+    try:
+        fake_ollama.reply("Blue.", thinking="The dashboard uses blue.")
+        await h.say("which colour?")
+        assert h.adapter.replies == ["> 💭 thinking\n> The dashboard uses blue.\n\nBlue."]
+    finally:
+        await h.bot.stop()
+
+
 async def test_reasoning_effort_is_translated_per_model_family(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
