@@ -158,12 +158,17 @@ def test_restore_refuses_while_lorebot_runs(env: Path, capsys: pytest.CaptureFix
     run_cli(capsys, "notes", "add", "channel:console/ops", "x", "y")
     run_cli(capsys, "backup", str(env / "backup.db"))
     lock = DatabaseLock(env / "cli.db")
-    holder = subprocess.Popen(  # another process holds the lock, as a running daemon does
-        [sys.executable, "-c", "import fcntl,os,sys,time; fd=os.open(sys.argv[1], os.O_RDWR | os.O_CREAT);"
-         "fcntl.flock(fd, fcntl.LOCK_EX); print('locked', flush=True); time.sleep(30)",
-         str(lock.path)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    hold = (
+        "import fcntl, os, sys, time\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "print('locked', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    # Another process holds the lock, as a running daemon does.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(lock.path)], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         code, _, err = run_cli(capsys, "restore", str(env / "backup.db"))

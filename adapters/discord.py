@@ -1,0 +1,486 @@
+"""The Discord adapter: discord.py's gateway and REST client behind the adapter contract.
+
+Guild messages that mention the bot, DMs, and messages in threads the bot is part of become
+`Message` events; reactions arrive as raw gateway events, so a card posted before a restart
+still works. Replies in guild channels are Discord replies to the message that asked.
+
+Where discord.py connects is a process-wide setting (`discord.http.Route.BASE` and
+`discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY`); `start()` sets both from this adapter's
+configuration, so one process talks to one Discord.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from typing import Any, Final, TypeVar
+
+import aiohttp
+import discord
+import yarl
+from discord.gateway import DiscordWebSocket
+from discord.http import Route
+
+from adapters.base import (
+    AdapterConfigError,
+    ConversationRef,
+    DeliveryError,
+    EventSink,
+    Message,
+    PostedMessage,
+    ReactionEvent,
+    UserRef,
+)
+from adapters.discord_text import MAX_MESSAGE_CHARS, clip, plain_text, split_text
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+PLATFORM: Final = "discord"
+DEFAULT_API_BASE_URL: Final = "https://discord.com/api/v10"
+DISCORD_GATEWAY: Final = DiscordWebSocket.DEFAULT_GATEWAY
+PORTAL: Final = "https://discord.com/developers/applications"
+
+BAD_TOKEN = (
+    "Discord rejected the bot token: check LOREBOT_DISCORD__TOKEN (the token under Bot in "
+    f"the developer portal, {PORTAL})"
+)
+ENABLE_INTENT = (
+    f"enable it in the Discord developer portal ({PORTAL}) under your application → Bot → "
+    "Privileged Gateway Intents → Message Content Intent"
+)
+MISSING_INTENT = f"Discord refused the privileged Message Content intent: {ENABLE_INTENT}"
+
+# What the bot reads: servers and their channels, messages and reactions in guilds and DMs,
+# and (privileged) the text of messages that do not mention it, for threads it is part of.
+INTENTS: Final = discord.Intents(
+    guilds=True,
+    guild_messages=True,
+    dm_messages=True,
+    message_content=True,
+    guild_reactions=True,
+    dm_reactions=True,
+)
+
+# Model output can never ping @everyone, @here, roles or users it merely names; a reply
+# notifies only the person who asked.
+ALLOWED_MENTIONS: Final = discord.AllowedMentions(
+    everyone=False, users=False, roles=False, replied_user=True
+)
+
+REPLIES_REMEMBERED: Final = 1000
+CLOSE_GRACE_S: Final = 1.0
+
+_ANSWERED_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
+
+
+class DiscordStartError(AdapterConfigError):
+    """Discord could not be connected (bad token, missing intent, unreachable); the message
+    says what to fix and never contains the token."""
+
+
+class DiscordRequestError(DeliveryError):
+    """A REST call Discord refused; the message says what to fix."""
+
+    def __init__(self, action: str, exc: discord.HTTPException, fix: str) -> None:
+        super().__init__(f"Discord refused to {action} (HTTP {exc.status}, code {exc.code}): {fix}")
+        self.status = exc.status
+        self.code = exc.code
+
+
+class DiscordAdapter:
+    """A Discord bot user: events in through the gateway, replies out through REST."""
+
+    platform = PLATFORM
+    max_message_chars = MAX_MESSAGE_CHARS
+
+    def __init__(
+        self,
+        token: str,
+        api_base_url: str = DEFAULT_API_BASE_URL,
+        gateway_url: str | None = None,
+        *,
+        ready_timeout: float = 60.0,
+        guild_ready_timeout: float = 2.0,
+    ) -> None:
+        self._token = token
+        self.api_base_url = api_base_url.rstrip("/")
+        self.gateway_url = gateway_url
+        self.ready_timeout = ready_timeout
+        self.guild_ready_timeout = guild_ready_timeout
+        self._client: _GatewayClient | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._sink: EventSink | None = None
+        self._closing = False
+        self._online = False
+        self._threads: set[int] = set()  # threads the bot posted in since it started
+        self._replied: dict[str, None] = {}  # questions answered with a reply, oldest first
+
+    @property
+    def connected(self) -> bool:
+        """Whether the gateway session is up (False while discord.py reconnects)."""
+        return self._online and self._client is not None
+
+    def __repr__(self) -> str:  # never show the token
+        return f"DiscordAdapter(api_base_url={self.api_base_url!r})"
+
+    # --- lifecycle ------------------------------------------------------------------
+
+    async def start(self, sink: EventSink) -> None:
+        """Log in, connect the gateway and return once Discord says the bot is ready.
+
+        Raises `DiscordStartError` with one line naming the problem when the token is
+        rejected, the Message Content intent is not enabled, or Discord cannot be reached.
+        """
+        if self._client is not None:
+            raise RuntimeError("the Discord adapter is already started")
+        self._sink = sink
+        Route.BASE = self.api_base_url
+        DiscordWebSocket.DEFAULT_GATEWAY = (
+            yarl.URL(self.gateway_url) if self.gateway_url else DISCORD_GATEWAY
+        )
+        # lorebot never joins voice, so discord.py's "PyNaCl/davey is not installed" is noise.
+        discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
+        client = _GatewayClient(
+            self,
+            intents=INTENTS,
+            allowed_mentions=ALLOWED_MENTIONS,
+            guild_ready_timeout=self.guild_ready_timeout,
+        )
+        self._client = client
+        self._closing = False
+        try:
+            await self._login(client)
+            self._ready = asyncio.get_running_loop().create_future()
+            self._runner = asyncio.create_task(client.connect(reconnect=True), name="discord")
+            self._runner.add_done_callback(self._gateway_stopped)
+            async with asyncio.timeout(self.ready_timeout):
+                await self._ready
+        except TimeoutError:
+            await self.close()
+            raise DiscordStartError(
+                f"Discord's gateway at {self._gateway()} did not get ready within "
+                f"{self.ready_timeout:g} s"
+            ) from None
+        except BaseException:
+            await self.close()
+            raise
+        user = client.user
+        _log.info(
+            "connected to Discord as %s (id %s) in %d servers",
+            user, user.id if user else "?", len(client.guilds),
+        )  # fmt: skip
+
+    async def _login(self, client: discord.Client) -> None:
+        try:
+            await client.login(self._token)
+        except discord.LoginFailure:
+            raise DiscordStartError(BAD_TOKEN) from None
+        except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
+            raise DiscordStartError(
+                f"could not log in to Discord at {self.api_base_url}: {_describe(exc)}"
+            ) from None
+        flags = client.application_flags
+        if not (flags.gateway_message_content or flags.gateway_message_content_limited):
+            _log.warning(
+                "the Message Content intent looks disabled for this application, so Discord "
+                "will refuse the connection: %s",
+                ENABLE_INTENT,
+            )
+
+    def _gateway_stopped(self, task: asyncio.Task[None]) -> None:
+        """The gateway loop ended: before ready it fails `start`; afterwards it is logged."""
+        exc = None if task.cancelled() else task.exception()
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(_start_error(exc, self._gateway()))
+        elif exc is not None and not self._closing:
+            error = _start_error(exc, self._gateway())
+            _log.error("the Discord gateway stopped and will not reconnect: %s", error)
+
+    def _gateway(self) -> str:
+        return self.gateway_url or str(DISCORD_GATEWAY)
+
+    async def close(self) -> None:
+        """Disconnect from Discord; safe to call twice, and after a failed start."""
+        client, self._client = self._client, None
+        if client is None:
+            return
+        self._closing = True
+        self._online = False
+        await client.close()
+        runner, self._runner = self._runner, None
+        if runner is not None and not runner.done():
+            # A connected gateway loop ends once its socket is closed; one that never got
+            # ready is only waiting to retry, so there is nothing to wait for.
+            await asyncio.wait({runner}, timeout=CLOSE_GRACE_S if self._was_ready() else 0)
+            runner.cancel()
+            await asyncio.wait({runner})
+        if self._was_ready():  # which also retrieves a failed start's exception
+            _log.info("disconnected from Discord")
+        self._ready = None
+
+    # --- gateway events (called by _GatewayClient; they only convert and hand over) --
+
+    def _on_ready(self) -> None:
+        self._online = True
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_result(None)
+        else:
+            _log.info("Discord gateway session re-established")
+
+    def _was_ready(self) -> bool:
+        ready = self._ready
+        return (
+            ready is not None and ready.done() and not ready.cancelled() and not ready.exception()
+        )
+
+    def _on_disconnect(self) -> None:
+        self._online = False
+        if self._was_ready() and not self._closing:
+            _log.warning("lost the Discord gateway connection; discord.py is reconnecting")
+
+    def _on_resumed(self) -> None:
+        self._online = True
+        _log.info("resumed the Discord gateway session")
+
+    async def _on_message(self, message: discord.Message) -> None:
+        bot = self._client.user if self._client else None
+        if bot is None or self._sink is None:
+            return
+        event = self.message_event(message, bot)
+        if event is not None:
+            await self._sink(event)
+
+    async def _on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        bot = self._client.user if self._client else None
+        if bot is None or self._sink is None:
+            return
+        event = self.reaction_event(payload, bot)
+        if event is not None:
+            await self._sink(event)
+
+    # --- conversion at the edge -----------------------------------------------------
+
+    def message_event(self, message: discord.Message, bot: discord.ClientUser) -> Message | None:
+        """The platform-neutral `Message` for a gateway message, or None for the bot's own
+        messages and system messages (joins, pins, thread starts)."""
+        if message.author.id == bot.id or message.type not in _ANSWERED_TYPES:
+            return None
+        channel = message.channel
+        guild_id = _guild_id(message)
+        bot_roles = {r.id for r in message.role_mentions if r.tags and r.tags.bot_id == bot.id}
+        mentioned = bot_roles or any(user.id == bot.id for user in message.mentions)
+        in_thread = isinstance(channel, discord.Thread)
+        joined = isinstance(channel, discord.Thread) and (
+            channel.me is not None or channel.owner_id == bot.id or channel.id in self._threads
+        )
+        # In a guild channel the reply refers to the message; in a thread or DM it is
+        # simply posted there.
+        reply_to = None if guild_id is None or in_thread else str(message.id)
+        conversation = ConversationRef(
+            PLATFORM,
+            str(channel.id),
+            is_dm=guild_id is None,
+            thread_id=reply_to,
+            team_id=None if guild_id is None else str(guild_id),
+        )
+        text = plain_text(
+            message.content,
+            remove_users={bot.id},
+            remove_roles=bot_roles,
+            users={user.id: user.display_name for user in message.mentions},
+            roles={role.id: role.name for role in message.role_mentions},
+            channels={c.id: c.name for c in message.channel_mentions},
+        )
+        author = message.author
+        return Message(
+            conversation=conversation,
+            author=UserRef(PLATFORM, str(author.id), author.display_name, is_bot=author.bot),
+            text=text,
+            message_id=str(message.id),
+            event_id=str(message.id),  # a gateway replay after a resume is dropped
+            mentions_bot=bool(guild_id is None or mentioned or joined),
+        )
+
+    def reaction_event(
+        self, payload: discord.RawReactionActionEvent, bot: discord.ClientUser
+    ) -> ReactionEvent | None:
+        """The `ReactionEvent` for a raw reaction on one of the bot's messages, or None for
+        the bot's own reactions and reactions on other people's messages."""
+        if payload.user_id == bot.id:
+            return None
+        if payload.message_author_id is not None and payload.message_author_id != bot.id:
+            return None
+        # APPROVE and REJECT arrive as their unicode names (sometimes with a variation selector);
+        # anything else is passed on as is and ignored by the approvals.
+        emoji = (payload.emoji.name or str(payload.emoji)).replace("\ufe0f", "")
+        guild_id = payload.guild_id
+        conversation = ConversationRef(
+            PLATFORM,
+            str(payload.channel_id),
+            is_dm=guild_id is None,
+            team_id=None if guild_id is None else str(guild_id),
+        )
+        member = payload.member
+        known = member or (self._client.get_user(payload.user_id) if self._client else None)
+        user = UserRef(
+            PLATFORM,
+            str(payload.user_id),
+            known.display_name if known else "",
+            is_bot=bool(known and known.bot),
+        )
+        return ReactionEvent(
+            conversation=conversation,
+            user=user,
+            emoji=emoji,
+            target_message_id=str(payload.message_id),
+            event_id=f"{payload.message_id}:{payload.user_id}:{emoji}",
+            added=True,
+        )
+
+    # --- answering ------------------------------------------------------------------
+
+    def _running(self) -> discord.Client:
+        if self._client is None:
+            raise RuntimeError("the Discord adapter is not started")
+        return self._client
+
+    async def send(self, conversation: ConversationRef, text: str) -> PostedMessage:
+        """Post `text` (split at 2,000 characters). In a guild channel the bot's first
+        message for a question is a Discord reply to it; the rest follow plainly. Returns the
+        last message posted, which a card's footer and reactions belong to."""
+        client = self._running()
+        channel_id = int(conversation.channel_id)
+        guild_id = int(conversation.team_id) if conversation.team_id else None
+        channel = client.get_partial_messageable(channel_id, guild_id=guild_id)
+        reference = None
+        if conversation.thread_id is not None and self._first_reply_to(conversation.thread_id):
+            reference = discord.MessageReference(
+                message_id=int(conversation.thread_id),
+                channel_id=channel_id,
+                guild_id=guild_id,
+                fail_if_not_exists=False,
+            )
+        if isinstance(client.get_channel(channel_id), discord.Thread):
+            self._threads.add(channel_id)  # posting there makes the bot part of the thread
+        sent: discord.Message | None = None
+        for chunk in split_text(text, self.max_message_chars):
+            if reference is None:
+                call = channel.send(chunk)
+            else:
+                call = channel.send(chunk, reference=reference)
+            sent = await _rest("post", channel_id, call)
+            reference = None
+        assert sent is not None
+        return PostedMessage(conversation, str(sent.id))
+
+    def _first_reply_to(self, message_id: str) -> bool:
+        """True the first time the bot answers `message_id` (remembered for recent ones)."""
+        if message_id in self._replied:
+            return False
+        self._replied[message_id] = None
+        while len(self._replied) > REPLIES_REMEMBERED:
+            del self._replied[next(iter(self._replied))]
+        return True
+
+    def _partial(self, posted: PostedMessage) -> discord.PartialMessage:
+        channel = self._running().get_partial_messageable(int(posted.conversation.channel_id))
+        return channel.get_partial_message(int(posted.message_id))
+
+    async def edit(self, posted: PostedMessage, text: str) -> None:
+        """Replace the text of a message the bot posted (clipped to 2,000 characters)."""
+        call = self._partial(posted).edit(content=clip(text, self.max_message_chars))
+        await _rest("edit a message", int(posted.conversation.channel_id), call)
+
+    async def add_reaction(self, posted: PostedMessage, emoji: str) -> None:
+        """React to a message the bot posted with a unicode emoji."""
+        call = self._partial(posted).add_reaction(emoji)
+        await _rest("add a reaction", int(posted.conversation.channel_id), call)
+
+
+class _GatewayClient(discord.Client):
+    """discord.py's client, with its events forwarded to the adapter."""
+
+    def __init__(self, adapter: DiscordAdapter, **options: Any) -> None:
+        super().__init__(**options)
+        self._adapter = adapter
+
+    async def on_ready(self) -> None:
+        self._adapter._on_ready()
+
+    async def on_disconnect(self) -> None:
+        self._adapter._on_disconnect()
+
+    async def on_resumed(self) -> None:
+        self._adapter._on_resumed()
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self._adapter._on_message(message)
+
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._adapter._on_raw_reaction_add(payload)
+
+
+def _guild_id(message: discord.Message) -> int | None:
+    if message.guild is not None:
+        return message.guild.id
+    channel = message.channel
+    if isinstance(channel, discord.PartialMessageable):
+        return channel.guild_id
+    return None
+
+
+async def _rest(action: str, channel_id: int, call: Awaitable[T]) -> T:
+    """Await one REST call; a refusal is logged as one line saying what to fix and raised
+    as `DiscordRequestError`. discord.py has already retried rate limits and 5xx answers."""
+    try:
+        return await call
+    except discord.HTTPException as exc:
+        failure = DiscordRequestError(action, exc, _fix(exc, channel_id))
+        _log.error("%s", failure)
+        raise failure from None
+
+
+def _fix(exc: discord.HTTPException, channel_id: int) -> str:
+    """What the operator can do about a refused call, in one sentence."""
+    if exc.status == 401:
+        return "the bot token was reset or revoked: update LOREBOT_DISCORD__TOKEN"
+    fixes = {
+        10003: f"channel {channel_id} does not exist any more",
+        10008: "the message was deleted",
+        50001: (
+            f"lorebot cannot see channel {channel_id}: give it View Channels and Read Message "
+            "History there"
+        ),
+        50007: "this person does not accept direct messages from lorebot",
+        50013: (
+            f"lorebot lacks a permission in channel {channel_id}: give it Send Messages (Send "
+            "Messages in Threads for a thread), Add Reactions and Read Message History there"
+        ),
+        50083: f"thread {channel_id} is archived: unarchive it to continue there",
+    }
+    return fixes.get(exc.code) or exc.text or "Discord gave no reason"
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, discord.HTTPException):
+        return f"HTTP {exc.status} {exc.text or exc.response.reason}".strip()
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _start_error(exc: BaseException | None, gateway: str) -> DiscordStartError:
+    """One line for the operator about why the gateway gave up."""
+    if isinstance(exc, discord.PrivilegedIntentsRequired):
+        return DiscordStartError(MISSING_INTENT)
+    if isinstance(exc, discord.ConnectionClosed):
+        if exc.code == 4004:
+            return DiscordStartError(BAD_TOKEN)
+        return DiscordStartError(f"Discord closed the gateway connection with code {exc.code}")
+    # Anything else means the connection itself failed; discord.py has logged the cause (and
+    # may report it as an AttributeError, discord.py issue #10520).
+    return DiscordStartError(
+        f"could not connect to Discord's gateway at {gateway}; the cause is logged above"
+    )

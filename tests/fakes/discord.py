@@ -1,0 +1,660 @@
+"""A fake Discord REST API and gateway on 127.0.0.1 that discord.py's real client talks to.
+
+Point the client at it with ``api_base_url`` (``http://127.0.0.1:PORT/api/v10``) and
+``gateway_url`` (``ws://127.0.0.1:PORT/gateway``). It plays one guild with a text channel,
+a thread the bot has joined and one it has not, and DMs; it records every request::
+
+    fake = FakeDiscord()                      # or the ``fake_discord`` fixture
+    await fake.start()
+    sent = await fake.send_message(f"<@{BOT.id}> hi", mentions=[BOT])   # MESSAGE_CREATE
+    [reply] = await fake.wait_for_posts(1)     # what the bot POSTed
+    await fake.react(reply.id, "✅", user=ALICE)                         # MESSAGE_REACTION_ADD
+    await fake.reconnect()                     # op 7: the client reconnects and RESUMEs
+
+Like Discord it echoes the bot's own messages and reactions back through the gateway, so
+the client must ignore them. Behaviour that discord.py 2.7 needs (checked here): JSON with a
+Content-Type of exactly ``application/json``; ``/users/@me`` and ``/oauth2/applications/@me``
+at login; HELLO, heartbeat ACKs, READY with ``resume_gateway_url`` and ``session_id``, then
+GUILD_CREATE; reactions with ``type`` and ``burst``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+import pytest_asyncio
+from aiohttp import WSMsgType, web
+
+__all__ = [
+    "ALICE",
+    "BOT",
+    "BOT_ROLE_ID",
+    "CHANNEL_ID",
+    "GUILD_ID",
+    "INTENT",
+    "JOINED_THREAD_ID",
+    "MALLORY",
+    "OTHER_THREAD_ID",
+    "TOKEN",
+    "FakeDiscord",
+    "FakeUser",
+    "Posted",
+    "Recorded",
+    "fake_discord_fixture",
+]
+
+Body = dict[str, Any]
+T = TypeVar("T")
+
+JSON_TYPE = "application/json"
+TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAx.fake.bot-token-for-tests"
+
+# Gateway intent bits (https://discord.com/developers/docs/events/gateway#gateway-intents).
+INTENT = {
+    "guilds": 1 << 0,
+    "guild_members": 1 << 1,
+    "guild_presences": 1 << 8,
+    "guild_messages": 1 << 9,
+    "guild_message_reactions": 1 << 10,
+    "direct_messages": 1 << 12,
+    "direct_message_reactions": 1 << 13,
+    "message_content": 1 << 15,
+}
+PRIVILEGED = INTENT["guild_members"] | INTENT["guild_presences"] | INTENT["message_content"]
+FLAG_MESSAGE_CONTENT_LIMITED = 1 << 19  # the portal's Message Content toggle, under 100 servers
+
+APPLICATION_ID = 1000000000000000001
+GUILD_ID = 1100000000000000001
+CHANNEL_ID = 1100000000000000002
+JOINED_THREAD_ID = 1100000000000000003
+OTHER_THREAD_ID = 1100000000000000004
+BOT_ROLE_ID = 1100000000000000005
+OWNER_ID = 1200000000000000009
+
+
+@dataclass(frozen=True)
+class FakeUser:
+    id: int
+    username: str
+    display_name: str
+    bot: bool = False
+
+    def payload(self) -> Body:
+        return {
+            "id": str(self.id),
+            "username": self.username,
+            "global_name": self.display_name,
+            "discriminator": "0",
+            "avatar": None,
+            "bot": self.bot,
+            "public_flags": 0,
+        }
+
+    @property
+    def dm_channel_id(self) -> int:
+        return self.id + 7
+
+
+BOT = FakeUser(1000000000000000001, "lorebot", "lorebot", bot=True)
+ALICE = FakeUser(1200000000000000001, "alice", "Alice")
+MALLORY = FakeUser(1200000000000000002, "mallory", "Mallory")
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One REST request: method, path below ``/api/v10``, JSON body and Authorization."""
+
+    method: str
+    path: str
+    body: Any
+    authorization: str | None
+
+
+@dataclass
+class Posted:
+    """A message the bot created through ``POST /channels/{id}/messages``."""
+
+    id: int
+    channel_id: int
+    body: Body
+    edits: list[Body] = field(default_factory=list)
+    reactions: list[str] = field(default_factory=list)
+
+    @property
+    def content(self) -> str:
+        return str(self.body.get("content", ""))
+
+    @property
+    def current(self) -> str:
+        """The text after the last edit."""
+        return str(self.edits[-1]["content"]) if self.edits else self.content
+
+
+def _json(data: Any, status: int = 200) -> web.Response:
+    """A JSON response whose Content-Type is exactly ``application/json``."""
+    return web.Response(
+        body=json.dumps(data).encode(), status=status, headers={"Content-Type": JSON_TYPE}
+    )
+
+
+def _error(status: int, message: str, code: int = 0) -> web.Response:
+    return _json({"message": message, "code": code}, status=status)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+class FakeDiscord:
+    """Discord's REST API and gateway for one bot, on 127.0.0.1."""
+
+    def __init__(
+        self,
+        token: str = TOKEN,
+        *,
+        privileged_allowed: int = INTENT["message_content"],
+        application_flags: int = FLAG_MESSAGE_CONTENT_LIMITED,
+        echo: bool = True,
+    ) -> None:
+        self.token = token
+        self.privileged_allowed = privileged_allowed
+        self.application_flags = application_flags
+        self.echo = echo
+        self.requests: list[Recorded] = []
+        self.identifies: list[Body] = []
+        self.resumes: list[Body] = []
+        self.heartbeats = 0
+        self.posted: list[Posted] = []
+        self.refusals: list[int] = []  # close codes the fake ended a gateway session with
+        self.refused_posts: dict[int, tuple[int, int, str]] = {}
+        self._ids = itertools.count(1300000000000000001)
+        self._seq = 0
+        self._session_id = "fake-session-1"
+        self._socket: web.WebSocketResponse | None = None
+        self._sockets: set[web.WebSocketResponse] = set()
+        self._changed = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway)
+        api = "/api/v10"
+        app.router.add_get(f"{api}/users/@me", self._me)
+        app.router.add_get(f"{api}/oauth2/applications/@me", self._application)
+        app.router.add_get(f"{api}/channels/{{channel}}", self._channel)
+        app.router.add_post(f"{api}/channels/{{channel}}/messages", self._create_message)
+        app.router.add_patch(f"{api}/channels/{{channel}}/messages/{{message}}", self._edit)
+        app.router.add_put(
+            f"{api}/channels/{{channel}}/messages/{{message}}/reactions/{{emoji}}/@me",
+            self._add_reaction,
+        )
+        app.router.add_route("*", f"{api}/{{tail:.*}}", self._unknown)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    async def close(self) -> None:
+        for ws in list(self._sockets):
+            await ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def connected(self) -> bool:
+        """Whether a client holds a gateway connection."""
+        return bool(self._sockets)
+
+    @property
+    def api_base_url(self) -> str:
+        return f"{self.url}/api/v10"
+
+    @property
+    def gateway_url(self) -> str:
+        return self.url.replace("http://", "ws://") + "/gateway"
+
+    # -- what the test does ------------------------------------------------------------
+
+    def message_payload(
+        self,
+        content: str,
+        *,
+        author: FakeUser = ALICE,
+        channel_id: int = CHANNEL_ID,
+        dm: bool = False,
+        mentions: Sequence[FakeUser] = (),
+        mention_roles: Sequence[int] = (),
+        message_id: int | None = None,
+    ) -> Body:
+        """A MESSAGE_CREATE payload as Discord builds it; ``mentions`` fills the array that
+        discord.py reads ``message.mentions`` from."""
+        data: Body = {
+            "id": str(message_id or next(self._ids)),
+            "channel_id": str(author.dm_channel_id if dm else channel_id),
+            "author": author.payload(),
+            "content": content,
+            "timestamp": _now(),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [
+                {**user.payload(), **({} if dm else {"member": self._member(user, False)})}
+                for user in mentions
+            ],
+            "mention_roles": [str(role) for role in mention_roles],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
+            "flags": 0,
+            "components": [],
+        }
+        if not dm:
+            data["guild_id"] = str(GUILD_ID)
+            data["member"] = self._member(author, False)
+        return data
+
+    async def send_message(self, content: str, **kwargs: Any) -> Body:
+        """Dispatch a MESSAGE_CREATE from a person (see ``message_payload``); returns it."""
+        data = self.message_payload(content, **kwargs)
+        await self.dispatch("MESSAGE_CREATE", data)
+        return data
+
+    async def react(
+        self,
+        message_id: int,
+        emoji: str,
+        *,
+        user: FakeUser = ALICE,
+        channel_id: int | None = None,
+    ) -> None:
+        """Dispatch a MESSAGE_REACTION_ADD; a DM or guild reaction after the message's channel."""
+        posted = next((p for p in self.posted if p.id == message_id), None)
+        channel = channel_id or (posted.channel_id if posted else CHANNEL_ID)
+        data: Body = {
+            "user_id": str(user.id),
+            "channel_id": str(channel),
+            "message_id": str(message_id),
+            "emoji": {"id": None, "name": emoji},
+            "burst": False,
+            "burst_colors": [],
+            "type": 0,
+        }
+        if posted is not None:
+            data["message_author_id"] = str(BOT.id)
+        if not self._is_dm(channel):
+            data["guild_id"] = str(GUILD_ID)
+            data["member"] = self._member(user, True)
+        await self.dispatch("MESSAGE_REACTION_ADD", data)
+
+    def refuse_posts(
+        self, channel_id: int, status: int = 403, code: int = 50013, message: str = ""
+    ) -> None:
+        """Answer posts in ``channel_id`` with an error (default: Missing Permissions)."""
+        self.refused_posts[channel_id] = (status, code, message or "Missing Permissions")
+
+    async def dispatch(self, event: str, data: Body) -> None:
+        """Send one DISPATCH (op 0) with the next sequence number on the live connection."""
+        self._seq += 1
+        await self._send({"op": 0, "t": event, "s": self._seq, "d": data})
+
+    async def reconnect(self) -> None:
+        """Ask the client to reconnect (op 7); it comes back with a RESUME."""
+        await self._send({"op": 7, "d": None, "s": None, "t": None})
+
+    # -- what the test checks ----------------------------------------------------------
+
+    def requests_to(self, method: str, prefix: str = "") -> list[Recorded]:
+        return [r for r in self.requests if r.method == method and r.path.startswith(prefix)]
+
+    async def wait_until(self, check: Callable[[], T], within: float = 5.0) -> T:
+        """Wait up to ``within`` s for ``check()`` to be truthy; return its value. It is
+        re-checked on every request and gateway message, and every 20 ms for conditions
+        outside the fake."""
+        async with asyncio.timeout(within):
+            while not (result := check()):
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(0.02):
+                        await self._changed.wait()
+        return result
+
+    async def wait_for_posts(self, count: int, within: float = 5.0) -> list[Posted]:
+        """The bot's messages, once there are at least ``count``."""
+        await self.wait_until(lambda: len(self.posted) >= count, within)
+        return list(self.posted)
+
+    def _touch(self) -> None:
+        self._changed.set()
+
+    # -- gateway -------------------------------------------------------------------------
+
+    async def _send(self, payload: Body) -> None:
+        if self._socket is None or self._socket.closed:
+            raise RuntimeError("no client is connected to the fake gateway")
+        await self._socket.send_str(json.dumps(payload))
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._sockets.add(ws)
+        self._socket = ws
+        await ws.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": 41250}}))
+        try:
+            async for msg in ws:
+                if msg.type is not WSMsgType.TEXT:
+                    continue
+                payload = json.loads(msg.data)
+                op, data = payload.get("op"), payload.get("d")
+                if op == 1:
+                    self.heartbeats += 1
+                    await ws.send_str(json.dumps({"op": 11}))
+                elif op == 2:
+                    await self._identify(ws, data)
+                elif op == 6:
+                    await self._resume(ws, data)
+                self._touch()
+        finally:
+            self._sockets.discard(ws)
+            self._touch()
+        return ws
+
+    async def _identify(self, ws: web.WebSocketResponse, data: Body) -> None:
+        self.identifies.append(data)
+        if data.get("token") != self.token:
+            await self._refuse(ws, 4004, "Authentication failed.")
+            return
+        if int(data.get("intents", 0)) & PRIVILEGED & ~self.privileged_allowed:
+            await self._refuse(ws, 4014, "Disallowed intent(s).")
+            return
+        self._seq = 0
+        self._session_id = f"fake-session-{len(self.identifies)}"
+        await self.dispatch(
+            "READY",
+            {
+                "v": 10,
+                "user": {**BOT.payload(), "verified": True, "mfa_enabled": False, "flags": 0},
+                "guilds": [{"id": str(GUILD_ID), "unavailable": True}],
+                "session_id": self._session_id,
+                "resume_gateway_url": self.gateway_url,
+                "shard": [0, 1],
+                "application": {"id": str(APPLICATION_ID), "flags": self.application_flags},
+                "private_channels": [],
+                "relationships": [],
+            },
+        )
+        await self.dispatch("GUILD_CREATE", self._guild())
+
+    async def _refuse(self, ws: web.WebSocketResponse, code: int, reason: str) -> None:
+        self.refusals.append(code)
+        await ws.close(code=code, message=reason.encode())
+
+    async def _resume(self, ws: web.WebSocketResponse, data: Body) -> None:
+        self.resumes.append(data)
+        if data.get("token") != self.token or data.get("session_id") != self._session_id:
+            await ws.send_str(json.dumps({"op": 9, "d": False}))
+            return
+        await self.dispatch("RESUMED", {})
+
+    def _member(self, user: FakeUser, with_user: bool) -> Body:
+        member: Body = {
+            "roles": [str(BOT_ROLE_ID)] if user is BOT else [],
+            "nick": None,
+            "avatar": None,
+            "joined_at": "2026-01-01T00:00:00+00:00",
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+            "pending": False,
+        }
+        if with_user:
+            member["user"] = user.payload()
+        return member
+
+    def _thread(self, thread_id: int, name: str, joined: bool) -> Body:
+        thread: Body = {
+            "id": str(thread_id),
+            "guild_id": str(GUILD_ID),
+            "parent_id": str(CHANNEL_ID),
+            "owner_id": str(ALICE.id),
+            "type": 11,
+            "name": name,
+            "last_message_id": None,
+            "rate_limit_per_user": 0,
+            "message_count": 1,
+            "member_count": 2,
+            "flags": 0,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": 1440,
+                "archive_timestamp": "2026-01-01T00:00:00+00:00",
+                "locked": False,
+            },
+        }
+        if joined:
+            thread["member"] = {
+                "id": str(thread_id),
+                "user_id": str(BOT.id),
+                "join_timestamp": "2026-01-01T00:00:00+00:00",
+                "flags": 1,
+            }
+        return thread
+
+    def _guild(self) -> Body:
+        role = {
+            "id": str(GUILD_ID),
+            "name": "@everyone",
+            "color": 0,
+            "hoist": False,
+            "position": 0,
+            "permissions": "1071698660929",
+            "managed": False,
+            "mentionable": False,
+            "flags": 0,
+        }
+        bot_role = {
+            **role,
+            "id": str(BOT_ROLE_ID),
+            "name": "lorebot",
+            "position": 1,
+            "managed": True,
+            "tags": {"bot_id": str(BOT.id)},
+        }
+        return {
+            "id": str(GUILD_ID),
+            "name": "Lore Club",
+            "icon": None,
+            "owner_id": str(OWNER_ID),
+            "afk_timeout": 300,
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "mfa_level": 0,
+            "nsfw_level": 0,
+            "premium_tier": 0,
+            "preferred_locale": "en-US",
+            "system_channel_flags": 0,
+            "features": [],
+            "roles": [role, bot_role],
+            "emojis": [],
+            "stickers": [],
+            "large": False,
+            "unavailable": False,
+            "member_count": 3,
+            "joined_at": "2026-01-01T00:00:00+00:00",
+            "voice_states": [],
+            "presences": [],
+            "members": [{**self._member(BOT, True)}],
+            "channels": [
+                {
+                    "id": str(CHANNEL_ID),
+                    "type": 0,
+                    "guild_id": str(GUILD_ID),
+                    "name": "general",
+                    "position": 0,
+                    "permission_overwrites": [],
+                    "topic": None,
+                    "nsfw": False,
+                    "last_message_id": None,
+                    "rate_limit_per_user": 0,
+                    "parent_id": None,
+                    "flags": 0,
+                }
+            ],
+            "threads": [
+                self._thread(JOINED_THREAD_ID, "deploys", joined=True),
+                self._thread(OTHER_THREAD_ID, "lunch", joined=False),
+            ],
+            "stage_instances": [],
+            "guild_scheduled_events": [],
+            "soundboard_sounds": [],
+        }
+
+    def _is_dm(self, channel_id: int) -> bool:
+        return channel_id not in (CHANNEL_ID, JOINED_THREAD_ID, OTHER_THREAD_ID)
+
+    # -- REST ----------------------------------------------------------------------------
+
+    async def _record(self, request: web.Request) -> tuple[Any, web.Response | None]:
+        body: Any = None
+        if request.can_read_body:
+            try:
+                body = await request.json()
+            except ValueError:
+                body = await request.text()
+        path = request.path.removeprefix("/api/v10")
+        auth = request.headers.get("Authorization")
+        self.requests.append(Recorded(request.method, unquote(path), body, auth))
+        self._touch()
+        if auth != f"Bot {self.token}":
+            return body, _error(401, "401: Unauthorized")
+        return body, None
+
+    async def _me(self, request: web.Request) -> web.Response:
+        _, denied = await self._record(request)
+        return denied or _json({**BOT.payload(), "verified": True, "flags": 0})
+
+    async def _application(self, request: web.Request) -> web.Response:
+        _, denied = await self._record(request)
+        return denied or _json(
+            {
+                "id": str(APPLICATION_ID),
+                "name": "lorebot",
+                "description": "",
+                "icon": None,
+                "bot_public": True,
+                "bot_require_code_grant": False,
+                "owner": {**ALICE.payload(), "id": str(OWNER_ID)},
+                "verify_key": "0" * 64,
+                "flags": self.application_flags,
+                "team": None,
+                "summary": "",
+                "bot": BOT.payload(),
+            }
+        )
+
+    async def _channel(self, request: web.Request) -> web.Response:
+        _, denied = await self._record(request)
+        if denied:
+            return denied
+        channel_id = int(request.match_info["channel"])
+        if self._is_dm(channel_id):
+            return _json({"id": str(channel_id), "type": 1, "recipients": [ALICE.payload()]})
+        return _json(
+            {"id": str(channel_id), "type": 0, "guild_id": str(GUILD_ID), "name": "general"}
+        )
+
+    def _message(self, posted: Posted) -> Body:
+        data: Body = self.message_payload(
+            posted.current, author=BOT, channel_id=posted.channel_id, message_id=posted.id
+        )
+        if self._is_dm(posted.channel_id):
+            data["channel_id"] = str(posted.channel_id)
+            data.pop("guild_id")
+            data.pop("member")
+        reference = posted.body.get("message_reference")
+        if reference:
+            data["type"] = 19
+            data["message_reference"] = {
+                "message_id": reference["message_id"],
+                "channel_id": str(posted.channel_id),
+            }
+        return data
+
+    async def _create_message(self, request: web.Request) -> web.Response:
+        body, denied = await self._record(request)
+        if denied:
+            return denied
+        channel_id = int(request.match_info["channel"])
+        if channel_id in self.refused_posts:
+            status, code, message = self.refused_posts[channel_id]
+            return _error(status, message, code=code)
+        content = body.get("content") if isinstance(body, dict) else None
+        if not content or len(content) > 2000:
+            return _error(400, "Invalid Form Body", code=50035)
+        posted = Posted(next(self._ids), channel_id, body)
+        self.posted.append(posted)
+        data = self._message(posted)
+        if self.echo:
+            await self.dispatch("MESSAGE_CREATE", data)
+        return _json(data)
+
+    def _find(self, request: web.Request) -> Posted | None:
+        message_id = int(request.match_info["message"])
+        return next((p for p in self.posted if p.id == message_id), None)
+
+    async def _edit(self, request: web.Request) -> web.Response:
+        body, denied = await self._record(request)
+        if denied:
+            return denied
+        posted = self._find(request)
+        if posted is None:
+            return _error(404, "Unknown Message", code=10008)
+        if not isinstance(body, dict) or len(str(body.get("content", ""))) > 2000:
+            return _error(400, "Invalid Form Body", code=50035)
+        posted.edits.append(body)
+        self._touch()
+        return _json({**self._message(posted), "edited_timestamp": _now()})
+
+    async def _add_reaction(self, request: web.Request) -> web.Response:
+        _, denied = await self._record(request)
+        if denied:
+            return denied
+        posted = self._find(request)
+        if posted is None:
+            return _error(404, "Unknown Message", code=10008)
+        emoji = unquote(request.match_info["emoji"])
+        posted.reactions.append(emoji)
+        self._touch()
+        if self.echo:
+            await self.react(posted.id, emoji, user=BOT)
+        return web.Response(status=204)
+
+    async def _unknown(self, request: web.Request) -> web.Response:
+        _, denied = await self._record(request)
+        return denied or _error(404, "404: Not Found")
+
+
+@pytest_asyncio.fixture(name="fake_discord")
+async def fake_discord_fixture() -> AsyncIterator[FakeDiscord]:
+    """A started ``FakeDiscord``; closed after the test."""
+    fake = FakeDiscord()
+    await fake.start()
+    try:
+        yield fake
+    finally:
+        await fake.close()
