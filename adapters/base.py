@@ -45,13 +45,15 @@ class UserRef:
 
 @dataclass(frozen=True, slots=True)
 class ConversationRef:
-    """Where a message was written: a channel or DM, and the thread within it if any."""
+    """Where a message was written: a channel or DM, the thread within it if any (one
+    conversation history per thread), and the message a reply should refer to."""
 
     platform: str
     channel_id: str
     is_dm: bool = False
     thread_id: str | None = None
     team_id: str | None = None
+    reply_to: str | None = None
 
     @property
     def key(self) -> str:
@@ -65,9 +67,6 @@ class ConversationRef:
     @property
     def team_scope(self) -> str | None:
         return None if self.team_id is None else f"team:{self.platform}/{self.team_id}"
-
-    def in_thread(self, thread_id: str | None) -> ConversationRef:
-        return ConversationRef(self.platform, self.channel_id, self.is_dm, thread_id, self.team_id)
 
 
 @dataclass(frozen=True, slots=True)

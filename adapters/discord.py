@@ -284,8 +284,8 @@ class DiscordAdapter:
             PLATFORM,
             str(channel.id),
             is_dm=guild_id is None,
-            thread_id=reply_to,
             team_id=None if guild_id is None else str(guild_id),
+            reply_to=reply_to,
         )
         text = plain_text(
             message.content,
@@ -357,9 +357,9 @@ class DiscordAdapter:
         guild_id = int(conversation.team_id) if conversation.team_id else None
         channel = client.get_partial_messageable(channel_id, guild_id=guild_id)
         reference = None
-        if conversation.thread_id is not None and self._first_reply_to(conversation.thread_id):
+        if conversation.reply_to is not None and self._first_reply_to(conversation.reply_to):
             reference = discord.MessageReference(
-                message_id=int(conversation.thread_id),
+                message_id=int(conversation.reply_to),
                 channel_id=channel_id,
                 guild_id=guild_id,
                 fail_if_not_exists=False,

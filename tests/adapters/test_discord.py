@@ -182,6 +182,17 @@ async def test_a_mention_is_answered_with_the_models_reply_as_a_reply(running: R
     assert "<@" not in question
 
 
+async def test_mentions_in_one_channel_share_one_conversation_history(running: Running) -> None:
+    running.ollama.reply("Noted: the VPN is vpn-2.")
+    await running.discord.send_message(f"{mention(BOT.id)} the VPN is vpn-2", mentions=[BOT])
+    await running.discord.wait_for_posts(1)
+    running.ollama.reply("vpn-2.")
+    await running.discord.send_message(f"{mention(BOT.id)} which VPN again?", mentions=[BOT])
+    await running.discord.wait_for_posts(2)
+    history = [m["content"] for m in running.chat_turns()[-1]["messages"][1:-1]]
+    assert history == ["the VPN is vpn-2", "Noted: the VPN is vpn-2."]
+
+
 async def test_a_mention_of_the_bots_role_counts_as_a_mention(running: Running) -> None:
     running.ollama.reply("Here.")
     await running.discord.send_message(
