@@ -75,7 +75,8 @@ class Core:
         ctx = self.context(message)
         command = parse_command(message.text)
         try:
-            if (activation := SKILL_COMMAND.match(message.text.strip())) is not None:
+            activation = SKILL_COMMAND.match(message.text.strip()) if command is None else None
+            if activation is not None:
                 await self.activate_skill(ctx, activation.group(1), activation.group(2) or "")
             elif command is None:
                 await self.turn(ctx, message.text)

@@ -148,6 +148,8 @@ async def test_the_model_cannot_load_a_people_only_skill(harness: Harness) -> No
 async def test_unknown_skill_command_is_a_clear_message(harness: Harness) -> None:
     await harness.say("/nope do it")
     assert harness.adapter.replies[-1].startswith("⚠️ there is no skill 'nope' here")
+    await harness.say("/help")
+    assert harness.adapter.replies[-1].startswith("Here is what I understand")
 
 
 async def test_skill_creation_through_a_card(harness: Harness) -> None:
