@@ -162,10 +162,15 @@ class Core:
             await self.reply(ctx.conversation, "There is no change of yours to undo here.")
             return
         what = "Removed" if change.after is None else "Restored"
-        await self.reply(
-            ctx.conversation,
-            f"↩️ Undone. {what} `{change.topic}` in {scope_label(change.scope, ctx.conversation)}.",
+        private = any(
+            bool(state.get("private")) for state in (change.before, change.after) if state
         )
+        if private and not ctx.conversation.is_dm:
+            # Never name a private note in a channel.
+            await self.reply(ctx.conversation, f"↩️ Undone. {what} one of your private notes.")
+            return
+        where = scope_label(change.scope, ctx.conversation)
+        await self.reply(ctx.conversation, f"↩️ Undone. {what} `{change.topic}` in {where}.")
 
     async def recall(self, ctx: TurnContext, command: Recall) -> None:
         if command.about:

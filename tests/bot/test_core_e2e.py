@@ -242,3 +242,11 @@ async def test_note_title_falls_back_when_the_model_keeps_failing(harness: Harne
     [card] = harness.adapter.cards
     assert "Topic: `build-cache-lives-nfs`" in card.text
     assert "Summary: the build cache lives on nfs-3." in card.text
+
+
+async def test_undo_in_a_channel_never_names_a_private_note(harness: Harness) -> None:
+    await harness.say("remember that my salary review is in March", dm=True)
+    await harness.react(harness.adapter.cards[0], APPROVE)
+    await harness.say("undo")
+    assert harness.adapter.replies[-1] == "↩️ Undone. Removed one of your private notes."
+    assert await harness.bot.notes.list_notes() == []
