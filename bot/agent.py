@@ -184,7 +184,7 @@ class Agent:
             budget -= len(clipped.encode())
         return logs
 
-    def tools(self, ctx: TurnContext) -> list[dict[str, Any]]:
+    def tools(self, ctx: TurnContext) -> tuple[dict[str, Any], ...]:
         has_skills = bool(self.skills.catalog_lines(ctx.channel_scope))
         return tool_specs(read_only=ctx.read_only, skills=has_skills)
 

@@ -7,6 +7,7 @@ still fails goes back to the model as an error it can correct.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any, Literal
 
@@ -82,9 +83,10 @@ WRITE_TOOLS = frozenset({"propose_note", "propose_forget", "propose_skill"})
 SKILL_TOOLS = frozenset({"load_skill", "read_skill_resource"})
 
 
-def tool_specs(*, read_only: bool, skills: bool = False) -> list[dict[str, Any]]:
+@functools.cache
+def tool_specs(*, read_only: bool, skills: bool = False) -> tuple[dict[str, Any], ...]:
     """Ollama tool definitions; read-only conversations get no proposing tools, and the
-    skill tools appear only when there are skills to load."""
+    skill tools appear only when there are skills to load. Built once: treat as read-only."""
     specs = []
     for name, (model, description) in sorted(TOOL_ARGS.items()):
         if (read_only and name in WRITE_TOOLS) or (not skills and name in SKILL_TOOLS):
@@ -99,7 +101,7 @@ def tool_specs(*, read_only: bool, skills: bool = False) -> list[dict[str, Any]]
                 "function": {"name": name, "description": description, "parameters": schema},
             }
         )
-    return specs
+    return tuple(specs)
 
 
 class ToolArgumentError(ValueError):
