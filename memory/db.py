@@ -19,7 +19,6 @@ from memory.migrations import MIGRATIONS, SCHEMA_VERSION
 _log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def utc_now() -> datetime:
@@ -28,16 +27,15 @@ def utc_now() -> datetime:
 
 
 def to_db_time(moment: datetime) -> str:
-    """A fixed-width UTC text form, so SQL compares times as strings."""
+    """A fixed-width UTC text form (`2026-11-02T09:00:00.000000Z`), so SQL compares times
+    as strings."""
     if moment.tzinfo is None:
         raise ValueError("naive datetime: lorebot stores aware UTC times only")
-    return moment.astimezone(UTC).strftime(_TIME_FORMAT)
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def from_db_time(text: str | None) -> datetime | None:
-    if text is None:
-        return None
-    return datetime.strptime(text, _TIME_FORMAT).replace(tzinfo=UTC)
+    return None if text is None else datetime.fromisoformat(text)
 
 
 class Database:
