@@ -1,9 +1,12 @@
 """Recall benchmark: lorebot's SQLite/FTS5 note store against LanceDB full-text search.
 
 For each corpus size it builds a fresh store from generated ops-team notes, then reports
-import throughput, database bytes per note and recall latency (p50/p99 of
-`NoteStore.search` as the bot calls it, k=10), and runs the same notes and queries
-through a LanceDB table with an FTS index and a scope prefilter.
+import throughput (`NoteStore.import_drafts` in batches of 10k), database bytes per note
+(file plus WAL after a checkpoint) and recall latency: p50/p99 of `NoteStore.search` as
+the bot calls it (k=10, including its access-count bump), each query from a random
+channel viewer. The same notes and queries then go through a LanceDB table with an FTS
+index on topic+summary+body, a BTree index on scope and a prefilter admitting the same
+scopes; its import time covers building the Arrow table and both indexes.
 
 Run by hand, not in CI (1M notes take several minutes and ~4 GB of disk under $TMPDIR):
 
@@ -169,9 +172,10 @@ def build_vocabulary(rng: random.Random) -> Vocabulary:
     """The word pools the sentence templates draw from."""
     codenames = synthetic_words(rng, SYNTHETIC_WORDS)
     # Codenames become the long tail of services, people and jargon nouns.
-    suffixes = ("api", "worker", "db", "ui")
+    suffixes = ("-api", "-worker", "-db", "-ui", "", "", "", "")
+    services = SERVICES + [c + rng.choice(suffixes) for c in codenames[:800]]
     pools: dict[str, Zipf] = {
-        "service": Zipf(SERVICES + [f"{c}-{rng.choice(suffixes)}" for c in codenames[:800]], rng),
+        "service": Zipf(services, rng),
         "role": Zipf(ROLES, rng),
         "env": Zipf(ENVS, rng),
         "tool": Zipf(TOOLS, rng),
@@ -578,6 +582,7 @@ class SizeResult:
     lorebot: EngineResult
     lancedb: EngineResult | None
     overlap: float | None  # mean share of lorebot's top-10 that LanceDB also returned
+    load: float  # 1-minute load average when the size finished: above ~1.5, others ran too
 
     def targets(self) -> dict[str, bool]:
         checks = {"import >= 20k notes/s": self.lorebot.notes_per_s >= TARGET_IMPORT_PER_S}
@@ -666,10 +671,11 @@ def write_json(path: Path, args: argparse.Namespace, results: Sequence[SizeResul
                 "size": r.size,
                 "generate_s": r.generate_s,
                 "overlap": r.overlap,
+                "load_1min": r.load,
                 "targets": r.targets(),
                 "lorebot": engine(r.lorebot),
                 "lancedb": engine(r.lancedb),
-            }  # fmt: skip
+            }
             for r in results
         ],
     }
@@ -715,11 +721,14 @@ def run_size(size: int, args: argparse.Namespace, with_lancedb: bool) -> SizeRes
     overlap = None
     if lance is not None and not lance.error:
         overlap = top_overlap(lore.hit_keys, lance.hit_keys)
-    return SizeResult(size, generate_s, lore, lance, overlap)
+    return SizeResult(size, generate_s, lore, lance, overlap, os.getloadavg()[0])
 
 
 def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+    """Progress on stderr, with the load average: the machine has 2 cores, so a load well
+    above what this run uses (~1.3) means another process competed for them."""
+    stamp = f"{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.2f}"
+    print(f"[{stamp}] {message}", file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -733,6 +742,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nrecall k={RECALL_K}, {args.queries} queries per size, seed {args.seed}, "
           f"{os.cpu_count()} cores, {python}")  # fmt: skip
     print_table(results)
+    loads = ", ".join(f"{size_label(r.size)} {r.load:.2f}" for r in results)
+    print(f"1-minute load average after each size (2 cores; ~1.3 is this run alone): {loads}")
     if args.json is not None:
         write_json(args.json, args, results)
         log(f"wrote {args.json}")
