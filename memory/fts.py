@@ -30,14 +30,21 @@ def query_terms(text: str) -> list[str]:
     return list(seen)[:MAX_QUERY_TERMS]
 
 
+def quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def match_terms(terms: list[str]) -> str | None:
+    """An FTS5 expression matching any of `terms` in topic, summary or body."""
+    if not terms:
+        return None
+    return "{topic summary body} : (" + " OR ".join(quote(term) for term in terms) + ")"
+
+
 def match_expression(text: str) -> str | None:
     """An FTS5 expression matching any word of `text` in topic, summary or body, or None
     when the text has no words."""
-    terms = query_terms(text)
-    if not terms:
-        return None
-    quoted = " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
-    return "{topic summary body} : (" + quoted + ")"
+    return match_terms(query_terms(text))
 
 
 def _stem(word: str) -> str:

@@ -1,43 +1,81 @@
-"""Detection and redaction of credentials, so they never become notes or events."""
+"""Detection and redaction of credentials, so they never become notes, events or log lines.
+
+Each pattern has a cheap prefilter on the lowercased text: the full regular expressions
+are slow on ordinary prose, and almost every text has no credential at all.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
-# Each pattern names what it found, so a refusal can say why.
-SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a Slack token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}")),
-    ("a Slack app token", re.compile(r"\bxapp-\d+-[A-Za-z0-9-]{10,}")),
-    (
-        "a Discord bot token",
-        re.compile(r"\b[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}\b"),
+_TOKEN_SHAPE = re.compile(r"\.[a-z0-9_-]{6,7}\.")
+_ASSIGNMENT_WORDS = ("pass", "pwd", "secret", "key", "token")
+
+
+def _contains(*needles: str) -> Callable[[str], bool]:
+    return lambda lower: any(needle in lower for needle in needles)
+
+
+@dataclass(frozen=True, slots=True)
+class SecretPattern:
+    """What a credential looks like; `name` says what was found, so a refusal can say why."""
+
+    name: str
+    pattern: re.Pattern[str]
+    prefilter: Callable[[str], bool]
+
+
+SECRET_PATTERNS: tuple[SecretPattern, ...] = (
+    SecretPattern("a Slack token", re.compile(r"xox[abposre]-[A-Za-z0-9-]{10,}"), _contains("xox")),
+    SecretPattern(
+        "a Slack app token", re.compile(r"xapp-\d+-[A-Za-z0-9-]{10,}"), _contains("xapp-")
     ),
-    ("an AWS access key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b")),
-    (
+    SecretPattern(
+        "a Discord bot token",
+        re.compile(r"[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}"),
+        lambda lower: _TOKEN_SHAPE.search(lower) is not None,
+    ),
+    SecretPattern(
+        "an AWS access key",
+        re.compile(r"A(?:KIA|SIA|GPA|IDA|ROA)[0-9A-Z]{16}\b"),
+        _contains("akia", "asia", "agpa", "aida", "aroa"),
+    ),
+    SecretPattern(
         "an AWS secret key",
         re.compile(r"(?i)aws_?secret_?(?:access_?)?key\s*[:=]\s*['\"]?[A-Za-z0-9/+=]{40}"),
+        _contains("aws"),
     ),
-    ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    (
+    SecretPattern(
+        "a private key",
+        re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
+        _contains("private key"),
+    ),
+    SecretPattern(
         "a password or secret assignment",
         re.compile(
             r"(?i)(?<![a-z])(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token|"
             r"auth[_-]?token|client[_-]?secret)\s*[:=]\s*['\"]?[^\s'\"]{3,}"
         ),
+        _contains(*_ASSIGNMENT_WORDS),
     ),
 )
 
 
 def find_secret(text: str) -> str | None:
-    """Return a description of the first credential in `text`, or None."""
-    for name, pattern in SECRET_PATTERNS:
-        if pattern.search(text):
-            return name
+    """Return a description of the first kind of credential found in `text`, or None."""
+    lower = text.lower()
+    for secret in SECRET_PATTERNS:
+        if secret.prefilter(lower) and secret.pattern.search(text):
+            return secret.name
     return None
 
 
 def redact(text: str) -> str:
     """Replace every credential in `text` with `[REDACTED]`."""
-    for _, pattern in SECRET_PATTERNS:
-        text = pattern.sub("[REDACTED]", text)
+    lower = text.lower()
+    for secret in SECRET_PATTERNS:
+        if secret.prefilter(lower):
+            text = secret.pattern.sub("[REDACTED]", text)
     return text
