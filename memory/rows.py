@@ -76,4 +76,5 @@ def change_from_row(row: sqlite3.Row) -> Change:
 
 
 def dump_state(state: Mapping[str, object] | None) -> str | None:
-    return None if state is None else json.dumps(state, sort_keys=True, ensure_ascii=False)
+    # Keys keep STATE_COLUMNS order; compact separators keep change sets small.
+    return None if state is None else json.dumps(state, ensure_ascii=False, separators=(",", ":"))

@@ -6,6 +6,7 @@ reverted. Every read that serves a conversation takes a `Visibility` and filters
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sqlite3
@@ -43,6 +44,7 @@ _INDEX_CANDIDATES = 400
 # bm25 column weights: topic, summary, body, scope keys (never matched by words).
 _BM25 = "bm25(notes_fts, 4.0, 2.0, 1.0, 0.0)"
 _SPARE = 5
+_IMPORT_CHUNK = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,42 +355,65 @@ class NoteStore:
         self, drafts: Sequence[NoteDraft], *, actor: str, labels: Sequence[str] = ()
     ) -> ImportResult:
         """Save many notes in one transaction: all of them or, on any error, none. Each
-        change still gets its change set; the rows are written in bulk.
+        change still gets its change set.
 
-        `labels` name where each draft came from (e.g. a file and line) for error messages."""
-        checked = []
-        for number, item in enumerate(drafts):
+        Rows go to SQLite in chunks while the next chunk is validated: SQLite releases the
+        GIL while it writes, so both run at once. `labels` name where each draft came from
+        (e.g. a file and line) for error messages."""
+        counts = {"create": 0, "update": 0, "unchanged": 0}
+        now = to_db_time(self.clock())
+        async with self.db.transaction() as conn:
+            states = await self._states(conn, [(str(d.scope), d.topic) for d in drafts])
+            last_id = await self.db.scalar("SELECT coalesce(max(id), 0) FROM notes")
+            writes: list[asyncio.Future[Any]] = []
             try:
-                checked.append(self.validate(item))
+                for start in range(0, len(drafts), _IMPORT_CHUNK):
+                    chunk = drafts[start : start + _IMPORT_CHUNK]
+                    notes, changes = self._import_rows(
+                        chunk, start, labels, states, actor, now, counts
+                    )
+                    writes.append(asyncio.ensure_future(conn.executemany(_UPSERT_NOTE, notes)))
+                    writes.append(asyncio.ensure_future(conn.executemany(_INSERT_CHANGE, changes)))
+            finally:
+                await asyncio.gather(*writes, return_exceptions=True)
+            for write in writes:
+                write.result()  # raise the first failed write, if any
+            await conn.execute(f"{_INDEX_NOTES} WHERE id > ?", (last_id,))
+        return ImportResult(counts["create"], counts["update"], counts["unchanged"])
+
+    def _import_rows(
+        self,
+        chunk: Sequence[NoteDraft],
+        offset: int,
+        labels: Sequence[str],
+        states: dict[tuple[str, str], dict[str, object]],
+        actor: str,
+        now: str,
+        counts: dict[str, int],
+    ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+        """Validate one chunk and build its note and change-set rows."""
+        notes: list[tuple[object, ...]] = []
+        changes: list[tuple[object, ...]] = []
+        for number, item in enumerate(chunk, start=offset):
+            try:
+                draft = self.validate(item)
             except InvalidInput as exc:
                 label = labels[number] if number < len(labels) else f"note {number + 1}"
                 raise InvalidInput(f"{label}: {exc}") from None
-        created = updated = unchanged = 0
-        now = to_db_time(self.clock())
-        async with self.db.transaction() as conn:
-            states = await self._states(conn, [(str(d.scope), d.topic) for d in checked])
-            last_id = await self.db.scalar("SELECT coalesce(max(id), 0) FROM notes")
-            notes, changes = [], []
-            for draft in checked:
-                key = (str(draft.scope), draft.topic)
-                before = states.get(key)
-                after = self._after(draft, before, actor, now)
-                if before is not None and rows.same_content(before, after):
-                    unchanged += 1
-                    continue
-                states[key] = after
-                created, updated = (
-                    (created + 1, updated) if before is None else (created, updated + 1)
-                )
-                keys = scope_keys(draft.scope, draft.private)
-                notes.append((*key, keys, *(after[c] for c in rows.STATE_COLUMNS)))
-                action = "create" if before is None else "update"
-                changes.append((*key, action, rows.dump_state(before), rows.dump_state(after),
-                                actor, "import", None, now))  # fmt: skip
-            await conn.executemany(_UPSERT_NOTE, notes)
-            await conn.execute(f"{_INDEX_NOTES} WHERE id > ?", (last_id,))
-            await conn.executemany(_INSERT_CHANGE, changes)
-        return ImportResult(created, updated, unchanged)
+            key = (str(draft.scope), draft.topic)
+            before = states.get(key)
+            after = self._after(draft, before, actor, now)
+            if before is not None and rows.same_content(before, after):
+                counts["unchanged"] += 1
+                continue
+            states[key] = after
+            action = "create" if before is None else "update"
+            counts[action] += 1
+            keys = scope_keys(draft.scope, draft.private)
+            notes.append((*key, keys, *(after[c] for c in rows.STATE_COLUMNS)))
+            changes.append((*key, action, rows.dump_state(before), rows.dump_state(after),
+                            actor, "import", None, now))  # fmt: skip
+        return notes, changes
 
     async def _states(
         self, conn: aiosqlite.Connection, keys: list[tuple[str, str]]
