@@ -8,6 +8,7 @@ scope and the private flag.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -64,6 +65,7 @@ def explicit(scopes: tuple[Scope, ...]) -> Visibility:
     return Visibility(full=scopes, public_only=())
 
 
+@functools.lru_cache(maxsize=65536)
 def _digest(scope: Scope) -> str:
     return hashlib.blake2b(str(scope).encode(), digest_size=10).hexdigest()
 
