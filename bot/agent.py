@@ -190,7 +190,9 @@ class Agent:
 
     async def recall(self, ctx: TurnContext, text: str) -> list[SearchHit]:
         """Notes for the message; a reflection only when it clearly concerns the message."""
-        hits = await self.notes.search(text, ctx.visibility, k=self.settings.memory.recall_k)
+        hits = await self.notes.search(
+            text, ctx.visibility, k=self.settings.memory.recall_k, snippets=False
+        )
         gate = self.settings.jobs.reflection_min_overlap
         return [
             hit

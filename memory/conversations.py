@@ -51,7 +51,7 @@ class ConversationLog:
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
-    async def history(self, conversation: str, limit: int = 200) -> History:
+    async def history(self, conversation: str, limit: int = 60) -> History:
         """The latest summary and up to `limit` most recent messages after it, oldest first."""
         async with self.db.conn.execute(
             "SELECT up_to_message_id, content FROM summaries WHERE conversation = ? "
@@ -143,13 +143,10 @@ class ConversationLog:
 
     async def daily_logs(self, conversation: str, days: Sequence[date]) -> dict[date, str]:
         """The log entries of `conversation` for the given days that exist."""
-        found: dict[date, str] = {}
-        for day in days:
-            async with self.db.conn.execute(
-                "SELECT content FROM daily_logs WHERE conversation = ? AND day = ?",
-                (conversation, day.isoformat()),
-            ) as cursor:
-                row = await cursor.fetchone()
-            if row is not None:
-                found[day] = row[0]
-        return found
+        wanted = [day.isoformat() for day in days]
+        async with self.db.conn.execute(
+            "SELECT day, content FROM daily_logs WHERE conversation = ? AND day IN "
+            f"({', '.join('?' for _ in wanted)})",
+            (conversation, *wanted),
+        ) as cursor:
+            return {date.fromisoformat(day): content for day, content in await cursor.fetchall()}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from memory.types import Note, Scope
+from memory.types import Scope
 
 INDEX_MAX_LINES = 40
 INDEX_MAX_BYTES = 2048
@@ -34,27 +34,26 @@ class ScopeIndex:
 
 
 def select_index(
-    ranked: Iterable[Note], *, max_lines: int = INDEX_MAX_LINES, max_bytes: int = INDEX_MAX_BYTES
-) -> tuple[list[Note], int]:
-    """Take notes in rank order (pinned, then newest) while they fit; return them and the
-    count of notes left out. A note that does not fit is skipped, not truncated."""
-    shown: list[Note] = []
+    ranked: Iterable[str], *, max_lines: int = INDEX_MAX_LINES, max_bytes: int = INDEX_MAX_BYTES
+) -> tuple[list[str], int]:
+    """Take index lines in rank order (pinned, then newest) while they fit; return them and
+    the count left out. A line that does not fit is skipped, not truncated."""
+    shown: list[str] = []
     hidden = 0
     used = 0
-    for note in ranked:
-        cost = len(note.index_line.encode()) + (1 if shown else 0)
+    for line in ranked:
+        cost = len(line.encode()) + (1 if shown else 0)
         if len(shown) < max_lines and used + cost <= max_bytes:
-            shown.append(note)
+            shown.append(line)
             used += cost
         else:
             hidden += 1
     return shown, hidden
 
 
-def build_index(scope: Scope, ranked: Iterable[Note], **caps: int) -> ScopeIndex:
+def build_index(scope: Scope, ranked: Iterable[str], **caps: int) -> ScopeIndex:
     shown, hidden = select_index(ranked, **caps)
-    lines = tuple(sorted(note.index_line for note in shown))
-    return ScopeIndex(scope=scope, lines=lines, hidden=hidden)
+    return ScopeIndex(scope=scope, lines=tuple(sorted(shown)), hidden=hidden)
 
 
 def fit_turn(indexes: Sequence[ScopeIndex], max_bytes: int = TURN_MAX_BYTES) -> list[ScopeIndex]:

@@ -32,6 +32,7 @@ from memory.types import (
     SaveResult,
     Scope,
     SearchHit,
+    index_line,
     validate_topic,
 )
 from memory.visibility import Visibility, scope_keys, scope_match
@@ -71,6 +72,8 @@ class NoteStore:
         self.max_note_bytes = max_note_bytes
         self._index_caps = {"max_lines": index_max_lines, "max_bytes": index_max_bytes}
         self.term_stats = TermStats(db)
+        self._indexes: dict[tuple[Scope, bool], ScopeIndex] = {}
+        self._data_version: object = None
 
     # --- validation -----------------------------------------------------------------
 
@@ -143,8 +146,26 @@ class NoteStore:
         return await self._select(sql, (*params, to_db_time(self.clock())))
 
     async def index(self, scope: Scope, *, public_only: bool = False) -> ScopeIndex:
-        """The index of one scope (only its public notes when `public_only`)."""
-        return await self._index(self.db.conn, scope, public_only)
+        """The index of one scope (only its public notes when `public_only`).
+
+        Indexes are cached until the notes change: a write through this store clears them,
+        and so does a commit by another process (SQLite's `data_version` moves)."""
+        await self._forget_stale_indexes()
+        key = (scope, public_only)
+        cached = self._indexes.get(key)
+        if cached is None:
+            cached = self._indexes[key] = await self._index(self.db.conn, scope, public_only)
+        return cached
+
+    async def _forget_stale_indexes(self) -> None:
+        version = await self.db.scalar("PRAGMA data_version")
+        if version != self._data_version:
+            self._data_version = version
+            self._indexes.clear()
+
+    def _changed(self) -> None:
+        """Called by every write: cached indexes may no longer be right."""
+        self._indexes.clear()
 
     async def indexes_for(self, visibility: Visibility) -> list[ScopeIndex]:
         """The indexes a conversation sees, in priority order, within the per-turn cap."""
@@ -153,7 +174,13 @@ class NoteStore:
         return fit_turn([i for i in found if i.lines or i.hidden])
 
     async def search(
-        self, query: str, visibility: Visibility, *, k: int = 5, bump: bool = True
+        self,
+        query: str,
+        visibility: Visibility,
+        *,
+        k: int = 5,
+        bump: bool = True,
+        snippets: bool = True,
     ) -> list[SearchHit]:
         """Top-k notes for `query` among what `visibility` may read, best first.
 
@@ -178,8 +205,8 @@ class NoteStore:
         params_all = (match, k + _SPARE, *params, now, k)
         async with self.db.conn.execute(sql, params_all) as cursor:
             ranked = [(rows.note_from_row(r), float(r["score"])) for r in await cursor.fetchall()]
-        snippets = await self._snippets(words, [note.id for note, _ in ranked])
-        found = [SearchHit(note, score, snippets.get(note.id, "")) for note, score in ranked]
+        marked = await self._snippets(words, [n.id for n, _ in ranked]) if snippets else {}
+        found = [SearchHit(note, score, marked.get(note.id, "")) for note, score in ranked]
         if bump:
             await self._bump([hit.note for hit in found])
         return found
@@ -294,6 +321,7 @@ class NoteStore:
         row = await self._fetch_row(conn, scope, topic)
         if row is None:
             raise NotFound(f"there is no note {topic!r} in {scope}")
+        self._changed()
         await conn.execute("DELETE FROM notes WHERE id = ?", (row["id"],))
         return await self._record(
             conn, scope, topic, "forget", rows.state_of(row), None, actor, reason, proposal_id
@@ -317,6 +345,7 @@ class NoteStore:
                     "revert the later changes first (see `lorebot notes history`)"
                 )
             if target.before is None:
+                self._changed()
                 await conn.execute(
                     "DELETE FROM notes WHERE scope = ? AND topic = ?",
                     (str(target.scope), target.topic),
@@ -362,6 +391,7 @@ class NoteStore:
         (e.g. a file and line) for error messages."""
         counts = {"create": 0, "update": 0, "unchanged": 0}
         now = to_db_time(self.clock())
+        self._changed()
         async with self.db.transaction() as conn:
             states = await self._states(conn, [(str(d.scope), d.topic) for d in drafts])
             last_id = await self.db.scalar("SELECT coalesce(max(id), 0) FROM notes")
@@ -434,6 +464,7 @@ class NoteStore:
                 "SELECT * FROM notes WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
             ) as cursor:
                 expired = list(await cursor.fetchall())
+            self._changed()
             for row in expired:
                 await conn.execute("DELETE FROM notes WHERE id = ?", (row["id"],))
                 await self._record(
@@ -494,6 +525,7 @@ class NoteStore:
     ) -> None:
         """Insert or update one note. Triggers keep the FTS index in step with updates and
         deletes; a new note is indexed here (imports index theirs in bulk, 4x faster)."""
+        self._changed()
         keys = scope_keys(scope, bool(state["private"]))
         await conn.execute(
             _UPSERT_NOTE, (str(scope), topic, keys, *(state[c] for c in rows.STATE_COLUMNS))
@@ -538,11 +570,11 @@ class NoteStore:
         now = to_db_time(self.clock())
         private_filter = "AND private = 0" if public_only else ""
         async with conn.execute(
-            f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE scope = ? {private_filter} AND {_LIVE} "
+            f"SELECT topic, summary FROM notes WHERE scope = ? {private_filter} AND {_LIVE} "
             "ORDER BY pinned DESC, updated_at DESC, id DESC LIMIT ?",
             (str(scope), now, _INDEX_CANDIDATES),
         ) as cursor:
-            ranked = [rows.note_from_row(r) for r in await cursor.fetchall()]
+            ranked = [index_line(topic, summary) for topic, summary in await cursor.fetchall()]
         index = build_index(scope, ranked, **self._index_caps)
         if len(ranked) == _INDEX_CANDIDATES:
             total = await self.db.scalar(

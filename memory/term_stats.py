@@ -18,6 +18,7 @@ MIN_NOTES = 5_000
 COMMON_SHARE = 0.1
 CACHE_SIZE = 50_000
 REFRESH_GROWTH = 1.25
+RECOUNT_EVERY = 64
 
 
 class TermStats:
@@ -27,10 +28,15 @@ class TermStats:
         self.db = db
         self._counts: OrderedDict[str, int] = OrderedDict()
         self._notes = 0
+        self._size = 0
+        self._calls = 0
 
     async def _note_count(self) -> int:
-        # max(id) is an index lookup; it tracks the store's size closely enough here.
-        return int(await self.db.scalar("SELECT coalesce(max(id), 0) FROM notes"))
+        # max(id) tracks the store's size closely enough here; read it now and then.
+        if self._calls % RECOUNT_EVERY == 0:
+            self._size = int(await self.db.scalar("SELECT coalesce(max(id), 0) FROM notes"))
+        self._calls += 1
+        return self._size
 
     async def document_frequency(self, term: str) -> int:
         if term in self._counts:

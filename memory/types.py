@@ -57,6 +57,11 @@ class Scope:
         return f"{self.kind.value}:{self.platform}/{self.id}"
 
 
+def index_line(topic: str, summary: str) -> str:
+    """A note's line in its scope's index."""
+    return f"- {topic}: {summary}"
+
+
 def validate_topic(topic: str) -> str:
     """Return `topic` if it is a lowercase kebab-case slug of at most 64 characters."""
     if len(topic) > TOPIC_MAX_CHARS or not _TOPIC_RE.match(topic):
@@ -129,7 +134,7 @@ class Note:
     @property
     def index_line(self) -> str:
         """The note's line in its scope's index."""
-        return f"- {self.topic}: {self.summary}"
+        return index_line(self.topic, self.summary)
 
 
 @dataclass(frozen=True, slots=True)

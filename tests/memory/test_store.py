@@ -242,3 +242,20 @@ async def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) ->
     path.write_text("hello, this is not sqlite" * 100)
     with pytest.raises(Exception, match="not a lorebot database"):
         await Database.open(path)
+
+
+async def test_cached_indexes_follow_writes_from_another_connection(
+    db_path: Path, clock: FakeClock
+) -> None:
+    first_db, second_db = await Database.open(db_path), await Database.open(db_path)
+    try:
+        first, second = NoteStore(first_db, clock=clock), NoteStore(second_db, clock=clock)
+        await first.save(draft("a-topic", "alpha"), actor="a")
+        assert (await first.index(CHANNEL)).lines == ("- a-topic: alpha",)
+        await second.save(draft("b-topic", "beta"), actor="cli")  # e.g. `lorebot notes add`
+        assert (await first.index(CHANNEL)).lines == ("- a-topic: alpha", "- b-topic: beta")
+        await first.forget(CHANNEL, "a-topic", actor="a")
+        assert (await first.index(CHANNEL)).lines == ("- b-topic: beta",)
+    finally:
+        await first_db.close()
+        await second_db.close()
