@@ -209,25 +209,25 @@ class Agent:
         prefix, index_bytes = await self.build_prefix(ctx)
         hits = await self.recall(ctx, text)
         tail = user_turn(text, hits, self.recall_budget(index_bytes))
-        await self.log.append(ctx.history_key, "user", text, ctx.author.scope)
+        question = ("user", text, ctx.author.scope)
         try:
             history = await self._history_messages(ctx, prefix)
             active = await self.skills.active_messages(ctx.conversation.key)
             turn = _Turn([{"role": "system", "content": prefix}, *active, *history])
             turn.messages.append({"role": "user", "content": tail})
             reply, rounds = await self._loop(ctx, turn)
+            outcome = "answered"
         except ModelUnavailable as exc:
             _log.info("answering offline: %s", exc)
-            reply = offline_answer(hits)
-            await self.log.append(ctx.history_key, "assistant", reply)
-            metrics.TURNS.labels("offline").inc()
-            return TurnResult(reply, prefix, 0, offline=True)
+            reply, rounds, outcome = offline_answer(hits), 0, "offline"
         except AwaitingApproval as waiting:
+            await self.log.append(ctx.history_key, [question])
             metrics.TURNS.labels("awaiting approval").inc()
             return TurnResult("", prefix, turn.round, offline=False, awaiting=waiting.proposal.id)
-        await self.log.append(ctx.history_key, "assistant", reply)
-        metrics.TURNS.labels("answered").inc()
-        return TurnResult(reply, prefix, rounds, offline=False)
+        # The question and its answer are written together, in one transaction.
+        await self.log.append(ctx.history_key, [question, ("assistant", reply, "")])
+        metrics.TURNS.labels(outcome).inc()
+        return TurnResult(reply, prefix, rounds, offline=outcome == "offline")
 
     async def resume(self, proposal: Proposal) -> TurnResult | None:
         """Continue the turn that asked for `proposal`, now that a person decided it."""
@@ -248,7 +248,7 @@ class Agent:
             reply, rounds = f"{OFFLINE_NOTICE} I could not finish that answer.", turn.round
         except AwaitingApproval as waiting:
             return TurnResult("", "", turn.round, offline=False, awaiting=waiting.proposal.id)
-        await self.log.append(ctx.history_key, "assistant", reply)
+        await self.log.append(ctx.history_key, [("assistant", reply, "")])
         return TurnResult(reply, saved["messages"][0]["content"], rounds, offline=False)
 
     async def _load_outcome(self, ctx: TurnContext, proposal: Proposal) -> str:
@@ -411,7 +411,7 @@ class Agent:
     async def _history_messages(self, ctx: TurnContext, prefix: str) -> list[dict[str, Any]]:
         """Earlier turns, compacted into a stored summary past 80% of the context."""
         history = await self.log.history(ctx.history_key)
-        entries = list(history.entries[:-1])  # the last entry is this turn's message
+        entries = list(history.entries)
         budget = int(self.model.info.context_length * COMPACT_AT)
         used = estimate_tokens(prefix) + estimate_tokens(history.summary)
         used += sum(estimate_tokens(e.content) for e in entries)

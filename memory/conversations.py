@@ -41,15 +41,15 @@ class ConversationLog:
         self.db = db
         self.clock = clock
 
-    async def append(self, conversation: str, role: str, content: str, author: str = "") -> int:
+    async def append(self, conversation: str, entries: Sequence[tuple[str, str, str]]) -> None:
+        """Add (role, content, author) messages to a conversation, in one transaction."""
+        now = to_db_time(self.clock())
         async with self.db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO messages (conversation, role, author, content, created_at) "
+            await conn.executemany(
+                "INSERT INTO messages (conversation, role, content, author, created_at) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (conversation, role, author, content, to_db_time(self.clock())),
+                [(conversation, role, content, author, now) for role, content, author in entries],
             )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
 
     async def history(self, conversation: str, limit: int = 60) -> History:
         """The latest summary and up to `limit` most recent messages after it, oldest first."""
