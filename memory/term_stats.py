@@ -38,14 +38,17 @@ class TermStats:
         self._calls += 1
         return self._size
 
-    async def document_frequency(self, term: str) -> int:
+    async def document_frequency(self, term: str, cap: int) -> int:
+        """How many notes hold `term`, counted up to `cap` only: past it the word is common
+        anyway, and counting on through its whole posting list is what costs."""
         if term in self._counts:
             self._counts.move_to_end(term)
             return self._counts[term]
         expression = match_terms([term])
         count = int(
             await self.db.scalar(
-                "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (expression,)
+                "SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?)",
+                (expression, cap),
             )
         )
         self._counts[term] = count
@@ -61,6 +64,7 @@ class TermStats:
         if notes > self._notes * REFRESH_GROWTH:
             self._counts.clear()
             self._notes = notes
-        counts = {term: await self.document_frequency(term) for term in terms}
-        kept = [term for term in terms if counts[term] <= COMMON_SHARE * notes]
+        cap = int(COMMON_SHARE * notes) + 1
+        counts = {term: await self.document_frequency(term, cap) for term in terms}
+        kept = [term for term in terms if counts[term] < cap]
         return kept or [min(terms, key=lambda term: counts[term])]
