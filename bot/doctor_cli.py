@@ -5,29 +5,24 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import ollama
 
+from adapters.diagnosis import Finding
 from bot.config import Settings
 from bot.skill_use import build_catalog
 from memory import Database, StoreError
 from memory.migrations import SCHEMA_VERSION
 
+Check = Finding
 
-@dataclass(frozen=True, slots=True)
-class Check:
-    ok: bool
-    name: str
-    detail: str
-    fix: str = ""
 
-    def line(self) -> str:
-        mark = "✓" if self.ok else "✗"
-        fix = f"\n    fix: {self.fix}" if not self.ok and self.fix else ""
-        return f"{mark} {self.name}: {self.detail}{fix}"
+def line(check: Check) -> str:
+    mark = "✓" if check.ok else "✗"
+    fix = f"\n    fix: {check.fix}" if not check.ok and check.fix else ""
+    return f"{mark} {check.name}: {check.detail}{fix}"
 
 
 PlatformCheck = Callable[[Settings], Awaitable[list[Check]]]
@@ -108,12 +103,11 @@ async def check_slack(settings: Settings) -> list[Check]:
 
     slack = settings.slack
     assert slack.bot_token is not None
-    findings = await diagnose_slack(
+    return await diagnose_slack(
         slack.bot_token.get_secret_value(),
         slack.app_token.get_secret_value() if slack.app_token else None,
         slack.api_base_url,
     )
-    return [Check(f.ok, f.name, f.detail, f.fix) for f in findings]
 
 
 async def check_discord(settings: Settings) -> list[Check]:
@@ -121,8 +115,7 @@ async def check_discord(settings: Settings) -> list[Check]:
 
     discord = settings.discord
     assert discord.token is not None
-    findings = await diagnose_discord(discord.token.get_secret_value(), discord.api_base_url)
-    return [Check(f.ok, f.name, f.detail, f.fix) for f in findings]
+    return await diagnose_discord(discord.token.get_secret_value(), discord.api_base_url)
 
 
 def platform_checks(settings: Settings) -> list[PlatformCheck]:
@@ -142,7 +135,7 @@ async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     if not settings.slack.configured and not settings.discord.configured:
         results.append(Check(True, "platforms", "none configured (`lorebot chat` still works)"))
     for result in results:
-        print(result.line())
+        print(line(result))
     failed = sum(not r.ok for r in results)
     print(f"{len(results) - failed} of {len(results)} checks passed")
     return 1 if failed else 0
