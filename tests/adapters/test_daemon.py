@@ -11,6 +11,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+from tests.fakes.discord import BOT as DISCORD_BOT
+from tests.fakes.discord import TOKEN as DISCORD_TOKEN
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.discord import fake_discord_fixture as fake_discord_fixture  # noqa: F401
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
@@ -102,3 +106,29 @@ async def test_systemd_hears_ready_then_stopping(
         sock.close()
     kinds = [m.split("\n")[0].split("=")[0] for m in messages]
     assert kinds[0] == "READY" and kinds[-1] == "STOPPING" and "WATCHDOG" in kinds
+
+
+async def test_one_daemon_answers_on_slack_and_discord_at_once(
+    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack, fake_discord: FakeDiscord
+) -> None:
+    env = daemon_env(tmp_path, fake_ollama, fake_slack)
+    env.update(
+        LOREBOT_DISCORD__TOKEN=DISCORD_TOKEN,
+        LOREBOT_DISCORD__API_BASE_URL=fake_discord.api_base_url,
+        LOREBOT_DISCORD__GATEWAY_URL=fake_discord.gateway_url,
+    )
+    fake_ollama.default_reply = lambda body: "Answered."
+    async with daemon(tmp_path, env) as process:
+        await fake_slack.wait_for(lambda: fake_slack.connections, within=30)
+        await fake_discord.wait_until(lambda: fake_discord.identifies, within=30)
+        await fake_slack.push(fake_slack.app_mention("<@UBOT> from Slack"), within=10)
+        await fake_discord.send_message(f"<@{DISCORD_BOT.id}> from Discord", mentions=[DISCORD_BOT])
+        await fake_slack.wait_for(lambda: fake_slack.posts, within=20)
+        [reply] = await fake_discord.wait_for_posts(1, within=20.0)
+        process.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(15):
+            assert await process.wait() == 0
+    assert [p.text for p in fake_slack.posts] == ["Answered."]
+    assert reply.content == "Answered."
+    output = (tmp_path / "daemon.log").read_text()
+    assert DISCORD_TOKEN not in output and fake_slack.bot_token not in output
