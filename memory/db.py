@@ -50,6 +50,7 @@ class Database:
         self.path = path
         self._write_lock = asyncio.Lock()
         self._closed = False
+        self._deferred: list[tuple[str, list[tuple[object, ...]]]] = []
 
     @classmethod
     async def open(cls, path: Path | str, *, busy_timeout_ms: int = 5000) -> Database:
@@ -101,12 +102,28 @@ class Database:
             row = await cursor.fetchone()
         return None if row is None else row[0]
 
+    def defer(self, sql: str, params: list[tuple[object, ...]]) -> None:
+        """Queue a write that may wait (e.g. access counts): it rides along with the next
+        transaction instead of paying for one of its own."""
+        if params:
+            self._deferred.append((sql, params))
+
+    async def flush(self) -> None:
+        """Write what `defer` queued, now (unless a transaction is open: it waits for the
+        next one rather than wait for the lock its own caller may hold)."""
+        if self._deferred and not self.conn.in_transaction:
+            async with self.transaction():
+                pass
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """One write transaction (BEGIN IMMEDIATE); rolled back on any exception."""
         async with self._write_lock:
             await self.conn.execute("BEGIN IMMEDIATE")
             try:
+                deferred, self._deferred = self._deferred, []
+                for sql, params in deferred:
+                    await self.conn.executemany(sql, params)
                 yield self.conn
             except BaseException:
                 await self.conn.execute("ROLLBACK")
@@ -130,8 +147,9 @@ class Database:
         return str(await self.scalar("PRAGMA integrity_check"))
 
     async def close(self) -> None:
-        """Close the connection; safe to call twice."""
+        """Close the connection, writing what was deferred; safe to call twice."""
         if self._closed:
             return
+        await self.flush()
         self._closed = True
         await self.conn.close()

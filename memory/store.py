@@ -108,6 +108,7 @@ class NoteStore:
     # --- reads ----------------------------------------------------------------------
 
     async def get(self, scope: Scope, topic: str) -> Note | None:
+        await self.db.flush()  # show the access counts of reads so far
         row = await self._fetch_row(self.db.conn, scope, topic)
         return None if row is None else rows.note_from_row(row)
 
@@ -585,19 +586,17 @@ class NoteStore:
         return index
 
     async def _select(self, sql: str, params: tuple[object, ...]) -> list[Note]:
+        await self.db.flush()
         async with self.db.conn.execute(sql, params) as cursor:
             return [rows.note_from_row(r) for r in await cursor.fetchall()]
 
     async def _bump(self, notes: Iterable[Note]) -> None:
+        """Count a read; written with the next transaction (a turn's history write)."""
         now = to_db_time(self.clock())
-        params = [(now, n.id) for n in notes]
-        if not params:
-            return
-        async with self.db.transaction() as conn:
-            await conn.executemany(
-                "UPDATE notes SET access_count = access_count + 1, last_access = ? WHERE id = ?",
-                params,
-            )
+        self.db.defer(
+            "UPDATE notes SET access_count = access_count + 1, last_access = ? WHERE id = ?",
+            [(now, n.id) for n in notes],
+        )
 
 
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"

@@ -259,3 +259,16 @@ async def test_cached_indexes_follow_writes_from_another_connection(
     finally:
         await first_db.close()
         await second_db.close()
+
+
+async def test_access_counts_are_written_with_the_next_transaction(
+    store: NoteStore, db_path: Path
+) -> None:
+    await store.save(draft(), actor="a")
+    viewer = visibility_for(Viewer(ALICE, CHANNEL))
+    await store.search("staging", viewer)
+    await store.search("staging", viewer)
+    # Another connection sees them once anything is written (here: closing flushes).
+    await store.db.close()
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT access_count FROM notes").fetchone()[0] == 2
