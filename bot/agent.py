@@ -114,11 +114,17 @@ class AwaitingApproval(Exception):
 
 @dataclass(slots=True)
 class _Turn:
-    """A turn in flight: its messages, and the tool calls of the current round still to run."""
+    """A turn in flight: its messages, the tool calls of the current round still to run,
+    and the tools it offers (worked out once per turn; not saved)."""
 
     messages: list[dict[str, Any]]
     round: int = 1
     pending: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
+    tools: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def offered(self) -> set[str]:
+        return {spec["function"]["name"] for spec in self.tools}
 
     def saved(self, ctx: TurnContext) -> dict[str, Any]:
         return {
@@ -213,7 +219,8 @@ class Agent:
         try:
             history = await self._history_messages(ctx, prefix)
             active = await self.skills.active_messages(ctx.conversation.key)
-            turn = _Turn([{"role": "system", "content": prefix}, *active, *history])
+            messages = [{"role": "system", "content": prefix}, *active, *history]
+            turn = _Turn(messages, tools=self.tools(ctx))
             turn.messages.append({"role": "user", "content": tail})
             reply, rounds = await self._loop(ctx, turn)
             outcome = "answered"
@@ -237,7 +244,8 @@ class Agent:
         ctx = make_context(
             ConversationRef(**saved["conversation"]), UserRef(**saved["author"]), saved["read_only"]
         )
-        turn = _Turn(saved["messages"], saved["round"], [tuple(p) for p in saved["pending"]])
+        pending = [tuple(p) for p in saved["pending"]]
+        turn = _Turn(saved["messages"], saved["round"], pending, self.tools(ctx))
         outcome = await self._load_outcome(ctx, proposal)
         turn.messages.append({"role": "tool", "tool_name": "load_skill", "content": outcome})
         try:
@@ -262,11 +270,10 @@ class Agent:
         return skill_tool_result(skill)
 
     async def _loop(self, ctx: TurnContext, turn: _Turn) -> tuple[str, int]:
-        tools = self.tools(ctx)
         max_rounds = self.settings.bot.max_tool_rounds
         while True:
             last = turn.round >= max_rounds
-            result = await self.model.chat(turn.messages, tools=None if last else tools)
+            result = await self.model.chat(turn.messages, tools=None if last else turn.tools)
             self._log_thinking(result)
             if not result.tool_calls:
                 return self._answer(result), turn.round
@@ -306,7 +313,7 @@ class Agent:
             _log.debug("model thinking: %s", result.thinking)
 
     async def _run_tool(self, ctx: TurnContext, name: str, raw: Any, turn: _Turn) -> str:
-        offered = {spec["function"]["name"] for spec in self.tools(ctx)}
+        offered = turn.offered
         if name not in offered:
             if name in WRITE_TOOLS:
                 return f"error: {name} is not available here: this channel's memory is read-only"
@@ -316,7 +323,7 @@ class Agent:
             args = parse_arguments(name, raw)
             async with asyncio.timeout(self.settings.bot.tool_timeout_s):
                 output = await self._execute(ctx, args, turn)
-            await self._capture(ctx, name, args.model_dump(), output)
+            await self._capture(ctx, name, args, output)
             return output
         except (ToolArgumentError, InvalidInput, SkillError) as exc:
             return f"error: {exc}"
@@ -324,14 +331,12 @@ class Agent:
             _log.warning("tool %s timed out after %s s", name, self.settings.bot.tool_timeout_s)
             return f"error: {name} timed out"
 
-    async def _capture(
-        self, ctx: TurnContext, name: str, arguments: dict[str, Any], output: str
-    ) -> None:
+    async def _capture(self, ctx: TurnContext, name: str, arguments: Any, output: str) -> None:
         """Successful tools whose name is a write verb are captured for pattern extraction."""
         if self.events is None or not is_write_action(name):
             return
         await self.events.capture(
-            name, arguments, outcome=output[:200],
+            name, arguments.model_dump(), outcome=output[:200],
             conversation=dataclasses.asdict(ctx.conversation),
             channel_scope=ctx.channel_scope, person=ctx.author.scope,
         )  # fmt: skip
