@@ -79,6 +79,7 @@ class Message:
     message_id: str
     event_id: str
     mentions_bot: bool = False
+    link: str = ""  # the message on its platform, when it has web links
 
 
 @dataclass(frozen=True, slots=True)

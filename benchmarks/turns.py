@@ -64,6 +64,7 @@ from bot.app import Bot
 from bot.config import Settings
 from bot.model import DEFAULT_CONTEXT, ChatResult, Model, ModelInfo
 from memory import Category, NoteDraft, Scope
+from memory.conversations import LogEntry
 
 PLATFORM = "bench"
 TEAM_ID = "T1"
@@ -615,9 +616,8 @@ class Bench:
                 question = self.questions.ask(c, speaker)
                 message = Message(conversation_ref(c), author, question, "seed", "seed")
                 key = self.bot.core.context(message).history_key
-                await self.bot.log.append(
-                    key, [("user", question, author.scope), ("assistant", REPLY, "")]
-                )
+                entries = [LogEntry("user", question, author.scope), LogEntry("assistant", REPLY)]
+                await self.bot.log.append(key, entries)
 
     def message(self, conversation: int, phase: str) -> Turn:
         """The next message in `conversation`: mostly the same speaker as last time."""

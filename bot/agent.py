@@ -48,7 +48,7 @@ from memory import (
     Visibility,
     visibility_for,
 )
-from memory.conversations import ConversationLog
+from memory.conversations import ConversationLog, LogEntry
 from memory.events import EventLog, is_write_action
 from memory.fts import term_overlap
 from memory.proposals import Proposal
@@ -69,6 +69,12 @@ class TurnContext:
     author: UserRef
     visibility: Visibility
     read_only: bool
+    link: str = ""
+
+    @property
+    def message_scope(self) -> str:
+        """Who may search this conversation's messages: its channel, or the DM's person."""
+        return self.author.scope if self.conversation.is_dm else self.conversation.channel_scope
 
     @property
     def history_key(self) -> str:
@@ -86,13 +92,15 @@ class TurnContext:
         return tuple(s for s in self.visibility.scopes if s.kind is not ScopeKind.TEAM)
 
 
-def make_context(conversation: ConversationRef, author: UserRef, read_only: bool) -> TurnContext:
+def make_context(
+    conversation: ConversationRef, author: UserRef, read_only: bool, link: str = ""
+) -> TurnContext:
     """The turn context of a person in a conversation; isolation comes from `visibility_for`."""
     speaker = Scope(ScopeKind.USER, author.platform, author.id)
     channel = None if conversation.is_dm else Scope.parse(conversation.channel_scope)
     team = Scope.parse(conversation.team_scope) if conversation.team_scope else None
     viewer = Viewer(speaker, channel, team)
-    return TurnContext(conversation, author, visibility_for(viewer), read_only)
+    return TurnContext(conversation, author, visibility_for(viewer), read_only, link)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +223,7 @@ class Agent:
         prefix, index_bytes = await self.build_prefix(ctx)
         hits = await self.recall(ctx, text)
         tail = user_turn(text, hits, self.recall_budget(index_bytes))
-        question = ("user", text, ctx.author.scope)
+        question = LogEntry("user", text, ctx.author.scope, ctx.author.name)
         try:
             history = await self._history_messages(ctx, prefix)
             active = await self.skills.active_messages(ctx.conversation.key)
@@ -228,11 +236,11 @@ class Agent:
             _log.info("answering offline: %s", exc)
             reply, rounds, outcome = offline_answer(hits), 0, "offline"
         except AwaitingApproval as waiting:
-            await self.log.append(ctx.history_key, [question])
+            await self._log(ctx, question)
             metrics.TURNS.labels("awaiting approval").inc()
             return TurnResult("", prefix, turn.round, offline=False, awaiting=waiting.proposal.id)
         # The question and its answer are written together, in one transaction.
-        await self.log.append(ctx.history_key, [question, ("assistant", reply, "")])
+        await self._log(ctx, question, self._reply_entry(reply))
         metrics.TURNS.labels(outcome).inc()
         return TurnResult(reply, prefix, rounds, offline=outcome == "offline")
 
@@ -256,8 +264,16 @@ class Agent:
             reply, rounds = f"{OFFLINE_NOTICE} I could not finish that answer.", turn.round
         except AwaitingApproval as waiting:
             return TurnResult("", "", turn.round, offline=False, awaiting=waiting.proposal.id)
-        await self.log.append(ctx.history_key, [("assistant", reply, "")])
+        await self._log(ctx, self._reply_entry(reply))
         return TurnResult(reply, saved["messages"][0]["content"], rounds, offline=False)
+
+    def _reply_entry(self, reply: str) -> LogEntry:
+        return LogEntry("assistant", reply, "", self.settings.bot.name)
+
+    async def _log(self, ctx: TurnContext, *entries: LogEntry) -> None:
+        """Write messages to the conversation's history; a reply carries the link of the
+        message it answers."""
+        await self.log.append(ctx.history_key, entries, scope=ctx.message_scope, link=ctx.link)
 
     async def _load_outcome(self, ctx: TurnContext, proposal: Proposal) -> str:
         name = proposal.payload["name"]

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from bot.config import Settings
 from bot.errors import UserError
 from bot.lockfile import DatabaseLock
-from memory import Database
+from memory import Database, driver
 from memory.migrations import SCHEMA_VERSION
 
 
@@ -46,11 +45,12 @@ def _check_backup(source: Path) -> int:
     if not source.is_file():
         raise UserError(f"{source} does not exist")
     try:
-        with sqlite3.connect(f"file:{source}?mode=ro", uri=True) as conn:
+        with driver.sqlite_module().connect(f"file:{source}?mode=ro", uri=True) as conn:
+            driver.load_vec(conn)  # vector tables are checked too when present
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
             conn.execute("SELECT count(*) FROM notes").fetchone()
-    except sqlite3.DatabaseError as exc:
+    except driver.DatabaseError as exc:
         raise UserError(f"{source} is not a lorebot database: {exc}") from None
     if integrity != "ok":
         raise UserError(f"{source} is damaged: {integrity}")

@@ -64,7 +64,8 @@ class Core:
 
     def context(self, message: Message) -> TurnContext:
         conv = message.conversation
-        return make_context(conv, message.author, conv.channel_scope in self.read_only)
+        read_only = conv.channel_scope in self.read_only
+        return make_context(conv, message.author, read_only, message.link)
 
     async def reply(self, conversation: ConversationRef, text: str) -> None:
         adapter = self.adapters[conversation.platform]

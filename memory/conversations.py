@@ -7,6 +7,20 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from memory.db import Clock, Database, to_db_time, utc_now
+from memory.fts import query_terms
+from memory.message_search import MessageHit, index_tail, search_messages
+from memory.vectors import VectorIndex
+from memory.visibility import Visibility
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """A message to log: `author` is the person's scope ("" for lorebot)."""
+
+    role: str
+    content: str
+    author: str = ""
+    author_name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,15 +55,57 @@ class ConversationLog:
         self.db = db
         self.clock = clock
 
-    async def append(self, conversation: str, entries: Sequence[tuple[str, str, str]]) -> None:
-        """Add (role, content, author) messages to a conversation, in one transaction."""
+    async def append(
+        self, conversation: str, entries: Sequence[LogEntry], *, scope: str = "", link: str = ""
+    ) -> None:
+        """Add messages to a conversation and to the message search index, in one
+        transaction. `scope` (the channel, or the person of a DM) decides who may search
+        them; without one they are history only. `link` leads to the message on its
+        platform."""
         now = to_db_time(self.clock())
         async with self.db.transaction() as conn:
             await conn.executemany(
-                "INSERT INTO messages (conversation, role, content, author, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                [(conversation, role, content, author, now) for role, content, author in entries],
+                "INSERT INTO messages (conversation, role, content, author, author_name, "
+                "scope, link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (conversation, e.role, e.content, e.author, e.author_name, scope, link, now)
+                    for e in entries
+                ],
             )
+            if scope:
+                await index_tail(conn, conversation, len(entries))
+
+    async def search(
+        self,
+        query: str,
+        visibility: Visibility,
+        *,
+        k: int = 5,
+        vectors: VectorIndex | None = None,
+        vector: Sequence[float] | None = None,
+    ) -> list[MessageHit]:
+        """Past messages matching `query` that the conversation may read, best first."""
+        if vector is None and vectors is not None and vectors.enabled:
+            vector = await vectors.query_vector(query)
+        return await search_messages(
+            self.db.conn, query_terms(query), visibility, k=k, vectors=vectors, vector=vector
+        )
+
+    async def index_older_messages(self) -> int:
+        """Index messages logged before message search existed; returns how many."""
+        indexed = await self.db.scalar("SELECT coalesce(max(rowid), 0) FROM messages_fts")
+        async with self.db.conn.execute(
+            "SELECT DISTINCT conversation FROM messages WHERE id > ? AND scope != ''",
+            (indexed,),
+        ) as cursor:
+            conversations = [r[0] for r in await cursor.fetchall()]
+        async with self.db.transaction() as conn:
+            for conversation in conversations:
+                count = await self.db.scalar(
+                    "SELECT count(*) FROM messages WHERE conversation = ?", (conversation,)
+                )
+                await index_tail(conn, conversation, int(count))
+        return len(conversations)
 
     async def history(self, conversation: str, limit: int = 60) -> History:
         """The latest summary and up to `limit` most recent messages after it, oldest first."""

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sqlite3
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
+from memory import driver
 from memory.errors import SchemaTooNew, StoreError
 from memory.migrations import MIGRATIONS, SCHEMA_VERSION
 
@@ -45,37 +45,48 @@ class Database:
     coroutines never interleave statements inside one transaction.
     """
 
-    def __init__(self, conn: aiosqlite.Connection, path: Path) -> None:
-        self.conn = conn
+    def __init__(self, conn: driver.Connection, path: Path) -> None:
+        self.conn: aiosqlite.Connection = conn
+        self._driver_conn = conn
+        self.capabilities = driver.Capabilities(fts5=None, vectors=conn.vec_problem)
         self.path = path
         self._write_lock = asyncio.Lock()
         self._closed = False
         self._deferred: list[tuple[str, list[tuple[object, ...]]]] = []
+        self._committed = asyncio.Event()
 
     @classmethod
-    async def open(cls, path: Path | str, *, busy_timeout_ms: int = 5000) -> Database:
-        """Open (creating if needed) and migrate the database at `path`."""
+    async def open(
+        cls, path: Path | str, *, busy_timeout_ms: int = 5000, want_vectors: bool = False
+    ) -> Database:
+        """Open (creating if needed) and migrate the database at `path`. The driver's
+        self-test runs first: FTS5 must work, and sqlite-vec too when `want_vectors`."""
         path = Path(path)
         if str(path) != ":memory:":
             path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = await aiosqlite.connect(path, isolation_level=None)
-        except sqlite3.Error as exc:
+            conn = driver.connect(path)
+            await conn
+        except driver.Error as exc:
             raise StoreError(f"cannot open database {path}: {exc}") from exc
-        conn.row_factory = aiosqlite.Row
+        conn.row_factory = driver.Row
         db = cls(conn, path)
         try:
-            await db._prepare(busy_timeout_ms)
+            await db._prepare(busy_timeout_ms, want_vectors)
         except BaseException:
             await conn.close()
             raise
         return db
 
-    async def _prepare(self, busy_timeout_ms: int) -> None:
+    async def _prepare(self, busy_timeout_ms: int, want_vectors: bool) -> None:
         try:
             version = await self.scalar("PRAGMA user_version")
-        except sqlite3.DatabaseError as exc:
+        except driver.DatabaseError as exc:
             raise StoreError(f"{self.path} is not a lorebot database: {exc}") from exc
+        self.capabilities = await driver.self_test(self._driver_conn)
+        problem = self.capabilities.explain(want_vectors=want_vectors)
+        if problem is not None:
+            raise StoreError(problem)
         # Checked before any pragma writes, so a newer database is left untouched.
         if int(version) > SCHEMA_VERSION:
             raise SchemaTooNew(
@@ -91,7 +102,7 @@ class Database:
             script = f"BEGIN IMMEDIATE;\n{MIGRATIONS[number]}\nPRAGMA user_version = {number + 1};"
             try:
                 await self.conn.executescript(script + "\nCOMMIT;")
-            except sqlite3.Error as exc:
+            except driver.Error as exc:
                 if self.conn.in_transaction:
                     await self.conn.execute("ROLLBACK")
                 raise StoreError(f"migration {number + 1} of {self.path} failed: {exc}") from exc
@@ -129,6 +140,13 @@ class Database:
                 await self.conn.execute("ROLLBACK")
                 raise
             await self.conn.execute("COMMIT")
+            self._committed.set()
+
+    async def wait_for_commit(self, timeout_s: float) -> None:
+        """Return once a commit happened since the last call, or after `timeout_s`."""
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._committed.wait(), timeout_s)
+        self._committed.clear()
 
     async def checkpoint(self) -> None:
         """Fold the WAL back into the database file."""
@@ -139,7 +157,7 @@ class Database:
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".partial")
         partial.unlink(missing_ok=True)
-        async with aiosqlite.connect(partial) as copy:
+        async with driver.connect(partial) as copy:
             await self.conn.backup(copy)
         partial.replace(target)
 

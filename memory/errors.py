@@ -27,3 +27,12 @@ class Conflict(InvalidInput):
 
 class SchemaTooNew(StoreError):
     """The database was written by a newer lorebot; it is left untouched."""
+
+
+class EmbeddingMismatch(StoreError):
+    """The configured embedding model is not the one the stored vectors were made with;
+    nothing was changed."""
+
+
+class EmbedderUnavailable(StoreError):
+    """The embedding model cannot answer now; notes wait in the queue for it."""

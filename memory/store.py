@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -21,6 +20,7 @@ from memory import rows
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.fts import match_terms, query_terms
+from memory.fusion import Method, fuse
 from memory.index import INDEX_MAX_BYTES, INDEX_MAX_LINES, ScopeIndex, build_index, fit_turn
 from memory.secrets import find_secret
 from memory.term_stats import TermStats
@@ -35,6 +35,7 @@ from memory.types import (
     index_line,
     validate_topic,
 )
+from memory.vectors import NOTE, VectorIndex
 from memory.visibility import Visibility, scope_keys, scope_match
 
 _log = logging.getLogger(__name__)
@@ -45,6 +46,8 @@ _INDEX_CANDIDATES = 400
 # bm25 column weights: topic, summary, body, scope keys (never matched by words).
 _BM25 = "bm25(notes_fts, 4.0, 2.0, 1.0, 0.0)"
 _SPARE = 5
+# Candidates each ranking brings to a fusion.
+FUSION_POOL = 20
 _IMPORT_CHUNK = 1000
 
 
@@ -66,12 +69,16 @@ class NoteStore:
         max_note_bytes: int = DEFAULT_MAX_NOTE_BYTES,
         index_max_lines: int = INDEX_MAX_LINES,
         index_max_bytes: int = INDEX_MAX_BYTES,
+        vectors: VectorIndex | None = None,
+        fusion: Method = "weighted",
     ) -> None:
         self.db = db
         self.clock = clock
         self.max_note_bytes = max_note_bytes
         self._index_caps = {"max_lines": index_max_lines, "max_bytes": index_max_bytes}
         self.term_stats = TermStats(db)
+        self.vectors = vectors
+        self.fusion: Method = fusion
         self._indexes: dict[tuple[Scope, bool], ScopeIndex] = {}
         self._data_version: object = None
 
@@ -182,15 +189,72 @@ class NoteStore:
         k: int = 5,
         bump: bool = True,
         snippets: bool = True,
+        vector: Sequence[float] | None = None,
     ) -> list[SearchHit]:
         """Top-k notes for `query` among what `visibility` may read, best first.
 
-        Any text is a valid query; text without words finds nothing. Ranking runs on note
-        ids only; the notes and their snippets are read for the top k alone."""
+        With vectors on, the word ranking and the nearest vectors are fused (`vector` is
+        the query's, when the caller has it already); otherwise words alone rank. Any text
+        is a valid query. Ranking runs on note ids only; notes and snippets are read for
+        the top k alone."""
+        if k <= 0:
+            return []
         terms = await self.term_stats.informative(query_terms(query))
         words = match_terms(terms)
-        if words is None or k <= 0:
+        if vector is None and self.vectors is not None and self.vectors.enabled:
+            vector = await self.vectors.query_vector(query)
+        if vector is not None:
+            found = await self._hybrid(words, vector, visibility, k, snippets)
+        elif words is None:
             return []
+        else:
+            found = await self._by_words(words, visibility, k, snippets)
+        if bump:
+            await self._bump([hit.note for hit in found])
+        return found
+
+    async def _hybrid(
+        self,
+        words: str | None,
+        vector: Sequence[float],
+        visibility: Visibility,
+        k: int,
+        snippets: bool,
+    ) -> list[SearchHit]:
+        assert self.vectors is not None
+        pool = max(k * 4, FUSION_POOL)
+        keyword: list[tuple[int, float]] = []
+        if words is not None:
+            async with self.db.conn.execute(
+                f"SELECT rowid, {_BM25} AS score FROM notes_fts WHERE notes_fts MATCH ? "
+                "ORDER BY score LIMIT ?",
+                (f"{scope_match(visibility)} AND {words}", pool),
+            ) as cursor:
+                keyword = [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
+        near = await self.vectors.nearest(NOTE, vector, visibility, pool)
+        ranked = fuse(keyword, near, self.fusion)[: k + _SPARE]
+        notes = await self._visible_by_id([i for i, _ in ranked], visibility)
+        found = [(notes[i], score) for i, score in ranked if i in notes][:k]
+        marked = {}
+        if snippets and words is not None:
+            marked = await self._snippets(words, [n.id for n, _ in found])
+        return [SearchHit(n, score, marked.get(n.id) or n.summary) for n, score in found]
+
+    async def _visible_by_id(self, ids: list[int], visibility: Visibility) -> dict[int, Note]:
+        """The live notes among `ids` that `visibility` may read, by id."""
+        if not ids:
+            return {}
+        where, params = _visibility_sql(visibility)
+        marks = ", ".join("?" for _ in ids)
+        sql = (
+            f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE id IN ({marks}) AND ({where}) AND {_LIVE}"
+        )
+        found = await self._select(sql, (*ids, *params, to_db_time(self.clock())))
+        return {note.id: note for note in found}
+
+    async def _by_words(
+        self, words: str, visibility: Visibility, k: int, snippets: bool
+    ) -> list[SearchHit]:
         where, params = _visibility_sql(visibility, alias="n.")
         match = f"{scope_match(visibility)} AND {words}"
         now = to_db_time(self.clock())
@@ -207,10 +271,7 @@ class NoteStore:
         async with self.db.conn.execute(sql, params_all) as cursor:
             ranked = [(rows.note_from_row(r), float(r["score"])) for r in await cursor.fetchall()]
         marked = await self._snippets(words, [n.id for n, _ in ranked]) if snippets else {}
-        found = [SearchHit(note, score, marked.get(note.id, "")) for note, score in ranked]
-        if bump:
-            await self._bump([hit.note for hit in found])
-        return found
+        return [SearchHit(note, -score, marked.get(note.id, "")) for note, score in ranked]
 
     async def _snippets(self, words: str, ids: list[int]) -> dict[int, str]:
         if not ids:
@@ -556,13 +617,11 @@ class NoteStore:
         assert cursor.lastrowid is not None
         return cursor.lastrowid
 
-    async def _fetch_row(
-        self, conn: aiosqlite.Connection, scope: Scope, topic: str
-    ) -> sqlite3.Row | None:
+    async def _fetch_row(self, conn: aiosqlite.Connection, scope: Scope, topic: str) -> Any | None:
         async with conn.execute(
             "SELECT * FROM notes WHERE scope = ? AND topic = ?", (str(scope), topic)
         ) as cursor:
-            row: sqlite3.Row | None = await cursor.fetchone()
+            row: Any | None = await cursor.fetchone()
         return row
 
     async def _index(

@@ -156,7 +156,8 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One recall result; `score` is bm25, lower is better."""
+    """One recall result; `score` says how relevant, higher is better (-bm25 when found by
+    words alone, the fused score when vectors took part)."""
 
     note: Note
     score: float

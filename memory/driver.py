@@ -1,0 +1,126 @@
+"""The SQLite driver: one choice for the whole process, and a self-test of what it can do.
+
+Vectors live in sqlite-vec, a loadable extension. The stdlib `sqlite3` is used when it can
+load extensions; many Python builds cannot, and then `pysqlite3` (the `pysqlite3-binary`
+wheel bundles a recent SQLite with FTS5 and extension loading) is used instead. Every
+connection and every `except` in lorebot goes through this module, so both never mix.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import aiosqlite
+
+
+@functools.cache
+def sqlite_module() -> ModuleType:
+    """The stdlib `sqlite3` when it can load extensions, else `pysqlite3` when installed,
+    else the stdlib anyway (full-text search works; vectors will not)."""
+    if hasattr(sqlite3.Connection, "enable_load_extension"):
+        return sqlite3
+    try:
+        from pysqlite3 import dbapi2
+    except ImportError:
+        return sqlite3
+    module: ModuleType = dbapi2
+    return module
+
+
+_DRIVER = sqlite_module()
+# Exception classes of the chosen driver: catch these, never the stdlib's directly.
+Error: type[Exception] = _DRIVER.Error
+DatabaseError: type[Exception] = _DRIVER.DatabaseError
+IntegrityError: type[Exception] = _DRIVER.IntegrityError
+Row: Any = _DRIVER.Row
+
+
+def driver_name() -> str:
+    name = "pysqlite3" if _DRIVER is not sqlite3 else "sqlite3 (stdlib)"
+    return f"{name} with SQLite {_DRIVER.sqlite_version}"
+
+
+def load_vec(conn: Any) -> str | None:
+    """Load sqlite-vec into a raw connection; None on success, else why it failed."""
+    try:
+        import sqlite_vec
+    except ImportError:
+        return "the sqlite-vec package is not installed (pip install sqlite-vec)"
+    if not hasattr(conn, "enable_load_extension"):
+        return (
+            f"{driver_name()} cannot load extensions and pysqlite3 is not installed "
+            "(pip install pysqlite3-binary)"
+        )
+    try:
+        conn.enable_load_extension(True)
+        try:
+            sqlite_vec.load(conn)
+        finally:
+            conn.enable_load_extension(False)
+    except (Error, AttributeError, OSError) as exc:
+        return f"sqlite-vec failed to load into {driver_name()}: {exc}"
+    return None
+
+
+class Connection(aiosqlite.Connection):
+    """An aiosqlite connection through the chosen driver that remembers whether
+    sqlite-vec loaded, and why not."""
+
+    vec_problem: str | None = "not connected yet"
+
+
+def connect(path: Path | str) -> Connection:
+    """A connection (await it to open) in autocommit mode, with sqlite-vec loaded when it
+    can be."""
+
+    def connector() -> Any:
+        raw = _DRIVER.connect(str(path), isolation_level=None, check_same_thread=False)
+        conn.vec_problem = load_vec(raw)
+        return raw
+
+    conn = Connection(connector, iter_chunk_size=64)
+    return conn
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a connection can do, as found by `self_test`."""
+
+    fts5: str | None  # None when it works, else the problem
+    vectors: str | None
+
+    def explain(self, *, want_vectors: bool) -> str | None:
+        """One message naming what is missing and how to fix it, or None when all is well."""
+        problems = []
+        if self.fts5 is not None:
+            problems.append(f"FTS5 does not work ({self.fts5}); use a SQLite built with FTS5")
+        if want_vectors and self.vectors is not None:
+            problems.append(
+                f"sqlite-vec does not work ({self.vectors}); it is needed because "
+                "ollama.embed_model is set (unset it to search by words alone)"
+            )
+        if not problems:
+            return None
+        return f"the SQLite driver ({driver_name()}) cannot run lorebot: " + "; ".join(problems)
+
+
+async def self_test(conn: Connection) -> Capabilities:
+    """Try FTS5 and sqlite-vec on throwaway in-memory tables of `conn`."""
+    fts5: str | None = None
+    try:
+        await conn.execute("CREATE VIRTUAL TABLE temp.selftest_fts USING fts5(body)")
+        await conn.execute("DROP TABLE temp.selftest_fts")
+    except Error as exc:
+        fts5 = str(exc)
+    vectors = conn.vec_problem
+    if vectors is None:
+        try:
+            await conn.execute("SELECT vec_distance_cosine('[1, 0]', '[0, 1]')")
+        except Error as exc:
+            vectors = str(exc)
+    return Capabilities(fts5, vectors)

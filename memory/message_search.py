@@ -1,0 +1,131 @@
+"""Searching past messages: a word index with each message's neighbours and author, fused
+with message vectors when they are on.
+
+A message is indexed with the text of the message before and after it in a `context`
+column at a lower weight, so a short reply ("yep, 8443") is found by the question it
+answered; and with its author's name in a column of its own ("what did Priya say…").
+A conversation reads only messages of its own scopes: a channel its channel's, a DM the
+person's own DMs; never another person's or another channel's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from memory.fts import quote
+from memory.fusion import Method, fuse
+from memory.types import Scope
+from memory.vectors import MESSAGE, VectorIndex
+from memory.visibility import Visibility, scope_keys
+
+# bm25 weights of content, context, author, scope keys: set by benchmarks/recall_quality.py.
+CONTENT_WEIGHT = 1.0
+CONTEXT_WEIGHT = 0.5
+AUTHOR_WEIGHT = 1.0
+# Characters each neighbour contributes to a message's context.
+CONTEXT_CHARS = 400
+_POOL = 20
+
+
+@dataclass(frozen=True, slots=True)
+class MessageHit:
+    id: int
+    conversation: str
+    scope: str
+    role: str
+    author_name: str
+    content: str
+    created_at: str
+    link: str
+    score: float
+
+
+def _context(before: str | None, after: str | None) -> str:
+    return "\n".join(text[:CONTEXT_CHARS] for text in (before, after) if text)
+
+
+async def index_tail(conn: aiosqlite.Connection, conversation: str, new: int) -> None:
+    """Index the last `new` messages of `conversation`, and re-index the one before them,
+    whose context now includes the first of them."""
+    async with conn.execute(
+        "SELECT id, scope, author_name, content FROM messages WHERE conversation = ? "
+        "ORDER BY id DESC LIMIT ?",
+        (conversation, new + 2),
+    ) as cursor:
+        rows = list(await cursor.fetchall())[::-1]
+    start = max(0, len(rows) - new - 1)
+    entries = []
+    for position in range(start, len(rows)):
+        before = rows[position - 1][3] if position > 0 else None
+        after = rows[position + 1][3] if position + 1 < len(rows) else None
+        entries.append((rows[position], _context(before, after)))
+    await conn.executemany(
+        "DELETE FROM messages_fts WHERE rowid = ?", [(row[0],) for row, _ in entries]
+    )
+    await conn.executemany(
+        "INSERT INTO messages_fts (rowid, content, context, author, scope_keys) "
+        "VALUES (?, ?, ?, ?, ?)",
+        [
+            (row[0], row[3], context, row[2], scope_keys_of(row[1]))
+            for row, context in entries
+            if row[1]
+        ],
+    )
+
+
+def scope_keys_of(scope: str) -> str:
+    return scope_keys(Scope.parse(scope), True)
+
+
+async def search_messages(
+    conn: aiosqlite.Connection,
+    terms: Sequence[str],
+    visibility: Visibility,
+    *,
+    k: int = 5,
+    vectors: VectorIndex | None = None,
+    vector: Sequence[float] | None = None,
+    fusion: Method = "weighted",
+) -> list[MessageHit]:
+    """The k messages best matching `terms` (and `vector`) in the conversation's scopes."""
+    scopes = [str(s) for s in visibility.full]
+    if not scopes or k <= 0:
+        return []
+    keys = " OR ".join(scope_keys_of(s).split()[0] for s in scopes)
+    keyword: list[tuple[int, float]] = []
+    if terms:
+        words = " OR ".join(quote(t) for t in terms)
+        match = f"scope_keys : ({keys}) AND {{content context author}} : ({words})"
+        weights = f"{CONTENT_WEIGHT}, {CONTEXT_WEIGHT}, {AUTHOR_WEIGHT}, 0.0"
+        async with conn.execute(
+            f"SELECT rowid, bm25(messages_fts, {weights}) AS score FROM messages_fts "
+            "WHERE messages_fts MATCH ? ORDER BY score LIMIT ?",
+            (match, max(k * 4, _POOL)),
+        ) as cursor:
+            keyword = [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
+    near: list[tuple[int, float]] = []
+    if vector is not None and vectors is not None:
+        near = await vectors.nearest(MESSAGE, vector, visibility, max(k * 4, _POOL))
+    ranked = fuse(keyword, near, fusion)
+    return await _read(conn, ranked, scopes, k)
+
+
+async def _read(
+    conn: aiosqlite.Connection, ranked: Sequence[tuple[int, float]], scopes: list[str], k: int
+) -> list[MessageHit]:
+    if not ranked:
+        return []
+    ids = [i for i, _ in ranked]
+    marks, scope_marks = ", ".join("?" for _ in ids), ", ".join("?" for _ in scopes)
+    async with conn.execute(
+        "SELECT id, conversation, scope, role, author_name, content, created_at, link "
+        f"FROM messages WHERE id IN ({marks}) AND scope IN ({scope_marks})",
+        (*ids, *scopes),
+    ) as cursor:
+        found: dict[int, Any] = {r[0]: r for r in await cursor.fetchall()}
+    hits = [MessageHit(*found[i][:8], score) for i, score in ranked if i in found]
+    return hits[:k]

@@ -1,0 +1,331 @@
+"""Vectors of notes and messages in sqlite-vec, next to the word indexes.
+
+One embedding model serves the whole store: its name and dimension are recorded, and a
+different model stops lorebot with `EmbeddingMismatch` instead of mixing or dropping
+vectors (`lorebot notes reembed` moves the store to a new model). Notes and messages whose
+vector is missing or stale wait in `embed_queue` (filled by triggers), so a save never
+waits for, or fails because of, the embedding model.
+
+Vector tables are partitioned by scope: a search scans only the scopes a conversation may
+read, and the store checks visibility again in SQL on what comes back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import aiosqlite
+import sqlite_vec
+
+from memory.db import Database
+from memory.embedder import Embedder, model_name
+from memory.errors import EmbedderUnavailable, EmbeddingMismatch, StoreError
+from memory.visibility import Visibility
+
+_log = logging.getLogger(__name__)
+
+NOTE, MESSAGE = "note", "message"
+KINDS = (NOTE, MESSAGE)
+# Vectors per stored chunk: small, because most scopes (one person's notes) are small and
+# each scope's partition takes at least one chunk.
+CHUNK_SIZE = 16
+BATCH_SIZE = 32
+# How much of a note or message is embedded; small embedding models read ~512 tokens.
+EMBED_MAX_CHARS = 2000
+RETRY_START_S = 5.0
+RETRY_MAX_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingState:
+    """The model the stored vectors come from, and the generation of their tables."""
+
+    model: str
+    dim: int
+    generation: int
+
+    def table(self, kind: str) -> str:
+        return f"vec_{kind}s_{self.generation}"
+
+    def describe(self) -> str:
+        return f"{self.model} ({self.dim} dimensions)"
+
+
+def note_text(topic: str, summary: str, body: str) -> str:
+    return f"{topic.replace('-', ' ')}: {summary}\n{body}".strip()[:EMBED_MAX_CHARS]
+
+
+def message_text(content: str) -> str:
+    return content.strip()[:EMBED_MAX_CHARS]
+
+
+def serialize(vector: Sequence[float]) -> bytes:
+    return bytes(sqlite_vec.serialize_float32(list(vector)))
+
+
+async def read_state(conn: aiosqlite.Connection, prefix: str = "") -> EmbeddingState | None:
+    """The recorded state (`prefix="next_"`: the target of a re-embedding in progress)."""
+    async with conn.execute("SELECT key, value FROM embedding_state") as cursor:
+        values = {k: v for k, v in await cursor.fetchall()}
+    if f"{prefix}model" not in values:
+        return None
+    return EmbeddingState(
+        values[f"{prefix}model"], int(values[f"{prefix}dim"]), int(values[f"{prefix}generation"])
+    )
+
+
+async def write_state(conn: aiosqlite.Connection, state: EmbeddingState, prefix: str = "") -> None:
+    await conn.executemany(
+        "INSERT INTO embedding_state (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [
+            (f"{prefix}model", state.model),
+            (f"{prefix}dim", str(state.dim)),
+            (f"{prefix}generation", str(state.generation)),
+        ],
+    )
+
+
+async def create_tables(conn: aiosqlite.Connection, state: EmbeddingState) -> None:
+    dims = f"float[{state.dim}] distance_metric=cosine"
+    await conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {state.table(NOTE)} USING vec0("
+        f"scope TEXT PARTITION KEY, embedding {dims}, private INTEGER, "
+        f"chunk_size={CHUNK_SIZE})"
+    )
+    await conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {state.table(MESSAGE)} USING vec0("
+        f"scope TEXT PARTITION KEY, embedding {dims}, chunk_size={CHUNK_SIZE})"
+    )
+
+
+async def drop_tables(conn: aiosqlite.Connection, state: EmbeddingState) -> None:
+    for kind in KINDS:
+        await conn.execute(f"DROP TABLE IF EXISTS {state.table(kind)}")
+
+
+async def texts_of(
+    conn: aiosqlite.Connection, kind: str, ids: Sequence[int]
+) -> dict[int, tuple[str, int, str]]:
+    """(scope, private, text to embed) of the items that still exist, by id."""
+    marks = ", ".join("?" for _ in ids)
+    if kind == NOTE:
+        sql = f"SELECT id, scope, private, topic, summary, body FROM notes WHERE id IN ({marks})"
+        async with conn.execute(sql, tuple(ids)) as cursor:
+            return {
+                r[0]: (r[1], r[2], note_text(r[3], r[4], r[5])) for r in await cursor.fetchall()
+            }
+    sql = f"SELECT id, scope, content FROM messages WHERE id IN ({marks}) AND scope != ''"
+    async with conn.execute(sql, tuple(ids)) as cursor:
+        return {r[0]: (r[1], 1, message_text(r[2])) for r in await cursor.fetchall()}
+
+
+async def store_vectors(
+    conn: aiosqlite.Connection,
+    state: EmbeddingState,
+    kind: str,
+    ids: Sequence[int],
+    items: dict[int, tuple[str, int, str]],
+    vectors: dict[int, list[float]],
+) -> None:
+    """Replace the vectors of `ids` (deleting those of items that are gone)."""
+    table = state.table(kind)
+    await conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", [(i,) for i in ids])
+    for item_id, vector in vectors.items():
+        if len(vector) != state.dim:
+            raise EmbeddingMismatch(
+                f"the embedding model returned {len(vector)} dimensions, but the store holds "
+                f"vectors of {state.describe()}: run `lorebot notes reembed`"
+            )
+        scope, private = items[item_id][0], items[item_id][1]
+        if kind == NOTE:
+            await conn.execute(
+                f"INSERT INTO {table} (rowid, scope, embedding, private) VALUES (?, ?, ?, ?)",
+                (item_id, scope, serialize(vector), private),
+            )
+        else:
+            await conn.execute(
+                f"INSERT INTO {table} (rowid, scope, embedding) VALUES (?, ?, ?)",
+                (item_id, scope, serialize(vector)),
+            )
+
+
+async def embed_items(
+    embedder: Embedder, items: dict[int, tuple[str, int, str]]
+) -> dict[int, list[float]]:
+    ids = list(items)
+    vectors = await embedder.embed([items[i][2] for i in ids])
+    return dict(zip(ids, vectors, strict=True))
+
+
+class VectorIndex:
+    """Nearest-neighbour search over notes and messages, and the queue that feeds it.
+
+    `enabled` is false when no embedding model is configured or the store has not been
+    set up for it yet; search is then by words alone and nothing else changes."""
+
+    def __init__(self, db: Database, embedder: Embedder | None) -> None:
+        self.db = db
+        self.embedder = embedder
+        self.state: EmbeddingState | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.embedder is not None and self.state is not None
+
+    async def prepare(self) -> None:
+        """Check the configured model against the stored vectors, and set the store up for
+        it on first use (every note and message is queued). Raises `EmbeddingMismatch`
+        with the database untouched when the model differs."""
+        stored = await read_state(self.db.conn)
+        if self.embedder is None:
+            if stored is not None:
+                _log.info("vectors of %s are unused: no embedding model is set", stored.model)
+            return
+        wanted = model_name(self.embedder.model)
+        if stored is not None and stored.model != wanted:
+            raise EmbeddingMismatch(_mismatch(stored, f"{wanted}"))
+        try:
+            probe = await self.embedder.embed(["lorebot dimension probe"])
+        except EmbedderUnavailable as exc:
+            if stored is None:
+                _log.warning("vectors wait until the embedding model answers: %s", exc)
+            else:
+                self.state = stored
+                _log.warning("embedding model unreachable, new notes are queued: %s", exc)
+            return
+        dim = len(probe[0])
+        if stored is not None:
+            if stored.dim != dim:
+                raise EmbeddingMismatch(_mismatch(stored, f"{wanted} ({dim} dimensions)"))
+            self.state = stored
+            return
+        self.state = await self._set_up(EmbeddingState(wanted, dim, 1))
+        _log.info("vectors set up for %s; existing notes are queued", self.state.describe())
+
+    async def _set_up(self, state: EmbeddingState) -> EmbeddingState:
+        async with self.db.transaction() as conn:
+            await create_tables(conn, state)
+            await write_state(conn, state)
+            await conn.execute("INSERT OR IGNORE INTO embed_queue SELECT 'note', id FROM notes")
+            await conn.execute(
+                "INSERT OR IGNORE INTO embed_queue SELECT 'message', id FROM messages "
+                "WHERE scope != ''"
+            )
+        return state
+
+    async def query_vector(self, text: str) -> list[float] | None:
+        """The vector of a query, or None (search by words alone) when there is none."""
+        if self.embedder is None or self.state is None or not text.strip():
+            return None
+        try:
+            [vector] = await self.embedder.embed([text[:EMBED_MAX_CHARS]])
+        except (EmbedderUnavailable, StoreError) as exc:
+            _log.info("searching by words alone: %s", exc)
+            return None
+        if len(vector) != self.state.dim:
+            _log.error(_mismatch(self.state, f"{self.embedder.model} ({len(vector)} dimensions)"))
+            return None
+        return vector
+
+    async def nearest(
+        self, kind: str, vector: Sequence[float], visibility: Visibility, k: int
+    ) -> list[tuple[int, float]]:
+        """(id, cosine distance) of the k nearest items within `visibility`, nearest first.
+        Messages are read only in the conversation's own scopes (`visibility.full`)."""
+        if self.state is None or k <= 0:
+            return []
+        table, blob = self.state.table(kind), serialize(vector)
+        groups: list[tuple[Iterable[object], str]] = [(visibility.full, "")]
+        if kind == NOTE:
+            groups.append((visibility.public_only, " AND private = 0"))
+        found: list[tuple[int, float]] = []
+        for scopes, extra in groups:
+            names = [str(s) for s in scopes]
+            if not names:
+                continue
+            marks = ", ".join("?" for _ in names)
+            async with self.db.conn.execute(
+                f"SELECT rowid, distance FROM {table} WHERE embedding MATCH ? AND k = ? "
+                f"AND scope IN ({marks}){extra}",
+                (blob, k, *names),
+            ) as cursor:
+                found += [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
+        found.sort(key=lambda pair: pair[1])
+        return found[:k]
+
+    async def pending(self) -> int:
+        return int(await self.db.scalar("SELECT count(*) FROM embed_queue"))
+
+    async def backfill(self, *, batch_size: int = BATCH_SIZE, limit: int | None = None) -> int:
+        """Embed queued items until the queue is empty (or `limit` were done); returns how
+        many. `EmbedderUnavailable` leaves the rest queued."""
+        if self.embedder is None or self.state is None:
+            return 0
+        done = 0
+        while limit is None or done < limit:
+            async with self.db.conn.execute(
+                "SELECT kind, item_id FROM embed_queue ORDER BY kind DESC, item_id LIMIT ?",
+                (batch_size,),
+            ) as cursor:
+                queued = [(r[0], int(r[1])) for r in await cursor.fetchall()]
+            if not queued:
+                break
+            for kind in KINDS:
+                ids = [item_id for k, item_id in queued if k == kind]
+                if ids:
+                    done += await self._embed_batch(kind, ids)
+        return done
+
+    async def _embed_batch(self, kind: str, ids: list[int]) -> int:
+        assert self.embedder is not None and self.state is not None
+        items = await texts_of(self.db.conn, kind, ids)
+        vectors = await embed_items(self.embedder, items) if items else {}
+        async with self.db.transaction() as conn:
+            # An item changed while it was embedded is queued again by its trigger only if
+            # it was dequeued already; re-read the texts to keep only up-to-date vectors.
+            current = await texts_of(conn, kind, ids)
+            fresh = {i: v for i, v in vectors.items() if current.get(i) == items[i]}
+            await store_vectors(conn, self.state, kind, ids, current, fresh)
+            stale = [i for i in ids if i in current and i not in fresh]
+            await conn.executemany(
+                "DELETE FROM embed_queue WHERE kind = ? AND item_id = ?",
+                [(kind, i) for i in ids if i not in stale],
+            )
+        return len(ids)
+
+    async def run(self, *, idle_s: float = 2.0) -> None:
+        """Keep the vectors up to date until cancelled, waiting out an unreachable model."""
+        delay = RETRY_START_S
+        while True:
+            try:
+                if self.state is None:
+                    await self.prepare()
+                if await self.backfill():
+                    delay = RETRY_START_S
+            except EmbedderUnavailable as exc:
+                _log.warning("embedding paused for %.0f s: %s", delay, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+                continue
+            except EmbeddingMismatch as exc:
+                _log.error("embedding stopped: %s", exc)
+                return
+            except StoreError as exc:
+                _log.error("embedding paused for %.0f s: %s", delay, exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_S)
+                continue
+            await self.db.wait_for_commit(idle_s)
+
+
+def _mismatch(stored: EmbeddingState, configured: str) -> str:
+    return (
+        f"the stored vectors were made by {stored.describe()}, but ollama.embed_model is "
+        f"{configured}. Nothing was changed. Either set ollama.embed_model back to "
+        f"{stored.model}, or run `lorebot notes reembed` to re-embed every note and message "
+        "with the new model (it can be interrupted and resumed)"
+    )
