@@ -58,6 +58,9 @@ from skills.types import SkillError
 _log = logging.getLogger(__name__)
 
 COMPACT_AT = 0.8
+# Past messages a memory_search shows, and how much of each.
+MESSAGE_HITS = 5
+MESSAGE_CHARS = 300
 OFFLINE_NOTICE = "⚠️ My model is unreachable right now, so I can only share what I remember."
 
 
@@ -347,6 +350,25 @@ class Agent:
             _log.warning("tool %s timed out after %s s", name, self.settings.bot.tool_timeout_s)
             return f"error: {name} timed out"
 
+    async def _memory_search(self, ctx: TurnContext, query: str, limit: int) -> str:
+        """Notes, then past messages of this conversation's scope, each with its link."""
+        vectors = self.notes.vectors
+        vector = await vectors.query_vector(query) if vectors is not None else None
+        hits = await self.notes.search(query, ctx.visibility, k=limit, vector=vector)
+        said = await self.log.search(
+            query, ctx.visibility, k=min(limit, MESSAGE_HITS), vectors=vectors, vector=vector
+        )
+        if not hits and not said:
+            return "no notes or past messages found"
+        lines = [f"- [{h.note.scope}] {h.note.topic}: {h.snippet}" for h in hits]
+        if said:
+            lines.append("past messages:")
+        for m in said:
+            where = f" ({m.link})" if m.link else ""
+            text = " ".join(m.content.split())[:MESSAGE_CHARS]
+            lines.append(f"- {m.created_at[:16].replace('T', ' ')} {m.author_name}: {text}{where}")
+        return "\n".join(lines)
+
     async def _capture(self, ctx: TurnContext, name: str, arguments: Any, output: str) -> None:
         """Successful tools whose name is a write verb are captured for pattern extraction."""
         if self.events is None or not is_write_action(name):
@@ -366,10 +388,7 @@ class Agent:
                 f"[{n.scope}] {n.topic}: {n.summary}\n{n.body}".rstrip() for n in notes
             )
         if isinstance(args, MemorySearchArgs):
-            hits = await self.notes.search(args.query, ctx.visibility, k=args.limit)
-            if not hits:
-                return "no notes found"
-            return "\n".join(f"- [{h.note.scope}] {h.note.topic}: {h.snippet}" for h in hits)
+            return await self._memory_search(ctx, args.query, args.limit)
         if isinstance(args, ProposeNoteArgs):
             draft = self.draft_for(ctx, args.topic, args.summary, args.body, args.scope == "user")
             proposal = await self.approvals.propose_save(ctx.conversation, ctx.author, draft)

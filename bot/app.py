@@ -27,13 +27,13 @@ from bot.jobs.patterns import PatternJob
 from bot.jobs.reflection import ReflectionJob
 from bot.jobs.runner import Job, JobRunner
 from bot.lockfile import DatabaseLock
+from bot.memory_setup import open_memory
 from bot.model import Model
 from bot.skill_use import SkillUse, build_catalog
 from bot.supervision import Supervisor
 from bot.tasks import TaskTracker
-from memory import Database, NoteStore
-from memory.conversations import ConversationLog
 from memory.db import Clock, utc_now
+from memory.embedder import Embedder
 from memory.events import EventLog
 from memory.job_runs import JobRuns
 from memory.proposals import ProposalStore
@@ -51,7 +51,9 @@ class Bot:
         *,
         clock: Clock = utc_now,
         systemd: SystemdEnvironment | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
+        self.embedder = embedder  # None: the one `ollama.embed_model` names, if any
         self.systemd = systemd or SystemdEnvironment(None, None)
         self.settings = settings
         self.adapters = {adapter.platform: adapter for adapter in adapters}
@@ -78,18 +80,12 @@ class Bot:
         lock = DatabaseLock(settings.database.path)
         lock.acquire()
         self._stack.callback(lock.release)
-        self.db = await Database.open(
-            settings.database.path, busy_timeout_ms=settings.database.busy_timeout_ms
-        )
-        self._stack.push_async_callback(self.db.close)  # closed last
-        self.notes = NoteStore(
-            self.db,
-            clock=self.clock,
-            max_note_bytes=settings.memory.max_note_bytes,
-            index_max_lines=settings.memory.index_max_lines,
-            index_max_bytes=settings.memory.index_max_bytes,
-        )
-        self.log = ConversationLog(self.db, clock=self.clock)
+        memory = await open_memory(settings, clock=self.clock, embedder=self.embedder)
+        self._stack.push_async_callback(memory.close)  # closed last
+        self.db = memory.db
+        self.notes = memory.notes
+        self.log = memory.log
+        self.vectors = memory.vectors
         self.events = EventLog(self.db, clock=self.clock)
         self.proposals = ProposalStore(self.notes)
         self.model = Model(settings.ollama, max_concurrent=settings.bot.max_concurrent_model_calls)
@@ -113,6 +109,8 @@ class Bot:
             settings.bot, self.core, self.approvals, self.log, self.adapters, TaskTracker()
         )
         self._stack.push_async_callback(self.tasks.cancel_all)
+        if self.vectors.embedder is not None:
+            self.tasks.spawn(self.vectors.run(), name="embedding")
         if await self.model.probe() is None:
             _log.warning("starting without the model: answers come from memory until it is back")
         for adapter in self.adapters.values():

@@ -11,10 +11,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from bot.config import Settings
 from bot.errors import UserError
+from bot.lockfile import DatabaseLock
+from bot.memory_setup import embedder_for, open_memory
 from memory import (
-    Database,
     InvalidInput,
     Note,
     NoteDraft,
@@ -25,6 +28,8 @@ from memory import (
     explicit,
     visibility_for,
 )
+from memory.errors import EmbedderUnavailable
+from memory.reembed import reembed
 from memory.transfer import export_notes, import_notes
 from memory.types import Category, parse_category
 
@@ -55,7 +60,18 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--team", type=_scope, metavar="TEAM_SCOPE")
     p.add_argument("-k", type=int, default=10, help="how many results (default 10)")
     p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.add_argument("--history", action="store_true", help="search past messages instead of notes")
     p.set_defaults(command=cmd_search)
+
+    p = sub.add_parser(
+        "reembed",
+        help="embed every note and message with ollama.embed_model (resumable)",
+        description="Move the stored vectors to the configured embedding model. The old "
+        "vectors stay in use until every note and message has a new one; an interrupted "
+        "run continues where it stopped when started again.",
+    )
+    p.add_argument("--batch", type=int, default=32, help="texts per embedding call")
+    p.set_defaults(command=cmd_reembed)
 
     p = sub.add_parser("add", help="save a note (or update the note of that topic)")
     p.add_argument("scope", type=_scope)
@@ -118,19 +134,13 @@ def cli_actor() -> str:
 
 
 @asynccontextmanager
-async def open_store(settings: Settings) -> AsyncIterator[NoteStore]:
-    db = await Database.open(
-        settings.database.path, busy_timeout_ms=settings.database.busy_timeout_ms
-    )
+async def open_store(settings: Settings, *, vectors: bool = False) -> AsyncIterator[NoteStore]:
+    """The note store; `vectors` checks the embedding model and searches with it."""
+    memory = await open_memory(settings, prepare=vectors)
     try:
-        yield NoteStore(
-            db,
-            max_note_bytes=settings.memory.max_note_bytes,
-            index_max_lines=settings.memory.index_max_lines,
-            index_max_bytes=settings.memory.index_max_bytes,
-        )
+        yield memory.notes
     finally:
-        await db.close()
+        await memory.close()
 
 
 def _flags(note: Note) -> str:
@@ -199,7 +209,9 @@ def _search_visibility(args: argparse.Namespace) -> Visibility:
 
 async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     visibility = _search_visibility(args)
-    async with open_store(settings) as store:
+    if args.history:
+        return await _search_history(args, settings, visibility)
+    async with open_store(settings, vectors=True) as store:
         hits = await store.search(args.query, visibility, k=args.k)
     if args.json:
         payload = [
@@ -219,6 +231,68 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     for hit in hits:
         print(f"{hit.note.scope}  {hit.note.index_line}")
         print(f"    {hit.snippet}")
+    return 0
+
+
+async def _search_history(
+    args: argparse.Namespace, settings: Settings, visibility: Visibility
+) -> int:
+    memory = await open_memory(settings)
+    try:
+        hits = await memory.log.search(args.query, visibility, k=args.k, vectors=memory.vectors)
+    finally:
+        await memory.close()
+    if args.json:
+        payload = [
+            {
+                "scope": h.scope,
+                "conversation": h.conversation,
+                "author": h.author_name,
+                "role": h.role,
+                "content": h.content,
+                "at": h.created_at,
+                "link": h.link,
+                "score": h.score,
+            }
+            for h in hits
+        ]
+        print(json.dumps(payload, ensure_ascii=False, indent=2))
+        return 0
+    if not hits:
+        print("nothing found")
+    for hit in hits:
+        print(f"{hit.created_at[:16].replace('T', ' ')}  {hit.author_name or hit.role}  "
+              f"({hit.scope})  {hit.link or hit.conversation}")  # fmt: skip
+        print(f"    {' '.join(hit.content.split())[:300]}")
+    return 0
+
+
+async def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
+    embedder = embedder_for(settings)
+    if embedder is None:
+        raise UserError("set ollama.embed_model (LOREBOT_OLLAMA__EMBED_MODEL) first")
+    if DatabaseLock(settings.database.path).held_elsewhere():
+        raise UserError(f"lorebot is running on {settings.database.path}: stop it first")
+    memory = await open_memory(settings, embedder=embedder, prepare=False)
+    bars: dict[str, tqdm[Any]] = {}
+
+    def progress(kind: str, done: int, total: int) -> None:
+        bar = bars.get(kind)
+        if bar is None:
+            bar = bars[kind] = tqdm(total=total, desc=f"{kind}s", unit=kind, file=sys.stderr)
+        bar.update(done - bar.n)
+
+    try:
+        result = await reembed(memory.db, embedder, batch_size=args.batch, progress=progress)
+    except EmbedderUnavailable as exc:
+        raise UserError(f"{exc}; run `lorebot notes reembed` again to resume") from None
+    finally:
+        for bar in bars.values():
+            bar.close()
+        await memory.close()
+    counts = ", ".join(f"{n} {kind}s" for kind, n in result.embedded.items())
+    how = "resumed and finished" if result.resumed else "finished"
+    print(f"re-embedding {how}: {counts} now use {result.state.describe()}")
     return 0
 
 

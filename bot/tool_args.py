@@ -57,7 +57,10 @@ class ProposeSkillArgs(_Args):
 
 TOOL_ARGS: dict[str, tuple[type[_Args], str]] = {
     "memory_read": (MemoryReadArgs, "Read the full note of a topic listed in a memory index."),
-    "memory_search": (MemorySearchArgs, "Search the notes this conversation may read."),
+    "memory_search": (
+        MemorySearchArgs,
+        "Search the notes and past messages this conversation may read.",
+    ),
     "propose_note": (
         ProposeNoteArgs,
         "Propose saving a note; the person approves it on a card before it is saved.",

@@ -127,5 +127,9 @@ async def _read(
         (*ids, *scopes),
     ) as cursor:
         found: dict[int, Any] = {r[0]: r for r in await cursor.fetchall()}
-    hits = [MessageHit(*found[i][:8], score) for i, score in ranked if i in found]
+    hits = [
+        MessageHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], score)
+        for r, score in ((found.get(i), score) for i, score in ranked)
+        if r is not None
+    ]
     return hits[:k]
