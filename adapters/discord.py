@@ -303,6 +303,7 @@ class DiscordAdapter:
             message_id=str(message.id),
             event_id=str(message.id),  # a gateway replay after a resume is dropped
             mentions_bot=bool(guild_id is None or mentioned or joined),
+            link=message.jump_url,
         )
 
     def reaction_event(

@@ -192,6 +192,7 @@ class SlackAdapter:
         self.bot_id: str | None = None
         self.bot_name = "lorebot"
         self.team_id: str | None = None
+        self.workspace_url = ""
         self.bound_address: tuple[str, int] | None = None
         """Where HTTP Events mode listens, once started (the real port when given 0)."""
         self._sink: EventSink | None = None
@@ -259,6 +260,7 @@ class SlackAdapter:
         self.bot_user_id = response.get("user_id")
         self.bot_id = response.get("bot_id")
         self.team_id = response.get("team_id")
+        self.workspace_url = str(response.get("url") or "")
         self.bot_name = str(response.get("user") or self.bot_name)
         granted = response_header(response, "x-oauth-scopes")
         if granted is None:
@@ -450,6 +452,7 @@ class SlackAdapter:
             str(ts),
             event_id,
             mentions_bot=True,
+            link=permalink(self.workspace_url, channel, str(ts), thread_id),
         )
 
     def _reaction(
@@ -581,3 +584,14 @@ class SlackAdapter:
         self._threads.move_to_end(key)
         while len(self._threads) > THREAD_MEMORY:
             self._threads.popitem(last=False)
+
+
+def permalink(workspace_url: str, channel: str, ts: str, thread_ts: str | None) -> str:
+    """Slack's web link to a message (`https://team.slack.com/archives/C…/p…`), or "" when
+    the workspace address is unknown."""
+    if not workspace_url:
+        return ""
+    link = f"{workspace_url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
+    if thread_ts and thread_ts != ts:
+        link += f"?thread_ts={thread_ts}&cid={channel}"
+    return link

@@ -21,7 +21,7 @@ import pytest
 from adapters.base import APPROVE, REJECT, ConversationRef, Event, ReactionEvent, UserRef
 from adapters.discord import BAD_TOKEN, MISSING_INTENT, DiscordAdapter, DiscordStartError
 from bot.app import Bot
-from memory import Scope
+from memory import Scope, Viewer, visibility_for
 from tests.bot.harness import make_settings
 from tests.conftest import FakeClock
 from tests.fakes.discord import (
@@ -180,6 +180,25 @@ async def test_a_mention_is_answered_with_the_models_reply_as_a_reply(running: R
     question = running.chat_turns()[-1]["messages"][-1]["content"]
     assert question.endswith("ask @Mallory or me: which VPN gateway?")
     assert "<@" not in question
+
+
+async def test_a_question_is_found_later_in_the_channels_history_with_its_discord_link(
+    running: Running,
+) -> None:
+    running.ollama.reply("Noted.")
+    asked = await running.discord.send_message(
+        f"{mention(BOT.id)} the deploy freeze starts on friday at noon", mentions=[BOT]
+    )
+    await running.discord.wait_for_posts(1)
+    here = visibility_for(
+        Viewer(Scope.parse(f"user:discord/{asked['author']['id']}"),
+               Scope.parse(f"channel:discord/{CHANNEL_ID}"))
+    )  # fmt: skip
+    [question, reply] = await running.bot.log.search("when does the freeze start", here, k=2)
+    assert question.content == "the deploy freeze starts on friday at noon"
+    link = f"https://discord.com/channels/{GUILD_ID}/{CHANNEL_ID}/{asked['id']}"
+    assert question.link == link
+    assert reply.content == "Noted." and reply.link == link  # a reply leads to its question
 
 
 async def test_mentions_in_one_channel_share_one_conversation_history(running: Running) -> None:

@@ -27,6 +27,7 @@ from adapters.base import AdapterConfigError as ConfigError
 from adapters.base import ConversationRef
 from adapters.slack import SlackAdapter, SlackRequestError
 from bot.app import Bot
+from memory import Scope, Viewer, visibility_for
 from tests.bot.harness import make_settings
 from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
@@ -110,6 +111,24 @@ async def test_an_app_mention_is_answered_in_its_thread_with_the_models_reply(
         "& https://example.com"
     )
     assert "<@" not in question
+
+
+async def test_a_question_is_found_later_in_the_channels_history_with_its_slack_link(
+    running: Running,
+) -> None:
+    slack = running.slack
+    body = slack.app_mention("<@UBOT> the deploy freeze starts on friday at noon")
+    await running.push(body)
+    ts = body["event"]["ts"]
+    here = visibility_for(Viewer(Scope.parse("user:slack/UALICE"), Scope.parse("channel:slack/C1")))
+    [question, _reply] = await running.bot.log.search("when does the freeze start", here, k=2)
+    assert question.content == "the deploy freeze starts on friday at noon"
+    assert question.author_name and question.role == "user"
+    assert question.link == f"https://lore-team.slack.com/archives/C1/p{ts.replace('.', '')}"
+    elsewhere = visibility_for(
+        Viewer(Scope.parse("user:slack/UALICE"), Scope.parse("channel:slack/C2"))
+    )
+    assert await running.bot.log.search("deploy freeze", elsewhere) == []
 
 
 async def test_a_mention_inside_a_thread_is_answered_in_that_thread(running: Running) -> None:
