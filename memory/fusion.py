@@ -14,7 +14,7 @@ Ranking = Sequence[tuple[int, float]]
 Method = Literal["weighted", "rrf"]
 
 # Share of the keyword score in `weighted` fusion; the rest is the vector score.
-KEYWORD_WEIGHT = 0.5
+KEYWORD_WEIGHT = 0.4
 RRF_K = 60
 
 
@@ -26,9 +26,11 @@ def _normalised(scores: dict[int, float]) -> dict[int, float]:
     return {i: 1.0 if span == 0 else (s - low) / span for i, s in scores.items()}
 
 
-def weighted(keyword: Ranking, vector: Ranking, keyword_weight: float = KEYWORD_WEIGHT) -> Ranking:
+def weighted(keyword: Ranking, vector: Ranking, keyword_weight: float | None = None) -> Ranking:
     """`keyword` holds bm25 scores (lower is better), `vector` cosine distances (lower is
     better); returns (id, fused score), best (highest) first."""
+    if keyword_weight is None:
+        keyword_weight = KEYWORD_WEIGHT
     words = _normalised({i: -score for i, score in keyword})
     near = _normalised({i: -distance for i, distance in vector})
     fused = {
