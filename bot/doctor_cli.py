@@ -12,8 +12,10 @@ import ollama
 
 from adapters.diagnosis import Finding
 from bot.config import Settings
+from bot.memory_setup import open_memory
 from bot.skill_use import build_catalog
-from memory import Database, StoreError
+from memory import Database, StoreError, driver
+from memory.errors import EmbeddingMismatch
 from memory.migrations import SCHEMA_VERSION
 
 Check = Finding
@@ -85,6 +87,30 @@ async def check_ollama(settings: Settings) -> list[Check]:
     return checks
 
 
+async def check_vectors(settings: Settings) -> list[Check]:
+    """The SQLite driver, and with an embedding model set: the model against the stored
+    vectors, and how many notes and messages wait for theirs."""
+    if not settings.ollama.embed_model:
+        return [Check(True, "vectors", f"off (no ollama.embed_model); {driver.driver_name()}")]
+    try:
+        memory = await open_memory(settings)
+    except EmbeddingMismatch as exc:
+        return [Check(False, "vectors", str(exc).split(". ")[0],
+                      "lorebot notes reembed, or set ollama.embed_model back")]  # fmt: skip
+    except StoreError as exc:
+        return [Check(False, "vectors", str(exc), "pip install sqlite-vec pysqlite3-binary")]
+    try:
+        state, waiting = memory.vectors.state, await memory.vectors.pending()
+    finally:
+        await memory.close()
+    if state is None:
+        return [Check(False, "vectors", f"{settings.ollama.embed_model} did not answer at "
+                      f"{settings.ollama.host}; {waiting} notes and messages wait",
+                      f"ollama pull {settings.ollama.embed_model}")]  # fmt: skip
+    return [Check(True, "vectors", f"{state.describe()} with {driver.driver_name()}; "
+                  f"{waiting} notes and messages wait for a vector")]  # fmt: skip
+
+
 async def check_skills(settings: Settings) -> list[Check]:
     catalog = build_catalog(settings.skills)
     skills, skipped = catalog.all(), catalog.skipped
@@ -130,7 +156,8 @@ def platform_checks(settings: Settings) -> list[PlatformCheck]:
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     source = f"from {settings.config}" if settings.config else "from the environment and defaults"
     results = [Check(True, "config", f"loaded {source}")]
-    for check in (check_database, check_ollama, check_skills, *platform_checks(settings)):
+    checks = (check_database, check_ollama, check_vectors, check_skills)
+    for check in (*checks, *platform_checks(settings)):
         results += await check(settings)
     if not settings.slack.configured and not settings.discord.configured:
         results.append(Check(True, "platforms", "none configured (`lorebot chat` still works)"))

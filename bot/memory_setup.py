@@ -13,13 +13,17 @@ from memory.db import Clock, utc_now
 from memory.embedder import Embedder, OllamaEmbedder
 from memory.vectors import VectorIndex
 
+EMBED_TIMEOUT_S = 30.0
+
 
 def embedder_for(settings: Settings) -> Embedder | None:
     """The Ollama embedder of `ollama.embed_model`, or None when none is set."""
     ollama = settings.ollama
     if not ollama.embed_model:
         return None
-    return OllamaEmbedder(ollama.host, ollama.embed_model, timeout_s=ollama.timeout_s)
+    # Queries wait on embeddings, so they get less time than a chat answer.
+    timeout_s = min(ollama.timeout_s, EMBED_TIMEOUT_S)
+    return OllamaEmbedder(ollama.host, ollama.embed_model, timeout_s=timeout_s)
 
 
 @dataclass
@@ -31,6 +35,8 @@ class Memory:
 
     async def close(self) -> None:
         await self.db.close()
+        if isinstance(self.vectors.embedder, OllamaEmbedder):
+            await self.vectors.embedder.aclose()
 
 
 async def open_memory(

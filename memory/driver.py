@@ -120,7 +120,7 @@ async def self_test(conn: Connection) -> Capabilities:
     vectors = conn.vec_problem
     if vectors is None:
         try:
-            await conn.execute("SELECT vec_distance_cosine('[1, 0]', '[0, 1]')")
+            await conn.execute("SELECT vec_distance_cosine(vec_int8(X'7F00'), vec_int8(X'007F'))")
         except Error as exc:
             vectors = str(exc)
     return Capabilities(fts5, vectors)

@@ -63,3 +63,6 @@ class OllamaEmbedder:
         if len(vectors) != len(texts):
             raise StoreError(f"Ollama returned {len(vectors)} vectors for {len(texts)} texts")
         return vectors
+
+    async def aclose(self) -> None:
+        await self._client.close()  # type: ignore[no-untyped-call]

@@ -20,6 +20,7 @@ from memory.vectors import (
     BATCH_SIZE,
     KINDS,
     MESSAGE,
+    NOTE,
     EmbeddingState,
     create_tables,
     drop_tables,
@@ -110,15 +111,45 @@ async def _embed_kind(
             ids = [int(r[0]) for r in await rows.fetchall()]
         if not ids:
             break
-        items = await texts_of(db.conn, kind, ids)
-        vectors = await embed_items(embedder, items) if items else {}
-        async with db.transaction() as conn:
-            await store_vectors(conn, target, kind, ids, items, vectors)
-            await _set_cursor(conn, kind, ids[-1])
-        cursor, done, embedded = ids[-1], done + len(ids), embedded + len(vectors)
+        embedded += await _embed_ids(db, embedder, target, kind, ids, cursor=ids[-1])
+        cursor, done = ids[-1], done + len(ids)
         if progress is not None:
             progress(kind, done, total)
+    # Items changed by a daemon between an interruption and this run lost their new vector
+    # (see VectorIndex._embed_batch): embed them again.
+    while True:
+        async with db.conn.execute(
+            f"SELECT id FROM {table} AS t WHERE NOT EXISTS (SELECT 1 FROM "
+            f"{target.table(kind)} AS v WHERE v.id = t.id) {_SEARCHABLE[kind]} LIMIT ?",
+            (batch_size,),
+        ) as rows:
+            ids = [int(r[0]) for r in await rows.fetchall()]
+        if not ids:
+            break
+        embedded += await _embed_ids(db, embedder, target, kind, ids, cursor=None)
     return embedded
+
+
+# Items that get a vector at all: messages without a scope are history only.
+_SEARCHABLE = {NOTE: "", MESSAGE: "AND t.scope != ''"}
+
+
+async def _embed_ids(
+    db: Database,
+    embedder: Embedder,
+    target: EmbeddingState,
+    kind: str,
+    ids: list[int],
+    *,
+    cursor: int | None,
+) -> int:
+    items = await texts_of(db.conn, kind, ids)
+    vectors = await embed_items(embedder, items) if items else {}
+    async with db.transaction() as conn:
+        await store_vectors(conn, target, kind, ids, items, vectors)
+        if cursor is not None:
+            await _set_cursor(conn, kind, cursor)
+    return len(vectors)
 
 
 async def _set_cursor(conn: aiosqlite.Connection, kind: str, value: int) -> None:

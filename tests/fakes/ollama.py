@@ -8,6 +8,9 @@ what the client sent (``fake.chat_requests``)::
     fake.tool_call("search_notes", {"q": "vpn"}) # a reply that calls a tool
     fake.error(500, "out of memory")             # HTTP 500 {"error": ...}
     fake.delay(5.0)                              # the next chat answer waits 5 s
+    fake.vectors["some text"] = [1.0, 0.0, ...]  # /api/embed returns this for that text
+    fake.hold_embeds(after=3)                    # embed requests after the 3rd wait …
+    fake.release_embeds()                        # … until released
     await fake.down()                            # stop listening: connection refused
     await fake.up()                              # listen again on the same port
 
@@ -148,6 +151,9 @@ class FakeOllama:
     embedding_dim: int = 8
     version: str = "0.12.6"
     default_reply: Callable[[Body], str] = _default_reply
+    # Embedding overrides, see ``vector_for``: exact texts, then texts containing a key.
+    vectors: dict[str, list[float]] = field(default_factory=dict)
+    vectors_containing: dict[str, list[float]] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list, init=False)
 
     _queue: deque[_Scripted] = field(default_factory=deque, init=False, repr=False)
@@ -156,6 +162,8 @@ class FakeOllama:
     _site: web.TCPSite | None = field(default=None, init=False, repr=False)
     _port: int | None = field(default=None, init=False, repr=False)
     _arrived: asyncio.Event | None = field(default=None, init=False, repr=False)
+    _hold_after: int | None = field(default=None, init=False, repr=False)
+    _released: asyncio.Event | None = field(default=None, init=False, repr=False)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -283,6 +291,42 @@ class FakeOllama:
     def delay(self, seconds: float) -> None:
         """Make the next /api/chat answer wait ``seconds`` first (delays queue up FIFO)."""
         self._delays.append(seconds)
+
+    def hold_embeds(self, *, after: int) -> None:
+        """Answer only the first ``after`` /api/embed requests (counted among the recorded
+        requests, so ``clear()`` restarts the count); later ones are recorded on arrival,
+        then wait until ``release_embeds()`` or until their client goes away.
+
+        A test can thus stop a client at an exact point of a batch job without timing:
+        ``await fake.wait_for_requests(after + 1, "/api/embed")`` returns once the client
+        has handled the first ``after`` answers and sent the next request.
+        """
+        self._hold_after = after
+        self._released = asyncio.Event()
+
+    def release_embeds(self) -> None:
+        """Answer the held /api/embed requests, and the following ones at once."""
+        self._hold_after = None
+        if self._released is not None:
+            self._released.set()
+
+    def _embed_gate(self) -> asyncio.Event | None:
+        """What a just-recorded /api/embed request must wait for, when it is held."""
+        if self._hold_after is None or len(self.requests_to("/api/embed")) <= self._hold_after:
+            return None
+        return self._released
+
+    def vector_for(self, text: str) -> list[float]:
+        """The vector /api/embed returns for ``text``: ``vectors[text]`` when it is a key,
+        else the vector of the first key of ``vectors_containing`` (in insertion order)
+        that occurs in ``text``, else ``embedding(text, embedding_dim)``. Overrides are
+        returned exactly as given: not normalised, and of their own length."""
+        if text in self.vectors:
+            return list(self.vectors[text])
+        for part, vector in self.vectors_containing.items():
+            if part in text:
+                return list(vector)
+        return embedding(text, self.embedding_dim)
 
     def clear(self) -> None:
         """Forget queued replies, delays and recorded requests."""
@@ -508,9 +552,11 @@ class FakeOllama:
         model = str(body.get("model") or "")
         if (missing := self._unknown(model)) is not None:
             return missing
+        if (gate := self._embed_gate()) is not None:
+            await gate.wait()
         raw = body.get("input", "")
         texts: Sequence[Any] = [raw] if isinstance(raw, str) else raw
-        vectors = [embedding(str(text), self.embedding_dim) for text in texts]
+        vectors = [self.vector_for(str(text)) for text in texts]
         tokens = sum(_count_tokens(str(text)) for text in texts)
         return _json(
             {
@@ -527,7 +573,7 @@ class FakeOllama:
         model = str(body.get("model") or "")
         if (missing := self._unknown(model)) is not None:
             return missing
-        return _json({"embedding": embedding(str(body.get("prompt", "")), self.embedding_dim)})
+        return _json({"embedding": self.vector_for(str(body.get("prompt", "")))})
 
     async def _version(self, request: web.Request) -> web.Response:
         await self._record(request)
