@@ -54,6 +54,9 @@ class Database:
         self._closed = False
         self._deferred: list[tuple[str, list[tuple[object, ...]]]] = []
         self._committed = asyncio.Event()
+        # A second, read-only connection so a search can run two queries at once on two
+        # cores (SQLite releases the GIL while it works); the writer itself when in memory.
+        self.reader: aiosqlite.Connection = conn
 
     @classmethod
     async def open(
@@ -73,10 +76,20 @@ class Database:
         db = cls(conn, path)
         try:
             await db._prepare(busy_timeout_ms, want_vectors)
+            if str(path) != ":memory:":
+                db.reader = await db._open_reader(busy_timeout_ms)
         except BaseException:
             await conn.close()
             raise
         return db
+
+    async def _open_reader(self, busy_timeout_ms: int) -> aiosqlite.Connection:
+        reader = driver.connect(self.path)
+        await reader
+        reader.row_factory = driver.Row
+        await reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        await reader.execute("PRAGMA query_only = 1")
+        return reader
 
     async def _prepare(self, busy_timeout_ms: int, want_vectors: bool) -> None:
         try:
@@ -170,4 +183,6 @@ class Database:
             return
         await self.flush()
         self._closed = True
+        if self.reader is not self.conn:
+            await self.reader.close()
         await self.conn.close()

@@ -223,17 +223,19 @@ class NoteStore:
     ) -> list[SearchHit]:
         assert self.vectors is not None
         pool = max(k * 4, FUSION_POOL)
-        keyword: list[tuple[int, float]] = []
-        if words is not None:
-            async with self.db.conn.execute(
-                f"SELECT rowid, {_BM25} AS score FROM notes_fts WHERE notes_fts MATCH ? "
-                "ORDER BY score LIMIT ?",
-                (f"{scope_match(visibility)} AND {words}", pool),
-            ) as cursor:
-                keyword = [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
-        near = await self.vectors.nearest(NOTE, vector, visibility, pool)
+        # The vector query runs on the reader while the word query runs on the writer.
+        nearest = asyncio.ensure_future(
+            self.vectors.nearest(NOTE, vector, visibility, pool, on_reader=True)
+        )
+        try:
+            by_words = await self._ranked_by_words(words, visibility, pool) if words else []
+        finally:
+            near = await nearest
+        notes = {note.id: note for note, _ in by_words}
+        keyword = [(note.id, score) for note, score in by_words]
         ranked = fuse(keyword, near, self.fusion)[: k + _SPARE]
-        notes = await self._visible_by_id([i for i, _ in ranked], visibility)
+        missing = [i for i, _ in ranked if i not in notes]
+        notes.update(await self._visible_by_id(missing, visibility))
         found = [(notes[i], score) for i, score in ranked if i in notes][:k]
         marked = {}
         if snippets and words is not None:
@@ -255,6 +257,15 @@ class NoteStore:
     async def _by_words(
         self, words: str, visibility: Visibility, k: int, snippets: bool
     ) -> list[SearchHit]:
+        ranked = await self._ranked_by_words(words, visibility, k)
+        marked = await self._snippets(words, [n.id for n, _ in ranked]) if snippets else {}
+        return [SearchHit(note, -score, marked.get(note.id, "")) for note, score in ranked]
+
+    async def _ranked_by_words(
+        self, words: str, visibility: Visibility, k: int
+    ) -> list[tuple[Note, float]]:
+        """The k best live notes matching `words` that `visibility` may read, with their
+        bm25 scores (lower is better)."""
         where, params = _visibility_sql(visibility, alias="n.")
         match = f"{scope_match(visibility)} AND {words}"
         now = to_db_time(self.clock())
@@ -269,9 +280,7 @@ class NoteStore:
         # purged yet; the WHERE clause re-checks visibility after the MATCH did.
         params_all = (match, k + _SPARE, *params, now, k)
         async with self.db.conn.execute(sql, params_all) as cursor:
-            ranked = [(rows.note_from_row(r), float(r["score"])) for r in await cursor.fetchall()]
-        marked = await self._snippets(words, [n.id for n, _ in ranked]) if snippets else {}
-        return [SearchHit(note, -score, marked.get(note.id, "")) for note, score in ranked]
+            return [(rows.note_from_row(r), float(r["score"])) for r in await cursor.fetchall()]
 
     async def _snippets(self, words: str, ids: list[int]) -> dict[int, str]:
         if not ids:

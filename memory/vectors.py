@@ -240,12 +240,32 @@ class VectorIndex:
         return vector
 
     async def nearest(
-        self, kind: str, vector: Sequence[float], visibility: Visibility, k: int
+        self,
+        kind: str,
+        vector: Sequence[float],
+        visibility: Visibility,
+        k: int,
+        *,
+        on_reader: bool = False,
     ) -> list[tuple[int, float]]:
         """(id, cosine distance) of the k nearest items within `visibility`, nearest first.
-        Messages are read only in the conversation's own scopes (`visibility.full`)."""
-        if self.state is None or k <= 0:
+        Messages are read only in the conversation's own scopes (`visibility.full`).
+        `on_reader` runs the query on the database's read-only connection, beside the
+        writer; it sees only committed vectors."""
+        query = self.nearest_sql(kind, vector, visibility, k)
+        if query is None:
             return []
+        conn = self.db.reader if on_reader else self.db.conn
+        async with conn.execute(*query) as cursor:
+            return [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
+
+    def nearest_sql(
+        self, kind: str, vector: Sequence[float], visibility: Visibility, k: int
+    ) -> tuple[str, tuple[object, ...]] | None:
+        """The query of `nearest` (columns `id`, `score`), for callers that run it as part
+        of a larger statement; None when it can find nothing."""
+        if self.state is None or k <= 0:
+            return None
         full = [str(s) for s in visibility.full]
         public = [str(s) for s in visibility.public_only] if kind == NOTE else []
         clauses = []
@@ -254,14 +274,12 @@ class VectorIndex:
         if public:
             clauses.append(f"(scope IN ({', '.join('?' for _ in public)}) AND private = 0)")
         if not clauses:
-            return []
-        async with self.db.conn.execute(
-            "SELECT id, vec_distance_cosine(vec_int8(embedding), vec_int8(?)) AS distance "
-            f"FROM {self.state.table(kind)} WHERE {' OR '.join(clauses)} "
-            "ORDER BY distance LIMIT ?",
-            (serialize(vector), *full, *public, k),
-        ) as cursor:
-            return [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
+            return None
+        sql = (
+            "SELECT id, vec_distance_cosine(vec_int8(embedding), vec_int8(?)) AS score "
+            f"FROM {self.state.table(kind)} WHERE {' OR '.join(clauses)} ORDER BY score LIMIT ?"
+        )
+        return sql, (serialize(vector), *full, *public, k)
 
     async def pending(self) -> int:
         return int(await self.db.scalar("SELECT count(*) FROM embed_queue"))
