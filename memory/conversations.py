@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta
 
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.fts import query_terms
-from memory.message_search import MessageHit, index_tail, search_messages
+from memory.message_search import MessageHit, index_new, search_messages
 from memory.vectors import VectorIndex
 from memory.visibility import Visibility
 
@@ -73,7 +73,7 @@ class ConversationLog:
                 ],
             )
             if scope:
-                await index_tail(conn, conversation, len(entries))
+                await index_new(conn, conversation, scope)
 
     async def search(
         self,
@@ -92,19 +92,19 @@ class ConversationLog:
         )
 
     async def index_older_messages(self) -> int:
-        """Index messages logged before message search existed; returns how many."""
+        """Index messages logged before message search existed; returns how many
+        conversations had some."""
         indexed = await self.db.scalar("SELECT coalesce(max(rowid), 0) FROM messages_fts")
         async with self.db.conn.execute(
-            "SELECT DISTINCT conversation FROM messages WHERE id > ? AND scope != ''",
+            "SELECT DISTINCT conversation, scope FROM messages WHERE id > ? AND scope != ''",
             (indexed,),
         ) as cursor:
-            conversations = [r[0] for r in await cursor.fetchall()]
+            conversations = [(r[0], r[1]) for r in await cursor.fetchall()]
+        if not conversations:
+            return 0
         async with self.db.transaction() as conn:
-            for conversation in conversations:
-                count = await self.db.scalar(
-                    "SELECT count(*) FROM messages WHERE conversation = ?", (conversation,)
-                )
-                await index_tail(conn, conversation, int(count))
+            for conversation, scope in conversations:
+                await index_new(conn, conversation, scope, after=indexed)
         return len(conversations)
 
     async def history(self, conversation: str, limit: int = 60) -> History:

@@ -1,9 +1,11 @@
 """Searching past messages: a word index with each message's neighbours and author, fused
 with message vectors when they are on.
 
-A message is indexed with the text of the message before and after it in a `context`
-column at a lower weight, so a short reply ("yep, 8443") is found by the question it
-answered; and with its author's name in a column of its own ("what did Priya say…").
+A message is indexed with the text of the message before it in a `context` column at half
+weight, so a short reply ("yep, 8443") is found by the question it answered; and with its
+author's name in a column of its own ("what did Priya say…"). (The message after it too
+measured no better in benchmarks/recall_quality.py and would mean re-indexing the
+previous message on every new one.)
 A conversation reads only messages of its own scopes: a channel its channel's, a DM the
 person's own DMs; never another person's or another channel's.
 """
@@ -26,7 +28,7 @@ from memory.visibility import Visibility, scope_keys
 CONTENT_WEIGHT = 1.0
 CONTEXT_WEIGHT = 0.5
 AUTHOR_WEIGHT = 1.0
-# Characters each neighbour contributes to a message's context.
+# Characters of the previous message in a message's context.
 CONTEXT_CHARS = 400
 _POOL = 20
 
@@ -44,36 +46,21 @@ class MessageHit:
     score: float
 
 
-def _context(before: str | None, after: str | None) -> str:
-    return "\n".join(text[:CONTEXT_CHARS] for text in (before, after) if text)
-
-
-async def index_tail(conn: aiosqlite.Connection, conversation: str, new: int) -> None:
-    """Index the last `new` messages of `conversation`, and re-index the one before them,
-    whose context now includes the first of them."""
-    async with conn.execute(
-        "SELECT id, scope, author_name, content FROM messages WHERE conversation = ? "
-        "ORDER BY id DESC LIMIT ?",
-        (conversation, new + 2),
-    ) as cursor:
-        rows = list(await cursor.fetchall())[::-1]
-    start = max(0, len(rows) - new - 1)
-    entries = []
-    for position in range(start, len(rows)):
-        before = rows[position - 1][3] if position > 0 else None
-        after = rows[position + 1][3] if position + 1 < len(rows) else None
-        entries.append((rows[position], _context(before, after)))
-    await conn.executemany(
-        "DELETE FROM messages_fts WHERE rowid = ?", [(row[0],) for row, _ in entries]
-    )
-    await conn.executemany(
+async def index_new(
+    conn: aiosqlite.Connection, conversation: str, scope: str, after: int | None = None
+) -> None:
+    """Index the messages of `conversation` after message id `after` (by default: those
+    logged since the last indexing), each with the message before it as context, in one
+    statement, so a turn's history write stays cheap."""
+    since = "(SELECT coalesce(max(rowid), 0) FROM messages_fts)" if after is None else "?"
+    await conn.execute(
         "INSERT INTO messages_fts (rowid, content, context, author, scope_keys) "
-        "VALUES (?, ?, ?, ?, ?)",
-        [
-            (row[0], row[3], context, row[2], scope_keys_of(row[1]))
-            for row, context in entries
-            if row[1]
-        ],
+        "SELECT m.id, m.content, coalesce(substr((SELECT p.content FROM messages AS p "
+        "WHERE p.conversation = m.conversation AND p.id < m.id ORDER BY p.id DESC LIMIT 1), "
+        f"1, ?), ''), m.author_name, ? FROM messages AS m WHERE m.conversation = ? "
+        f"AND m.scope = ? AND m.id > {since}",
+        (CONTEXT_CHARS, scope_keys_of(scope), conversation, scope)
+        + (() if after is None else (after,)),
     )
 
 
