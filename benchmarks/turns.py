@@ -63,7 +63,7 @@ from adapters.base import ConversationRef, EventSink, Message, PostedMessage, Us
 from bot.app import Bot
 from bot.config import Settings
 from bot.model import DEFAULT_CONTEXT, ChatResult, Model, ModelInfo
-from memory import Category, NoteDraft, Scope
+from memory import Category, NoteDraft, Scope, driver
 from memory.conversations import LogEntry
 
 PLATFORM = "bench"
@@ -812,7 +812,7 @@ async def run(args: argparse.Namespace) -> Results:
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
-            "sqlite": __import__("sqlite3").sqlite_version,
+            "sqlite": driver.driver_name(),
         },
         args=vars(args).copy(),
     )
@@ -860,7 +860,7 @@ def report(results: Results) -> str:
         f"Agent turns, {cor['notes']:,} notes in {cor['scopes']:,} scopes "
         f"({cor['bench_scope_notes']:,} in the benchmark conversations' scopes), "
         f"{results.machine['cpus']} CPUs, Python {results.machine['python']}, "
-        f"SQLite {results.machine['sqlite']}",
+        f"{results.machine['sqlite']}",
         "",
         "| measure | value |",
         "|---|---|",
