@@ -195,7 +195,7 @@ class VectorIndex:
             raise EmbeddingMismatch(_mismatch(stored, f"{wanted}"))
         try:
             probe = await self.embedder.embed(["lorebot dimension probe"])
-        except EmbedderUnavailable as exc:
+        except (EmbedderUnavailable, StoreError) as exc:  # down, or the model not pulled
             if stored is None:
                 _log.warning("vectors wait until the embedding model answers: %s", exc)
             else:
@@ -333,22 +333,18 @@ class VectorIndex:
             try:
                 if self.state is None:
                     await self.prepare()
-                if await self.backfill():
-                    delay = RETRY_START_S
-            except EmbedderUnavailable as exc:
-                _log.warning("embedding paused for %.0f s: %s", delay, exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_MAX_S)
-                continue
+                if self.state is not None:
+                    if await self.backfill():
+                        delay = RETRY_START_S
+                    await self.db.wait_for_commit(idle_s)
+                    continue
             except EmbeddingMismatch as exc:
                 _log.error("embedding stopped: %s", exc)
                 return
-            except StoreError as exc:
-                _log.error("embedding paused for %.0f s: %s", delay, exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_MAX_S)
-                continue
-            await self.db.wait_for_commit(idle_s)
+            except StoreError as exc:  # unreachable, or the model is not pulled yet
+                _log.warning("embedding paused for %.0f s: %s", delay, exc)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_S)
 
 
 def _mismatch(stored: EmbeddingState, configured: str) -> str:

@@ -92,3 +92,26 @@ async def test_turns_still_answer_by_words_when_embeddings_fail(harness: Harness
 
     assert harness.adapter.replies[-1] == "vpn-2."
     assert "vpn-2" in harness.last_prompt()[-1]["content"].split("<relevant-memories>")[1]
+
+
+async def test_the_daemon_starts_before_the_embedding_model_is_pulled(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    fake_ollama.models = ["qwen3:8b"]  # `ollama pull nomic-embed-text` not done yet
+    fake_ollama.embedding_dim = DIM
+    h = await start_harness(
+        tmp_path, fake_ollama, clock, ollama={"embed_model": "nomic-embed-text"}
+    )
+    try:
+        await h.bot.notes.save(NoteDraft(CHANNEL, "vpn", "the VPN gateway is vpn-2"), actor="t")
+        h.ollama.reply("vpn-2.")
+        await h.say("which VPN gateway?")
+        assert h.adapter.replies[-1] == "vpn-2."
+        assert h.bot.vectors.state is None  # words alone until the model is there
+        assert await h.bot.vectors.pending() == 0  # nothing is queued before the setup
+
+        fake_ollama.models.append("nomic-embed-text")
+        await h.bot.vectors.prepare()
+        assert await h.bot.vectors.backfill() >= 1  # the note saved meanwhile is embedded
+    finally:
+        await h.bot.stop()
