@@ -213,24 +213,31 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         return await _search_history(args, settings, visibility)
     async with open_store(settings, vectors=True) as store:
         hits = await store.search(args.query, visibility, k=args.k)
-    if args.json:
-        payload = [
+    found = [
+        (
             {
                 "scope": str(h.note.scope),
                 "topic": h.note.topic,
                 "summary": h.note.summary,
                 "score": h.score,
                 "snippet": h.snippet,
-            }
-            for h in hits
-        ]
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
+            },
+            f"{h.note.scope}  {h.note.index_line}\n    {h.snippet}",
+        )  # fmt: skip
+        for h in hits
+    ]
+    return _print_found(found, as_json=args.json)
+
+
+def _print_found(found: list[tuple[dict[str, Any], str]], *, as_json: bool) -> int:
+    """Search results as a JSON array, or as text (one entry per result)."""
+    if as_json:
+        print(json.dumps([fields for fields, _ in found], ensure_ascii=False, indent=2))
         return 0
-    if not hits:
+    if not found:
         print("nothing found")
-    for hit in hits:
-        print(f"{hit.note.scope}  {hit.note.index_line}")
-        print(f"    {hit.snippet}")
+    for _, text in found:
+        print(text)
     return 0
 
 
@@ -242,8 +249,8 @@ async def _search_history(
         hits = await memory.log.search(args.query, visibility, k=args.k, vectors=memory.vectors)
     finally:
         await memory.close()
-    if args.json:
-        payload = [
+    found = [
+        (
             {
                 "scope": h.scope,
                 "conversation": h.conversation,
@@ -253,18 +260,13 @@ async def _search_history(
                 "at": h.created_at,
                 "link": h.link,
                 "score": h.score,
-            }
-            for h in hits
-        ]
-        print(json.dumps(payload, ensure_ascii=False, indent=2))
-        return 0
-    if not hits:
-        print("nothing found")
-    for hit in hits:
-        print(f"{hit.created_at[:16].replace('T', ' ')}  {hit.author_name or hit.role}  "
-              f"({hit.scope})  {hit.link or hit.conversation}")  # fmt: skip
-        print(f"    {' '.join(hit.content.split())[:300]}")
-    return 0
+            },
+            f"{h.created_at[:16].replace('T', ' ')}  {h.author_name or h.role}  ({h.scope})  "
+            f"{h.link or h.conversation}\n    {' '.join(h.content.split())[:300]}",
+        )  # fmt: skip
+        for h in hits
+    ]
+    return _print_found(found, as_json=args.json)
 
 
 async def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
