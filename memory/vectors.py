@@ -192,7 +192,7 @@ class VectorIndex:
             return
         wanted = model_name(self.embedder.model)
         if stored is not None and stored.model != wanted:
-            raise EmbeddingMismatch(_mismatch(stored, f"{wanted}"))
+            raise EmbeddingMismatch(_mismatch(stored, wanted))
         try:
             probe = await self.embedder.embed(["lorebot dimension probe"])
         except (EmbedderUnavailable, StoreError) as exc:  # down, or the model not pulled
@@ -205,7 +205,7 @@ class VectorIndex:
         dim = len(probe[0])
         if stored is not None:
             if stored.dim != dim:
-                raise EmbeddingMismatch(_mismatch(stored, f"{wanted} ({dim} dimensions)"))
+                raise EmbeddingMismatch(_mismatch(stored, wanted, dim))
             self.state = stored
             return
         self.state = await self._set_up(EmbeddingState(wanted, dim, 1))
@@ -235,7 +235,7 @@ class VectorIndex:
             self._query_backoff_until = time.monotonic() + QUERY_BACKOFF_S
             return None
         if len(vector) != self.state.dim:
-            _log.error(_mismatch(self.state, f"{self.embedder.model} ({len(vector)} dimensions)"))
+            _log.error(_mismatch(self.state, model_name(self.embedder.model), len(vector)))
             return None
         return vector
 
@@ -347,7 +347,15 @@ class VectorIndex:
             delay = min(delay * 2, RETRY_MAX_S)
 
 
-def _mismatch(stored: EmbeddingState, configured: str) -> str:
+def _mismatch(stored: EmbeddingState, model: str, dim: int | None = None) -> str:
+    if model == stored.model:  # the same name answers with another dimension
+        return (
+            f"the stored vectors were made by {stored.describe()}, but {model} now returns "
+            f"{dim} dimensions (was it replaced in Ollama?). Nothing was changed. Run "
+            "`lorebot notes reembed` to re-embed every note and message with it (it can be "
+            "interrupted and resumed)"
+        )
+    configured = model if dim is None else f"{model} ({dim} dimensions)"
     return (
         f"the stored vectors were made by {stored.describe()}, but ollama.embed_model is "
         f"{configured}. Nothing was changed. Either set ollama.embed_model back to "

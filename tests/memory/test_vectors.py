@@ -343,7 +343,9 @@ async def fill(recall: Recall) -> None:
 @pytest.mark.parametrize(
     ("model", "dim", "configured"),
     [
-        pytest.param(EMBED, 12, "embed-test:latest (12 dimensions)", id="other-dimension"),
+        pytest.param(
+            EMBED, 12, "embed-test:latest now returns 12 dimensions", id="other-dimension"
+        ),
         pytest.param(OTHER, DIM, "other-embed:latest", id="other-model"),
     ],
 )
