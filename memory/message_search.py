@@ -1,4 +1,4 @@
-"""Searching past messages: a word index with each message's neighbours and author, fused
+"""Searching past messages: a word index with each message's predecessor and author, fused
 with message vectors when they are on.
 
 A message is indexed with the text of the message before it in a `context` column at half

@@ -172,7 +172,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 6: vectors. The model in use and what it made, a queue of notes and messages whose
     # vector is missing or stale (filled only once an embedding model is set), and a word
-    # index of messages: each with its neighbours as context and its author's name.
+    # index of messages: each with the message before it as context and its author's name.
     """
     CREATE TABLE embedding_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
     CREATE TABLE embed_queue (
