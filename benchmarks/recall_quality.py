@@ -51,11 +51,11 @@ from memory import (
     visibility_for,
 )
 from memory.conversations import ConversationLog, LogEntry
-from memory.fts import match_terms, query_terms, quote
+from memory.fts import match_terms, query_terms
 from memory.message_search import search_messages
 from memory.types import Category
 from memory.vectors import MESSAGE, NOTE, EmbeddingState, VectorIndex, store_vectors
-from memory.visibility import Visibility, scope_keys, scope_match
+from memory.visibility import Visibility, explicit, scope_match
 
 DATA = Path(__file__).resolve().parent / "data" / "recall_eval"
 K = 10
@@ -277,12 +277,10 @@ async def message_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[s
         return [es.message_key[i] for i, _ in near]
 
     async def unstemmed(q: Question) -> list[str]:
-        terms = query_terms(q.text)
-        if not terms:
+        words = match_terms(query_terms(q.text), columns="content context author")
+        if words is None:
             return []
-        keys = " OR ".join(scope_keys(s, True) for s in q.visibility.full)
-        match = f"scope_keys : ({keys}) AND {{content context author}} : ("
-        match += " OR ".join(quote(t) for t in terms) + ")"
+        match = f"{scope_match(explicit(q.visibility.full))} AND {words}"
         weights = f"1.0, {DEFAULT_CONTEXT}, 1.0, 0.0"
         async with es.db.conn.execute(
             "SELECT rowid FROM messages_fts_plain WHERE messages_fts_plain MATCH ? "

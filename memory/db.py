@@ -46,8 +46,7 @@ class Database:
     """
 
     def __init__(self, conn: driver.Connection, path: Path) -> None:
-        self.conn: aiosqlite.Connection = conn
-        self._driver_conn = conn
+        self.conn = conn
         self.capabilities = driver.Capabilities(fts5=None, vectors=conn.vec_problem)
         self.path = path
         self._write_lock = asyncio.Lock()
@@ -72,7 +71,6 @@ class Database:
             await conn
         except driver.Error as exc:
             raise StoreError(f"cannot open database {path}: {exc}") from exc
-        conn.row_factory = driver.Row
         db = cls(conn, path)
         try:
             await db._prepare(busy_timeout_ms, want_vectors)
@@ -86,7 +84,6 @@ class Database:
     async def _open_reader(self, busy_timeout_ms: int) -> aiosqlite.Connection:
         reader = driver.connect(self.path)
         await reader
-        reader.row_factory = driver.Row
         await reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await reader.execute("PRAGMA query_only = 1")
         return reader
@@ -96,7 +93,7 @@ class Database:
             version = await self.scalar("PRAGMA user_version")
         except driver.DatabaseError as exc:
             raise StoreError(f"{self.path} is not a lorebot database: {exc}") from exc
-        self.capabilities = await driver.self_test(self._driver_conn)
+        self.capabilities = await driver.self_test(self.conn)
         problem = self.capabilities.explain(want_vectors=want_vectors)
         if problem is not None:
             raise StoreError(problem)

@@ -75,11 +75,12 @@ class Connection(aiosqlite.Connection):
 
 
 def connect(path: Path | str) -> Connection:
-    """A connection (await it to open) in autocommit mode, with sqlite-vec loaded when it
-    can be."""
+    """A connection (await it to open) in autocommit mode, rows as `Row`, with sqlite-vec
+    loaded when it can be."""
 
     def connector() -> Any:
         raw = _DRIVER.connect(str(path), isolation_level=None, check_same_thread=False)
+        raw.row_factory = Row
         conn.vec_problem = load_vec(raw)
         return raw
 

@@ -34,11 +34,11 @@ def quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def match_terms(terms: list[str]) -> str | None:
-    """An FTS5 expression matching any of `terms` in topic, summary or body."""
+def match_terms(terms: list[str], columns: str = "topic summary body") -> str | None:
+    """An FTS5 expression matching any of `terms` in `columns` (of a note by default)."""
     if not terms:
         return None
-    return "{topic summary body} : (" + " OR ".join(quote(term) for term in terms) + ")"
+    return f"{{{columns}}} : (" + " OR ".join(quote(term) for term in terms) + ")"
 
 
 def match_expression(text: str) -> str | None:

@@ -18,18 +18,16 @@ from typing import Any
 
 import aiosqlite
 
-from memory.fts import quote
+from memory.fts import match_terms
 from memory.fusion import Method, fuse
 from memory.types import Scope
-from memory.vectors import MESSAGE, VectorIndex
-from memory.visibility import Visibility, scope_keys
+from memory.vectors import MESSAGE, PREVIOUS_CHARS, VectorIndex
+from memory.visibility import Visibility, explicit, scope_keys, scope_match
 
 # bm25 weights of content, context, author, scope keys: set by benchmarks/recall_quality.py.
 CONTENT_WEIGHT = 1.0
 CONTEXT_WEIGHT = 0.5
 AUTHOR_WEIGHT = 1.0
-# Characters of the previous message in a message's context.
-CONTEXT_CHARS = 400
 _POOL = 20
 
 
@@ -59,13 +57,9 @@ async def index_new(
         "WHERE p.conversation = m.conversation AND p.id < m.id ORDER BY p.id DESC LIMIT 1), "
         f"1, ?), ''), m.author_name, ? FROM messages AS m WHERE m.conversation = ? "
         f"AND m.scope = ? AND m.id > {since}",
-        (CONTEXT_CHARS, scope_keys_of(scope), conversation, scope)
+        (PREVIOUS_CHARS, scope_keys(Scope.parse(scope), True), conversation, scope)
         + (() if after is None else (after,)),
     )
-
-
-def scope_keys_of(scope: str) -> str:
-    return scope_keys(Scope.parse(scope), True)
 
 
 async def search_messages(
@@ -82,11 +76,11 @@ async def search_messages(
     scopes = [str(s) for s in visibility.full]
     if not scopes or k <= 0:
         return []
-    keys = " OR ".join(scope_keys_of(s).split()[0] for s in scopes)
     keyword: list[tuple[int, float]] = []
-    if terms:
-        words = " OR ".join(quote(t) for t in terms)
-        match = f"scope_keys : ({keys}) AND {{content context author}} : ({words})"
+    words = match_terms(list(terms), columns="content context author")
+    if words is not None:
+        # Only the conversation's own scopes: no public keys of anyone's DMs.
+        match = f"{scope_match(explicit(visibility.full))} AND {words}"
         weights = f"{CONTENT_WEIGHT}, {CONTEXT_WEIGHT}, {AUTHOR_WEIGHT}, 0.0"
         async with conn.execute(
             f"SELECT rowid, bm25(messages_fts, {weights}) AS score FROM messages_fts "
@@ -114,9 +108,5 @@ async def _read(
         (*ids, *scopes),
     ) as cursor:
         found: dict[int, Any] = {r[0]: r for r in await cursor.fetchall()}
-    hits = [
-        MessageHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], score)
-        for r, score in ((found.get(i), score) for i, score in ranked)
-        if r is not None
-    ]
-    return hits[:k]
+    best = [(found[i], score) for i, score in ranked if i in found][:k]
+    return [MessageHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], s) for r, s in best]

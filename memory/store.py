@@ -251,8 +251,9 @@ class NoteStore:
         sql = (
             f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE id IN ({marks}) AND ({where}) AND {_LIVE}"
         )
-        found = await self._select(sql, (*ids, *params, to_db_time(self.clock())))
-        return {note.id: note for note in found}
+        # Not `_select`: a search must not flush deferred access counts (a write).
+        async with self.db.conn.execute(sql, (*ids, *params, to_db_time(self.clock()))) as cur:
+            return {r["id"]: rows.note_from_row(r) for r in await cur.fetchall()}
 
     async def _by_words(
         self, words: str, visibility: Visibility, k: int, snippets: bool

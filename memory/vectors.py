@@ -27,7 +27,7 @@ import aiosqlite
 
 from memory.db import Database
 from memory.embedder import Embedder, model_name
-from memory.errors import EmbedderUnavailable, EmbeddingMismatch, StoreError
+from memory.errors import EmbeddingMismatch, StoreError
 from memory.visibility import Visibility
 
 _log = logging.getLogger(__name__)
@@ -37,6 +37,7 @@ KINDS = (NOTE, MESSAGE)
 BATCH_SIZE = 32
 # How much of a note or message is embedded; small embedding models read ~512 tokens.
 EMBED_MAX_CHARS = 2000
+# Characters of the previous message a message carries, in its vector and word index.
 PREVIOUS_CHARS = 400
 RETRY_START_S = 5.0
 RETRY_MAX_S = 300.0
@@ -195,7 +196,7 @@ class VectorIndex:
             raise EmbeddingMismatch(_mismatch(stored, wanted))
         try:
             probe = await self.embedder.embed(["lorebot dimension probe"])
-        except (EmbedderUnavailable, StoreError) as exc:  # down, or the model not pulled
+        except StoreError as exc:  # unreachable, or the model is not pulled yet
             if stored is None:
                 _log.warning("vectors wait until the embedding model answers: %s", exc)
             else:
@@ -230,7 +231,7 @@ class VectorIndex:
             return None  # the model failed a moment ago: don't make every turn wait on it
         try:
             [vector] = await self.embedder.embed([text[:EMBED_MAX_CHARS]])
-        except (EmbedderUnavailable, StoreError) as exc:
+        except StoreError as exc:  # unreachable, or the model is gone
             _log.warning("searching by words alone for %.0f s: %s", QUERY_BACKOFF_S, exc)
             self._query_backoff_until = time.monotonic() + QUERY_BACKOFF_S
             return None
@@ -252,20 +253,8 @@ class VectorIndex:
         Messages are read only in the conversation's own scopes (`visibility.full`).
         `on_reader` runs the query on the database's read-only connection, beside the
         writer; it sees only committed vectors."""
-        query = self.nearest_sql(kind, vector, visibility, k)
-        if query is None:
-            return []
-        conn = self.db.reader if on_reader else self.db.conn
-        async with conn.execute(*query) as cursor:
-            return [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
-
-    def nearest_sql(
-        self, kind: str, vector: Sequence[float], visibility: Visibility, k: int
-    ) -> tuple[str, tuple[object, ...]] | None:
-        """The query of `nearest` (columns `id`, `score`), for callers that run it as part
-        of a larger statement; None when it can find nothing."""
         if self.state is None or k <= 0:
-            return None
+            return []
         full = [str(s) for s in visibility.full]
         public = [str(s) for s in visibility.public_only] if kind == NOTE else []
         clauses = []
@@ -274,12 +263,15 @@ class VectorIndex:
         if public:
             clauses.append(f"(scope IN ({', '.join('?' for _ in public)}) AND private = 0)")
         if not clauses:
-            return None
-        sql = (
-            "SELECT id, vec_distance_cosine(vec_int8(embedding), vec_int8(?)) AS score "
-            f"FROM {self.state.table(kind)} WHERE {' OR '.join(clauses)} ORDER BY score LIMIT ?"
-        )
-        return sql, (serialize(vector), *full, *public, k)
+            return []
+        conn = self.db.reader if on_reader else self.db.conn
+        async with conn.execute(
+            "SELECT id, vec_distance_cosine(vec_int8(embedding), vec_int8(?)) AS distance "
+            f"FROM {self.state.table(kind)} WHERE {' OR '.join(clauses)} "
+            "ORDER BY distance LIMIT ?",
+            (serialize(vector), *full, *public, k),
+        ) as cursor:
+            return [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
 
     async def pending(self) -> int:
         return int(await self.db.scalar("SELECT count(*) FROM embed_queue"))
