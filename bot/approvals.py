@@ -7,6 +7,7 @@ never from the model's words.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 from collections.abc import Mapping
 from datetime import timedelta
@@ -23,6 +24,7 @@ from adapters.base import (
     UserRef,
 )
 from bot import metrics
+from bot.config import Settings
 from memory import Conflict, Note, NoteDraft, NoteStore, Scope, ScopeKind
 from memory.events import EventLog
 from memory.proposals import (
@@ -34,10 +36,34 @@ from memory.proposals import (
     ProposalStore,
     note_save_payload,
 )
+from memory.types import TOPIC_MAX_CHARS
 from skills.types import Skill, SkillError
 from skills.writer import write_skill
 
 _log = logging.getLogger(__name__)
+
+
+READ_ONLY = "this channel's memory is read-only now, so nothing was changed"
+# Proposals that change memory, refused in a read-only channel.
+MEMORY_WRITES = frozenset({NOTE_SAVE, NOTE_FORGET, SKILL_CREATE})
+
+
+def build_approvals(
+    settings: Settings,
+    proposals: ProposalStore,
+    adapters: Mapping[str, Adapter],
+    events: EventLog | None = None,
+) -> ApprovalService:
+    """The approval service as the daemon and the CLI both use it, from settings."""
+    return ApprovalService(
+        proposals,
+        adapters,
+        admins=frozenset(settings.bot.admins),
+        ttl=timedelta(hours=settings.bot.proposal_ttl_hours),
+        skill_root=settings.skills.user_root,
+        events=events,
+        read_only=frozenset(settings.bot.read_only_channels),
+    )
 
 
 def scope_label(scope: Scope, conversation: ConversationRef) -> str:
@@ -74,6 +100,7 @@ class ApprovalService:
         ttl: timedelta,
         skill_root: Path | None = None,
         events: EventLog | None = None,
+        read_only: frozenset[str] = frozenset(),
     ) -> None:
         self.skill_root = skill_root
         self.events = events
@@ -82,6 +109,7 @@ class ApprovalService:
         self.adapters = adapters
         self.admins = admins
         self.ttl = ttl
+        self.read_only = read_only
 
     # --- proposing ------------------------------------------------------------------
 
@@ -90,7 +118,14 @@ class ApprovalService:
     ) -> Proposal:
         draft = self.notes.validate(draft)
         existing = await self.notes.get(draft.scope, draft.topic)
-        proposal = await self._create(NOTE_SAVE, conversation, requester, note_save_payload(draft))
+        if existing is not None and existing.private and not draft.private:
+            # A public save never touches, quotes or reveals a private note: it becomes a
+            # separate note of its own.
+            draft = dataclasses.replace(draft, topic=await self._free_topic(draft))
+            existing = None
+        payload = note_save_payload(draft)
+        payload["expect"] = await self.notes.content_fingerprint(draft.scope, draft.topic)
+        proposal = await self._create(NOTE_SAVE, conversation, requester, payload)
         verb = "Update" if existing else "Save"
         private = " (private)" if draft.private else ""
         lines = [
@@ -109,7 +144,11 @@ class ApprovalService:
     async def propose_forget(
         self, conversation: ConversationRef, requester: UserRef, note: Note
     ) -> Proposal:
-        payload = {"scope": str(note.scope), "topic": note.topic}
+        payload = {
+            "scope": str(note.scope),
+            "topic": note.topic,
+            "expect": await self.notes.content_fingerprint(note.scope, note.topic),
+        }
         proposal = await self._create(NOTE_FORGET, conversation, requester, payload)
         text = "\n".join(
             [
@@ -157,6 +196,15 @@ class ApprovalService:
         await self._post_card(proposal, conversation, requester, card, "create it")
         return await self.proposals.get(proposal.id)
 
+    async def _free_topic(self, draft: NoteDraft) -> str:
+        """The first `topic-N` that no note of the draft's scope uses."""
+        for number in itertools.count(2):
+            suffix = f"-{number}"
+            topic = draft.topic[: TOPIC_MAX_CHARS - len(suffix)].rstrip("-") + suffix
+            if await self.notes.get(draft.scope, topic) is None:
+                return topic
+        raise AssertionError("unreachable")
+
     async def _create(
         self,
         kind: str,
@@ -189,7 +237,9 @@ class ApprovalService:
         )
         adapter = self.adapters[conversation.platform]
         posted = await adapter.send(conversation, f"{text}\n{footer}")
-        await self.proposals.attach_card(proposal.id, posted.message_id)
+        await self.proposals.attach_card(
+            proposal.id, posted.conversation.channel_id, posted.message_id
+        )
         for emoji in (APPROVE, REJECT):
             await adapter.add_reaction(posted, emoji)
 
@@ -202,8 +252,9 @@ class ApprovalService:
         """Apply a ✅/❌ on a card; anything else, or from anyone else, changes nothing."""
         if not event.added or event.emoji not in (APPROVE, REJECT):
             return None
+        conv = event.conversation
         proposal = await self.proposals.by_card(
-            event.conversation.platform, event.target_message_id
+            conv.platform, conv.channel_id, event.target_message_id
         )
         if proposal is None:
             return None
@@ -216,12 +267,17 @@ class ApprovalService:
         return await self.decide(proposal.id, approve=event.emoji == APPROVE, by=event.user.scope)
 
     async def decide(self, proposal_id: int, *, approve: bool, by: str) -> Proposal:
-        """Decide a proposal and edit its card; an expired one gets its card marked."""
+        """Decide a proposal and carry it out. The card is finished by `follow_up`, by
+        whichever process has the platform connected; an expired one is marked expired."""
         try:
-            proposal = await self.proposals.decide(proposal_id, approve=approve, decided_by=by)
+            proposal = await self.proposals.get(proposal_id)
+            if approve and self._now_read_only(proposal):
+                proposal = await self.proposals.refuse(proposal_id, READ_ONLY, decided_by=by)
+            else:
+                proposal = await self.proposals.decide(proposal_id, approve=approve, decided_by=by)
         except Conflict:
             for expired in await self.proposals.expire_due():
-                await self.update_card(expired)
+                await self.follow_up(expired)
             raise
         if proposal.kind == SKILL_CREATE and proposal.status == "approved":
             proposal = await self._write_skill(proposal)
@@ -229,8 +285,27 @@ class ApprovalService:
         metrics.PROPOSALS.labels(proposal.kind, proposal.status).inc()
         if proposal.status == "approved":
             await self.capture(proposal)
-        await self.update_card(proposal)
         return proposal
+
+    def _now_read_only(self, proposal: Proposal) -> bool:
+        """Whether the proposal would change memory from a channel that is read-only now
+        (it may have become read-only after the card was posted)."""
+        conversation = conversation_of(proposal)
+        return (
+            proposal.kind in MEMORY_WRITES
+            and not conversation.is_dm
+            and conversation.channel_scope in self.read_only
+        )
+
+    async def follow_up(self, proposal: Proposal) -> bool:
+        """Finish a decided proposal's card, once across processes. False when another
+        caller did, or this process has no connection to the card's platform."""
+        if proposal.platform not in self.adapters:
+            return False
+        if not await self.proposals.claim_follow_up(proposal.id):
+            return False
+        await self.update_card(proposal)
+        return True
 
     async def capture(self, proposal: Proposal) -> None:
         """Record an applied change as an event for pattern extraction (L1)."""
@@ -261,7 +336,7 @@ class ApprovalService:
         """Mark overdue proposals expired and say so on their cards."""
         expired = await self.proposals.expire_due()
         for proposal in expired:
-            await self.update_card(proposal)
+            await self.follow_up(proposal)
         return len(expired)
 
     async def update_card(self, proposal: Proposal) -> None:
@@ -298,6 +373,8 @@ class ApprovalService:
             note = await self.notes.get(scope, topic)
             if note is None:
                 return f"{APPROVE} Approved (proposal #{proposal.id}), but the note is gone."
+            if note.private and not conversation_of(proposal).is_dm:
+                return f"{APPROVE} Approved (proposal #{proposal.id})."
             verb = {"created": "Saved", "updated": "Updated"}.get(proposal.outcome, "Kept")
             return (
                 f"{APPROVE} {verb} `{note.topic}` in {where}: {note.summary}\n"

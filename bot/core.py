@@ -16,10 +16,10 @@ from bot.config import Settings
 from bot.model import ModelUnavailable
 from bot.split import split_message
 from bot.structured import InvalidModelOutput, ask_structured
-from memory import InvalidInput, NoteStore, NotFound
+from memory import InvalidInput, NoteStore, NotFound, Visibility
 from memory.fts import query_terms
 from memory.proposals import Proposal
-from memory.types import SUMMARY_MAX_CHARS, slugify, validate_topic
+from memory.types import SUMMARY_MAX_CHARS, ScopeKind, slugify, validate_topic
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
@@ -100,7 +100,10 @@ class Core:
             await self.reply(ctx.conversation, result.reply)
 
     async def after_decision(self, proposal: Proposal) -> None:
-        """Resume the turn that waited for this proposal, and post its answer."""
+        """Finish the card of a decided proposal, resume the turn that waited for it and
+        post its answer; done once, by whichever caller claims it first."""
+        if not await self.approvals.follow_up(proposal):
+            return
         result = await self.agent.resume(proposal)
         if result is not None and result.reply:
             await self.reply(ConversationRef(**proposal.conversation), result.reply)
@@ -157,19 +160,22 @@ class Core:
         await self.approvals.propose_forget(ctx.conversation, ctx.author, note)
 
     async def undo(self, ctx: TurnContext) -> None:
+        """Revert the person's latest change that this conversation can see: in a channel,
+        never a change to one of their private notes."""
+        if ctx.read_only:
+            await self.reply(ctx.conversation, "This channel's memory is read-only.")
+            return
+        visible = ctx.visibility
+        writable = Visibility(
+            full=tuple(s for s in visible.full if s.kind is not ScopeKind.TEAM),
+            public_only=tuple(s for s in visible.public_only if s.kind is not ScopeKind.TEAM),
+        )
         try:
-            change = await self.notes.undo(ctx.author.scope, scopes=ctx.writable())
+            change = await self.notes.undo(ctx.author.scope, visibility=writable)
         except NotFound:
             await self.reply(ctx.conversation, "There is no change of yours to undo here.")
             return
         what = "Removed" if change.after is None else "Restored"
-        private = any(
-            bool(state.get("private")) for state in (change.before, change.after) if state
-        )
-        if private and not ctx.conversation.is_dm:
-            # Never name a private note in a channel.
-            await self.reply(ctx.conversation, f"↩️ Undone. {what} one of your private notes.")
-            return
         where = scope_label(change.scope, ctx.conversation)
         await self.reply(ctx.conversation, f"↩️ Undone. {what} `{change.topic}` in {where}.")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -16,8 +16,16 @@ import aiosqlite
 
 from memory.db import from_db_time, to_db_time
 from memory.errors import Conflict, InvalidInput, NotFound
+from memory.rows import content_fingerprint
 from memory.store import NoteStore
 from memory.types import Category, NoteDraft, Scope
+
+# A note that changed after its card was shown is not touched: the person approved what
+# the card said, not what the note became. The message names no content.
+STALE = (
+    "the note changed after this card was shown, so nothing was applied; "
+    "ask again to see it as it is now"
+)
 
 _log = logging.getLogger(__name__)
 
@@ -43,6 +51,7 @@ class Proposal:
     expires_at: datetime
     decided_by: str | None
     outcome: str
+    followed_up: bool = False
 
     @property
     def pending(self) -> bool:
@@ -107,11 +116,11 @@ class ProposalStore:
         assert cursor.lastrowid is not None
         return await self.get(cursor.lastrowid)
 
-    async def attach_card(self, proposal_id: int, card_message_id: str) -> None:
+    async def attach_card(self, proposal_id: int, channel_id: str, card_message_id: str) -> None:
         async with self.db.transaction() as conn:
             await conn.execute(
-                "UPDATE proposals SET card_message_id = ? WHERE id = ?",
-                (card_message_id, proposal_id),
+                "UPDATE proposals SET card_channel_id = ?, card_message_id = ? WHERE id = ?",
+                (channel_id, card_message_id, proposal_id),
             )
 
     async def get(self, proposal_id: int) -> Proposal:
@@ -120,9 +129,14 @@ class ProposalStore:
             raise NotFound(f"there is no proposal {proposal_id}")
         return found[0]
 
-    async def by_card(self, platform: str, card_message_id: str) -> Proposal | None:
+    async def by_card(
+        self, platform: str, channel_id: str, card_message_id: str
+    ) -> Proposal | None:
+        """The proposal whose card is message `card_message_id` in `channel_id` (a Slack
+        ts is unique only within its channel)."""
         found = await self._select(
-            "WHERE platform = ? AND card_message_id = ?", (platform, card_message_id)
+            "WHERE platform = ? AND card_channel_id = ? AND card_message_id = ?",
+            (platform, channel_id, card_message_id),
         )
         return found[0] if found else None
 
@@ -155,13 +169,45 @@ class ProposalStore:
             if isinstance(exc, Conflict):
                 raise
             # The change no longer applies (e.g. the note was already forgotten).
-            async with self.db.transaction() as conn:
-                await conn.execute(
-                    "UPDATE proposals SET status = 'failed', outcome = ?, decided_by = ?, "
-                    "decided_at = ? WHERE id = ? AND status = 'pending'",
-                    (str(exc), decided_by, now, proposal_id),
-                )
+            await self.refuse(proposal_id, str(exc), decided_by=decided_by)
         return await self.get(proposal_id)
+
+    async def refuse(self, proposal_id: int, reason: str, *, decided_by: str) -> Proposal:
+        """Close a pending proposal as failed without applying it, saying why; raises
+        `Conflict` when it is no longer pending or expired."""
+        now = to_db_time(self.clock())
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE proposals SET status = 'failed', outcome = ?, decided_by = ?, "
+                "decided_at = ? WHERE id = ? AND status = 'pending' AND expires_at > ?",
+                (reason, decided_by, now, proposal_id, now),
+            )
+            if cursor.rowcount != 1:
+                await self._claim(conn, proposal_id, False, decided_by, now)  # raises why
+        return await self.get(proposal_id)
+
+    async def claim_follow_up(self, proposal_id: int) -> bool:
+        """Claim the follow-up of a decided proposal (its card edit and the resumed turn);
+        True for exactly one caller, so a card is finished once across processes."""
+        async with self.db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE proposals SET followed_up_at = ? WHERE id = ? "
+                "AND status != 'pending' AND followed_up_at IS NULL",
+                (to_db_time(self.clock()), proposal_id),
+            )
+        return cursor.rowcount == 1
+
+    async def to_follow_up(self, platforms: Sequence[str]) -> list[Proposal]:
+        """Decided proposals on these platforms whose card and turn are not finished yet,
+        e.g. decided with `lorebot proposals approve` while the daemon runs."""
+        if not platforms:
+            return []
+        marks = ", ".join("?" for _ in platforms)
+        return await self._select(
+            f"WHERE followed_up_at IS NULL AND status != 'pending' AND platform IN ({marks}) "
+            "ORDER BY id",
+            tuple(platforms),
+        )
 
     async def mark(self, proposal_id: int, outcome: str, *, failed: bool = False) -> Proposal:
         """Record what happened when a decided proposal was carried out outside SQL."""
@@ -209,6 +255,11 @@ class ProposalStore:
         reason = f"proposal {proposal.id}"
         if proposal.kind == NOTE_SAVE:
             draft = self.notes.validate(draft_from_payload(proposal.payload))
+            current = await self.notes.state_in(conn, draft.scope, draft.topic)
+            _check_unchanged(proposal.payload, current)
+            if current is not None and current["private"] and not draft.private:
+                # A private note never becomes public from a card; only its owner, in a DM.
+                raise InvalidInput(STALE)
             result = await self.notes.save_in(conn, draft, proposal.requester, reason, proposal.id)
             if result.change_id is None:
                 return "unchanged"
@@ -216,6 +267,9 @@ class ProposalStore:
         if proposal.kind == NOTE_FORGET:
             scope = Scope.parse(proposal.payload["scope"])
             topic = proposal.payload["topic"]
+            current = await self.notes.state_in(conn, scope, topic)
+            if current is not None:
+                _check_unchanged(proposal.payload, current)
             await self.notes.forget_in(conn, scope, topic, proposal.requester, reason, proposal.id)
             return "forgotten"
         return "approved"
@@ -230,6 +284,13 @@ class ProposalStore:
             f"SELECT * FROM proposals {where}", params
         ) as cursor:
             return [_proposal_from_row(row) for row in await cursor.fetchall()]
+
+
+def _check_unchanged(payload: Mapping[str, Any], current: Mapping[str, object] | None) -> None:
+    """Raise `InvalidInput` when the note is no longer as the card showed it. Proposals
+    made before cards recorded the note's state carry no `expect` and are not checked."""
+    if "expect" in payload and payload["expect"] != content_fingerprint(current):
+        raise InvalidInput(STALE)
 
 
 def _proposal_from_row(row: Any) -> Proposal:
@@ -249,4 +310,5 @@ def _proposal_from_row(row: Any) -> Proposal:
         expires_at=expires,
         decided_by=row["decided_by"],
         outcome=row["outcome"],
+        followed_up=row["followed_up_at"] is not None,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Mapping
@@ -55,6 +56,15 @@ def same_content(a: Mapping[str, object] | None, b: Mapping[str, object] | None)
     if a is None or b is None:
         return a is b
     return all(a.get(c) == b.get(c) for c in CONTENT_COLUMNS)
+
+
+def content_fingerprint(state: Mapping[str, object] | None) -> str | None:
+    """A short hash of a note's content, so a card can be checked against the note later;
+    None for a note that does not exist."""
+    if state is None:
+        return None
+    content = json.dumps([state.get(c) for c in CONTENT_COLUMNS], ensure_ascii=False)
+    return hashlib.sha256(content.encode()).hexdigest()[:24]
 
 
 def change_from_row(row: sqlite3.Row) -> Change:

@@ -119,6 +119,18 @@ class NoteStore:
         row = await self._fetch_row(self.db.conn, scope, topic)
         return None if row is None else rows.note_from_row(row)
 
+    async def state_in(
+        self, conn: aiosqlite.Connection, scope: Scope, topic: str
+    ) -> dict[str, object] | None:
+        """The stored state of one note as its change sets record it, or None."""
+        row = await self._fetch_row(conn, scope, topic)
+        return None if row is None else rows.state_of(row)
+
+    async def content_fingerprint(self, scope: Scope, topic: str) -> str | None:
+        """A hash of one note's content (None when there is no such note), for a card to
+        be checked against when it is decided."""
+        return rows.content_fingerprint(await self.state_in(self.db.conn, scope, topic))
+
     async def read(self, visibility: Visibility, topic: str) -> list[Note]:
         """The live notes named `topic` that `visibility` may read, bumping their access."""
         where, params = _visibility_sql(visibility)
@@ -435,13 +447,15 @@ class NoteStore:
             )
         return await self.get_change(new_id)
 
-    async def undo(self, actor: str, *, scopes: Sequence[Scope] | None = None) -> Change:
+    async def undo(self, actor: str, *, visibility: Visibility | None = None) -> Change:
         """Revert the latest change `actor` made that is not itself a revert or reverted,
-        optionally only among changes to `scopes` (what the conversation may see)."""
+        optionally only among the changes `visibility` may see: in its public-only scopes,
+        a change that touched a private note is invisible, so undo never reaches it."""
         scope_filter, params = "", [actor]
-        if scopes is not None:
-            scope_filter = f"AND scope IN ({', '.join('?' for _ in scopes)})"
-            params += [str(s) for s in scopes]
+        if visibility is not None:
+            scope_filter, seen = _change_visibility_sql(visibility)
+            scope_filter = f"AND ({scope_filter})"
+            params += seen
         async with self.db.conn.execute(
             "SELECT id FROM note_changes WHERE actor = ? AND action != 'revert' "
             f"AND reverted_by IS NULL {scope_filter} ORDER BY id DESC LIMIT 1",
@@ -464,6 +478,11 @@ class NoteStore:
         counts = {"create": 0, "update": 0, "unchanged": 0}
         now = to_db_time(self.clock())
         self._changed()
+        # A topic repeated in the file updates a note this import created; the update
+        # trigger would unindex text the bulk index below has not indexed yet, so those
+        # rows are written after it, in file order.
+        created: set[tuple[str, str]] = set()
+        repeats: list[tuple[object, ...]] = []
         async with self.db.transaction() as conn:
             states = await self._states(conn, [(str(d.scope), d.topic) for d in drafts])
             last_id = await self.db.scalar("SELECT coalesce(max(id), 0) FROM notes")
@@ -472,7 +491,7 @@ class NoteStore:
                 for start in range(0, len(drafts), _IMPORT_CHUNK):
                     chunk = drafts[start : start + _IMPORT_CHUNK]
                     notes, changes = self._import_rows(
-                        chunk, start, labels, states, actor, now, counts
+                        chunk, start, labels, states, actor, now, counts, created, repeats
                     )
                     writes.append(asyncio.ensure_future(conn.executemany(_UPSERT_NOTE, notes)))
                     writes.append(asyncio.ensure_future(conn.executemany(_INSERT_CHANGE, changes)))
@@ -481,6 +500,8 @@ class NoteStore:
             for write in writes:
                 write.result()  # raise the first failed write, if any
             await conn.execute(f"{_INDEX_NOTES} WHERE id > ?", (last_id,))
+            if repeats:
+                await conn.executemany(_UPSERT_NOTE, repeats)
         return ImportResult(counts["create"], counts["update"], counts["unchanged"])
 
     def _import_rows(
@@ -492,8 +513,11 @@ class NoteStore:
         actor: str,
         now: str,
         counts: dict[str, int],
+        created: set[tuple[str, str]],
+        repeats: list[tuple[object, ...]],
     ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
-        """Validate one chunk and build its note and change-set rows."""
+        """Validate one chunk and build its note and change-set rows; the note rows of
+        topics this import already created go to `repeats` instead."""
         notes: list[tuple[object, ...]] = []
         changes: list[tuple[object, ...]] = []
         for number, item in enumerate(chunk, start=offset):
@@ -512,7 +536,10 @@ class NoteStore:
             action = "create" if before is None else "update"
             counts[action] += 1
             keys = scope_keys(draft.scope, draft.private)
-            notes.append((*key, keys, *(after[c] for c in rows.STATE_COLUMNS)))
+            row = (*key, keys, *(after[c] for c in rows.STATE_COLUMNS))
+            (repeats if key in created else notes).append(row)
+            if before is None:
+                created.add(key)
             changes.append((*key, action, rows.dump_state(before), rows.dump_state(after),
                             actor, "import", None, now))  # fmt: skip
         return notes, changes
@@ -687,6 +714,23 @@ _INSERT_CHANGE = (
 
 def _prefixed(alias: str) -> str:
     return ", ".join(alias + c.strip() for c in rows.NOTE_COLUMNS.split(","))
+
+
+def _change_visibility_sql(visibility: Visibility) -> tuple[str, list[str]]:
+    """A WHERE fragment admitting the change sets `visibility` may see."""
+    parts: list[str] = []
+    params: list[str] = []
+    if visibility.full:
+        parts.append(f"scope IN ({', '.join('?' for _ in visibility.full)})")
+        params += [str(s) for s in visibility.full]
+    if visibility.public_only:
+        marks = ", ".join("?" for _ in visibility.public_only)
+        parts.append(
+            f"(scope IN ({marks}) AND coalesce(json_extract(before_json, '$.private'), 0) = 0 "
+            "AND coalesce(json_extract(after_json, '$.private'), 0) = 0)"
+        )
+        params += [str(s) for s in visibility.public_only]
+    return " OR ".join(parts) or "0", params
 
 
 def _visibility_sql(visibility: Visibility, alias: str = "") -> tuple[str, tuple[str, ...]]:

@@ -244,9 +244,14 @@ async def test_note_title_falls_back_when_the_model_keeps_failing(harness: Harne
     assert "Summary: the build cache lives on nfs-3." in card.text
 
 
-async def test_undo_in_a_channel_never_names_a_private_note(harness: Harness) -> None:
+async def test_undo_in_a_channel_never_reaches_a_private_note(harness: Harness) -> None:
     await harness.say("remember that my salary review is in March", dm=True)
     await harness.react(harness.adapter.cards[0], APPROVE)
     await harness.say("undo")
-    assert harness.adapter.replies[-1] == "↩️ Undone. Removed one of your private notes."
+    assert harness.adapter.replies[-1] == "There is no change of yours to undo here."
+    [kept] = await harness.bot.notes.list_notes()
+    assert kept.private and "March" in kept.body
+
+    await harness.say("undo", dm=True)  # in the DM the same change is the person's to undo
+    assert harness.adapter.replies[-1].startswith("↩️ Undone. Removed `")
     assert await harness.bot.notes.list_notes() == []
