@@ -254,7 +254,7 @@ class DiscordAdapter:
         if event is not None:
             await self._sink(event)
 
-    async def _on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+    async def _on_raw_reaction(self, payload: discord.RawReactionActionEvent) -> None:
         bot = self._client.user if self._client else None
         if bot is None or self._sink is None:
             return
@@ -338,8 +338,10 @@ class DiscordAdapter:
             user=user,
             emoji=emoji,
             target_message_id=str(payload.message_id),
+            # Discord gives reactions no id; a removal carries the id of the add it undoes,
+            # so the dispatcher takes the same reaction added again as a new decision.
             event_id=f"{payload.message_id}:{payload.user_id}:{emoji}",
-            added=True,
+            added=payload.event_type == "REACTION_ADD",
         )
 
     # --- answering ------------------------------------------------------------------
@@ -422,7 +424,10 @@ class _GatewayClient(discord.Client):
         await self._adapter._on_message(message)
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
-        await self._adapter._on_raw_reaction_add(payload)
+        await self._adapter._on_raw_reaction(payload)
+
+    async def on_raw_reaction_remove(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._adapter._on_raw_reaction(payload)
 
 
 def _guild_id(message: discord.Message) -> int | None:

@@ -16,7 +16,7 @@ from types import TracebackType
 
 from adapters.base import Adapter
 from bot.agent import Agent
-from bot.approvals import ApprovalService
+from bot.approvals import build_approvals
 from bot.config import Settings, SystemdEnvironment
 from bot.core import Core
 from bot.dispatcher import Dispatcher
@@ -40,6 +40,9 @@ from memory.proposals import ProposalStore
 
 _log = logging.getLogger(__name__)
 
+# How often the daemon looks for proposals decided from the shell.
+FOLLOW_UP_INTERVAL_S = 2.0
+
 
 class Bot:
     """One running lorebot: storage, model, core, dispatcher and adapters."""
@@ -52,7 +55,11 @@ class Bot:
         clock: Clock = utc_now,
         systemd: SystemdEnvironment | None = None,
         embedder: Embedder | None = None,
+        daemon: bool = True,
     ) -> None:
+        # daemon=False: a one-shot command (`jobs run`) beside a running daemon: no
+        # database lock, no health endpoint or watchdog, no background work of its own.
+        self.daemon = daemon
         self.embedder = embedder  # None: the one `ollama.embed_model` names, if any
         self.systemd = systemd or SystemdEnvironment(None, None)
         self.settings = settings
@@ -77,9 +84,10 @@ class Bot:
 
     async def _start(self) -> None:
         settings = self.settings
-        lock = DatabaseLock(settings.database.path)
-        lock.acquire()
-        self._stack.callback(lock.release)
+        if self.daemon:
+            lock = DatabaseLock(settings.database.path)
+            lock.acquire()
+            self._stack.callback(lock.release)
         memory = await open_memory(settings, clock=self.clock, embedder=self.embedder)
         self._stack.push_async_callback(memory.close)  # closed last
         self.db = memory.db
@@ -90,14 +98,7 @@ class Bot:
         self.proposals = ProposalStore(self.notes)
         self.model = Model(settings.ollama, max_concurrent=settings.bot.max_concurrent_model_calls)
         self._stack.push_async_callback(self.model.close)
-        self.approvals = ApprovalService(
-            self.proposals,
-            self.adapters,
-            admins=frozenset(settings.bot.admins),
-            ttl=timedelta(hours=settings.bot.proposal_ttl_hours),
-            skill_root=settings.skills.user_root,
-            events=self.events,
-        )
+        self.approvals = build_approvals(settings, self.proposals, self.adapters, self.events)
         self.catalog = build_catalog(settings.skills)
         self.catalog.refresh()
         skills = SkillUse(settings.skills, self.catalog, self.log)
@@ -109,7 +110,7 @@ class Bot:
             settings.bot, self.core, self.approvals, self.log, self.adapters, TaskTracker()
         )
         self._stack.push_async_callback(self.tasks.cancel_all)
-        if self.vectors.embedder is not None:
+        if self.vectors.embedder is not None and self.daemon:
             self.tasks.spawn(self.vectors.run(), name="embedding")
         if await self.model.probe() is None:
             _log.warning("starting without the model: answers come from memory until it is back")
@@ -123,11 +124,34 @@ class Bot:
             self._stack.push_async_callback(self.jobs.shutdown)
             self.tasks.spawn(self.jobs.catch_up(), name="job catch-up")
         self._stack.push_async_callback(self._drain)
+        if not self.daemon:
+            return
         await self.approvals.expire()
+        self.tasks.spawn(self._follow_up_forever(), name="proposal follow-ups")
         self.supervisor = Supervisor(settings, self.systemd, self.adapters, self.model)
         await self.supervisor.start()
         self._stack.push_async_callback(self.supervisor.stop)
         self.tasks.spawn(self.supervisor.watch(), name="watchdog")
+
+    async def follow_up(self) -> int:
+        """Finish proposals decided elsewhere (`lorebot proposals approve`, or before a
+        restart): edit their cards and resume their turns. Returns how many."""
+        done = 0
+        for proposal in await self.proposals.to_follow_up(list(self.adapters)):
+            try:
+                await self.core.after_decision(proposal)
+                done += 1
+            except Exception:
+                _log.exception("could not finish proposal %d", proposal.id)
+        return done
+
+    async def _follow_up_forever(self) -> None:
+        while True:
+            try:
+                await self.follow_up()
+            except Exception:  # the database may be busy; the next round tries again
+                _log.exception("could not look for decided proposals")
+            await asyncio.sleep(FOLLOW_UP_INTERVAL_S)
 
     def _build_jobs(self) -> JobRunner:
         settings = self.settings.jobs

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import argparse
 import getpass
-from datetime import timedelta
 from typing import Any
 
 from adapters.console import ConsoleAdapter
 from bot.app import Bot
-from bot.approvals import ApprovalService
+from bot.approvals import build_approvals
 from bot.config import Settings
+from bot.lockfile import DatabaseLock
 from bot.notes_cli import cli_actor, open_store
+from memory.events import EventLog
 from memory.proposals import ProposalStore
 
 
@@ -70,13 +71,18 @@ async def cmd_proposals_list(args: argparse.Namespace, settings: Settings) -> in
 
 
 async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
+    """Decide a proposal as an admin, as a reaction would; the card and the waiting turn
+    are finished by the daemon, which holds the platform connections."""
     async with open_store(settings) as notes:
-        service = ApprovalService(
-            ProposalStore(notes),
-            {},
-            admins=frozenset(),
-            ttl=timedelta(hours=settings.bot.proposal_ttl_hours),
-        )
+        proposals = ProposalStore(notes)
+        service = build_approvals(settings, proposals, {}, EventLog(notes.db, clock=notes.clock))
         proposal = await service.decide(args.proposal_id, approve=args.approve, by=cli_actor())
         print(await service.outcome_text(proposal))
+    if DatabaseLock(settings.database.path).held_elsewhere():
+        print("The running lorebot will update the card and continue any waiting turn.")
+    else:
+        print(
+            "lorebot is not running: the card will be updated, and any waiting turn "
+            "continued, when it next starts."
+        )
     return 0

@@ -19,11 +19,16 @@ from bot.errors import user_message
 from bot.tasks import TaskTracker
 from memory import Conflict
 from memory.conversations import ConversationLog
+from memory.driver import DatabaseError
 
 _log = logging.getLogger(__name__)
 
 BUSY_REPLY = "I'm busy with other requests right now; please ask again in a minute."
 APOLOGY = "Sorry, something went wrong while handling that. It has been logged."
+UNAVAILABLE_REPLY = (
+    "Sorry, I could not take that: my storage is unavailable right now. "
+    "Please try again in a few minutes."
+)
 
 
 class Dispatcher:
@@ -77,14 +82,15 @@ class Dispatcher:
         if isinstance(event, Message) and not (event.conversation.is_dm or event.mentions_bot):
             return self._drop("not addressed")
         key = f"{event.conversation.platform}:{event.event_id}"
-        if not await self.log.first_sighting(key):
-            _log.info("dropped duplicate event %s", key)
-            return self._drop("duplicate")
-        if self._pending >= self.settings.queue_size:
-            _log.warning("queue full (%d events); turning away %s", self._pending, key)
-            if isinstance(event, Message):
-                await self._say(event, BUSY_REPLY)
-            return self._drop("busy")
+        try:
+            taken = await self._take(event, key)
+        except DatabaseError:
+            # Acknowledged by the platform but not recordable: say so rather than go quiet.
+            _log.exception("could not record event %s; the database is unavailable", key)
+            await self._say(event, UNAVAILABLE_REPLY)
+            return self._drop("database unavailable")
+        if not taken:
+            return None
         self._pending += 1
         conversation = event.conversation.key
         queue = self._queues.get(conversation)
@@ -93,6 +99,28 @@ class Dispatcher:
             return
         self._queues[conversation] = deque([event])
         self.tasks.spawn(self._drain(conversation), name=f"conversation {conversation}")
+
+    async def _take(self, event: Event, key: str) -> bool:
+        """Whether to queue the event. It is recorded as seen only once it is taken, so an
+        event turned away while busy can be given again; a removed reaction forgets its
+        add, so adding it again is a new decision."""
+        if isinstance(event, ReactionEvent) and not event.added:
+            await self.log.forget_sighting(f"{event.conversation.platform}:{event.event_id}")
+            self._drop("reaction removed")
+            return False
+        if await self.log.seen(key):
+            _log.info("dropped duplicate event %s", key)
+            self._drop("duplicate")
+            return False
+        if self._pending >= self.settings.queue_size:
+            _log.warning("queue full (%d events); turning away %s", self._pending, key)
+            await self._say(event, BUSY_REPLY)
+            self._drop("busy")
+            return False
+        if not await self.log.first_sighting(key):  # taken by a concurrent delivery
+            self._drop("duplicate")
+            return False
+        return True
 
     def _drop(self, reason: str) -> None:
         metrics.EVENTS_DROPPED.labels(reason).inc()

@@ -29,7 +29,7 @@ def _offline_bot(settings: Settings, adapters: list[Adapter]) -> Bot:
     quiet = settings.model_copy(
         update={"jobs": settings.jobs.model_copy(update={"enabled": False})}
     )
-    return Bot(quiet, adapters)
+    return Bot(quiet, adapters, daemon=False)
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:

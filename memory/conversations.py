@@ -142,6 +142,15 @@ class ConversationLog:
             )
         return cursor.rowcount == 1
 
+    async def seen(self, key: str) -> bool:
+        """Whether a platform event id was recorded already."""
+        return await self.db.scalar("SELECT 1 FROM seen_events WHERE key = ?", (key,)) is not None
+
+    async def forget_sighting(self, key: str) -> None:
+        """Forget one event id, so the same id counts as new when it comes again."""
+        async with self.db.transaction() as conn:
+            await conn.execute("DELETE FROM seen_events WHERE key = ?", (key,))
+
     async def forget_seen_before(self, age: timedelta = timedelta(days=1)) -> int:
         """Drop event ids older than `age`; a replay that late is not expected."""
         cutoff = to_db_time(self.clock() - age)

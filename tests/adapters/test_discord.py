@@ -380,7 +380,9 @@ async def test_a_dm_remember_posts_a_card_and_the_requesters_reaction_saves_it(
     assert card.current.startswith("✅ Saved `staging-db`")
     [edit] = running.discord.requests_to("PATCH")
     assert edit.path == f"/channels/{ALICE.dm_channel_id}/messages/{card.id}"
-    proposal = await running.bot.proposals.by_card("discord", str(card.id))
+    proposal = await running.bot.proposals.by_card(
+        "discord", str(ALICE.dm_channel_id), str(card.id)
+    )
     assert proposal is not None and proposal.decided_by == str(ALICE_SCOPE)
 
 
@@ -410,7 +412,7 @@ async def test_a_card_in_a_guild_channel_is_decided_by_raw_reaction_events(
     channel = Scope.parse(f"channel:discord/{CHANNEL_ID}")
     note = await running.bot.notes.get(channel, "deploy-day")
     assert note is not None and card.current.startswith("✅ Saved")
-    proposal = await running.bot.proposals.by_card("discord", str(card.id))
+    proposal = await running.bot.proposals.by_card("discord", str(CHANNEL_ID), str(card.id))
     assert proposal is not None and proposal.conversation["team_id"] == str(GUILD_ID)
 
 

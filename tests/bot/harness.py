@@ -20,7 +20,7 @@ from tests.fakes.ollama import FakeOllama
 
 def make_settings(path: Path, ollama_url: str, **sections: dict[str, Any]) -> Settings:
     values: dict[str, Any] = {
-        "database": {"path": path},
+        "database": {"path": path, **sections.pop("database", {})},
         "ollama": {"host": ollama_url, "timeout_s": 2.0, **sections.pop("ollama", {})},
         "bot": {"admins": ["user:test/UADMIN"], **sections.pop("bot", {})},
         "jobs": {"enabled": False, **sections.pop("jobs", {})},
