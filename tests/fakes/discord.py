@@ -301,6 +301,24 @@ class FakeDiscord:
             data["member"] = self._member(user, True)
         await self.dispatch("MESSAGE_REACTION_ADD", data)
 
+    async def unreact(
+        self, message_id: int, emoji: str, *, user: FakeUser = ALICE, channel_id: int | None = None
+    ) -> None:
+        """Dispatch a MESSAGE_REACTION_REMOVE (Discord sends no member and no author)."""
+        posted = next((p for p in self.posted if p.id == message_id), None)
+        channel = channel_id or (posted.channel_id if posted else CHANNEL_ID)
+        data: Body = {
+            "user_id": str(user.id),
+            "channel_id": str(channel),
+            "message_id": str(message_id),
+            "emoji": {"id": None, "name": emoji},
+            "burst": False,
+            "type": 0,
+        }
+        if not self._is_dm(channel):
+            data["guild_id"] = str(GUILD_ID)
+        await self.dispatch("MESSAGE_REACTION_REMOVE", data)
+
     def refuse_posts(
         self, channel_id: int, status: int = 403, code: int = 50013, message: str = ""
     ) -> None:

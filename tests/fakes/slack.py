@@ -106,6 +106,9 @@ class FakeSlack:
         }
     )
 
+    # Number the bot's messages per channel, so two channels hold messages with the same ts.
+    ts_per_channel: bool = False
+
     calls: list[Call] = field(default_factory=list, init=False)
     posts: list[Post] = field(default_factory=list, init=False)
     acks: list[Body] = field(default_factory=list, init=False)
@@ -375,6 +378,16 @@ class FakeSlack:
             },
         }
 
+    def _posted(self, channel: Any, ts: Any) -> list[Post]:
+        """A message is named by its channel and ts: a ts is unique only within a channel."""
+        return [p for p in self.posts if p.channel == channel and p.ts == ts]
+
+    def _post_ts(self, channel: str) -> str:
+        if not self.ts_per_channel:
+            return self.new_ts()
+        n = sum(1 for p in self.posts if p.channel == channel) + 1
+        return f"{1_800_000_000 + n}.{n:06d}"
+
     def _m_chat_postMessage(self, params: Body) -> Body:
         channel, text = str(params.get("channel", "")), str(params.get("text", ""))
         if not channel:
@@ -382,21 +395,21 @@ class FakeSlack:
         if len(text) > 40_000:
             return {"ok": False, "error": "msg_too_long"}
         thread_ts = params.get("thread_ts")
-        post = Post(channel, self.new_ts(), text, str(thread_ts) if thread_ts else None)
+        post = Post(channel, self._post_ts(channel), text, str(thread_ts) if thread_ts else None)
         self.posts.append(post)
         message = {"type": "message", "text": text, "user": self.bot_user_id, "ts": post.ts}
         return {"ok": True, "channel": channel, "ts": post.ts, "message": message}
 
     def _m_chat_update(self, params: Body) -> Body:
-        found = [p for p in self.posts if p.ts == params.get("ts")]
-        if not found or found[0].channel != params.get("channel"):
+        found = self._posted(params.get("channel"), params.get("ts"))
+        if not found:
             return {"ok": False, "error": "message_not_found"}
         found[0].edits.append(str(params.get("text", "")))
         return {"ok": True, "channel": found[0].channel, "ts": found[0].ts, "text": found[0].text}
 
     def _m_reactions_add(self, params: Body) -> Body:
-        found = [p for p in self.posts if p.ts == params.get("timestamp")]
-        if not found or found[0].channel != params.get("channel"):
+        found = self._posted(params.get("channel"), params.get("timestamp"))
+        if not found:
             return {"ok": False, "error": "message_not_found"}
         name = str(params.get("name"))
         if name in found[0].reactions:
