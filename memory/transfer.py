@@ -2,11 +2,17 @@
 
 An export folder holds, per scope, `KIND/PLATFORM/ID/index.md` and one `TOPIC.md` per
 note with YAML front matter; importing it reproduces the notes.
+
+Files must be UTF-8: other bytes are an error naming the line, since they mean the file
+is in another encoding and replacing them would garble every accented letter. A lone
+surrogate escape (`\\ud800` in JSON or YAML, e.g. from a cut emoji) becomes U+FFFD.
 """
 
 from __future__ import annotations
 
 import json
+import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -84,9 +90,30 @@ class ImportedNote(BaseModel):
         )
 
 
-def _validated(data: Any, where: str) -> NoteDraft:
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _valid_text(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD (a high-low pair joined), so
+    it can be stored as UTF-8."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _valid_strings(data: dict[Any, Any]) -> dict[Any, Any]:
+    """A parsed note with lone surrogates replaced in its keys and text values."""
+    return {
+        _valid_text(key) if isinstance(key, str) else key: (
+            _valid_text(value) if isinstance(value, str) else value
+        )
+        for key, value in data.items()
+    }
+
+
+def _validated(data: dict[Any, Any], where: str) -> NoteDraft:
     try:
-        return ImportedNote.model_validate(data).to_draft()
+        return ImportedNote.model_validate(_valid_strings(data)).to_draft()
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(p) for p in error["loc"]) or "note"
@@ -105,23 +132,35 @@ class Located:
 def parse_jsonl(text: str, source: str) -> list[Located]:
     """Parse JSON Lines of notes; the first bad line raises, naming the line and field."""
     drafts = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Only "\n" ends a line: JSON strings may hold U+2028 and other breaks `splitlines` cuts at.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         where = f"{source} line {number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput(f"{where}: not valid JSON: {exc.msg}") from None
-        if not isinstance(data, dict):
-            raise InvalidInput(f"{where}: expected a JSON object with scope, topic, summary")
-        drafts.append(Located(where, _validated(data, where)))
+        drafts.append(Located(where, _validated(_json_object(line, where), where)))
     return drafts
+
+
+def _json_object(line: str, where: str) -> dict[Any, Any]:
+    """One line's JSON object; anything else is an `InvalidInput` naming `where`."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(f"{where}: not valid JSON: {exc.msg}") from None
+    except ValueError:  # only the limit on digits in an integer
+        raise InvalidInput(
+            f"{where}: a number has more than {sys.get_int_max_str_digits()} digits"
+        ) from None
+    except RecursionError:
+        raise InvalidInput(f"{where}: the JSON is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise InvalidInput(f"{where}: expected a JSON object with scope, topic, summary")
+    return data
 
 
 def parse_note_file(path: Path, scope: Scope) -> NoteDraft:
     """Parse one exported `TOPIC.md` file of `scope`."""
-    text = path.read_text(encoding="utf-8")
+    text = _read_utf8(path)
     if not text.startswith(_FRONT_MATTER):
         raise InvalidInput(f"{path}: expected YAML front matter starting with ---")
     end = text.find("\n---\n", len(_FRONT_MATTER) - 1)
@@ -131,6 +170,13 @@ def parse_note_file(path: Path, scope: Scope) -> NoteDraft:
         meta = yaml.safe_load(text[len(_FRONT_MATTER) : end + 1])
     except yaml.YAMLError as exc:
         raise InvalidInput(f"{path}: front matter is not valid YAML: {exc}") from None
+    except ValueError:  # only the limit on digits in an integer
+        raise InvalidInput(
+            f"{path}: a number in the front matter has more than "
+            f"{sys.get_int_max_str_digits()} digits"
+        ) from None
+    except RecursionError:
+        raise InvalidInput(f"{path}: the front matter is nested too deeply") from None
     if not isinstance(meta, dict):
         raise InvalidInput(f"{path}: front matter must be a mapping")
     meta.setdefault("topic", path.stem)
@@ -143,13 +189,25 @@ def read_source(path: Path) -> list[Located]:
     """Read notes from a JSON Lines file or an export folder."""
     if path.is_dir():
         return _read_folder(path)
+    return parse_jsonl(_read_utf8(path), str(path))
+
+
+def _read_utf8(path: Path) -> str:
+    """The text of `path`; bytes that are not UTF-8 are an error naming their line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise InvalidInput(f"{path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path} cannot be read: {exc}") from None
-    return parse_jsonl(text, str(path))
+    except OSError as exc:
+        raise InvalidInput(f"{path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InvalidInput(
+            f"{path} line {line}: not valid UTF-8 (byte 0x{data[exc.start]:02x}); "
+            "convert the file to UTF-8 and import it again"
+        ) from None
 
 
 def _read_folder(root: Path) -> list[Located]:
