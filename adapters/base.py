@@ -7,9 +7,10 @@ knows Slack, Discord or prompts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, fields
+from typing import Any, Protocol
 
 APPROVE = "✅"
 REJECT = "❌"
@@ -28,6 +29,28 @@ class DeliveryError(AdapterError):
     """The platform refused a call; the adapter already logged what to fix."""
 
 
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """`text` with every lone UTF-16 surrogate replaced by U+FFFD (a high-low pair becomes
+    its character), so it encodes as UTF-8 everywhere: SQLite, logs, HTTP bodies.
+
+    Lone surrogates reach Python from JSON escapes such as `\\ud800` and from bytes that
+    are not UTF-8 decoded with `surrogateescape` (piped stdin)."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+def _make_valid(value: Any) -> None:
+    """Replace lone surrogates in every text field of a frozen value, at construction."""
+    for field in fields(value):
+        text = getattr(value, field.name)
+        if isinstance(text, str) and not text.isascii():
+            object.__setattr__(value, field.name, valid_text(text))
+
+
 @dataclass(frozen=True, slots=True)
 class UserRef:
     """A person (or bot) on one platform."""
@@ -36,6 +59,9 @@ class UserRef:
     id: str
     name: str = ""
     is_bot: bool = False
+
+    def __post_init__(self) -> None:
+        _make_valid(self)
 
     @property
     def scope(self) -> str:
@@ -54,6 +80,9 @@ class ConversationRef:
     thread_id: str | None = None
     team_id: str | None = None
     reply_to: str | None = None
+
+    def __post_init__(self) -> None:
+        _make_valid(self)
 
     @property
     def key(self) -> str:
@@ -81,6 +110,9 @@ class Message:
     mentions_bot: bool = False
     link: str = ""  # the message on its platform, when it has web links
 
+    def __post_init__(self) -> None:
+        _make_valid(self)
+
 
 @dataclass(frozen=True, slots=True)
 class ReactionEvent:
@@ -92,6 +124,9 @@ class ReactionEvent:
     target_message_id: str
     event_id: str
     added: bool = True
+
+    def __post_init__(self) -> None:
+        _make_valid(self)
 
 
 Event = Message | ReactionEvent

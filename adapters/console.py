@@ -7,6 +7,7 @@ waits until the bot has answered before reading the next.
 from __future__ import annotations
 
 import asyncio
+import io
 import re
 import sys
 import uuid
@@ -98,6 +99,7 @@ class ConsoleAdapter:
     async def run(self, settle: Callable[[], Awaitable[None]]) -> None:
         """Read lines until end of input; each is handled before the next is read."""
         interactive = self.stdin.isatty()
+        _tolerate_bad_bytes(self.stdin)
         while True:
             if interactive:
                 self.stdout.write(f"{self.user.name}> ")
@@ -110,3 +112,10 @@ class ConsoleAdapter:
                 continue
             await self._sink(event)
             await settle()
+
+
+def _tolerate_bad_bytes(stdin: TextIO) -> None:
+    """Decode bytes that are not UTF-8 as U+FFFD instead of failing the read: a strict
+    stream (e.g. under a UTF-8 locale) would end the chat at the first such line."""
+    if isinstance(stdin, io.TextIOWrapper) and stdin.errors == "strict":
+        stdin.reconfigure(errors="replace")

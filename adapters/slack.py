@@ -76,6 +76,9 @@ _APP_TOKEN_HELP = (
 
 USER_CACHE_TTL_S = 3600.0
 USER_CACHE_SIZE = 5000
+MAX_LOOKUPS_PER_MESSAGE = 20
+"""Mentioned people whose names one message may look up (users.info); the rest keep
+their id unless their name is cached."""
 THREAD_MEMORY = 10_000
 CLOSE_GRACE_S = 5.0
 CONNECT_TIMEOUT_S = 30.0
@@ -438,11 +441,7 @@ class SlackAdapter:
         if not (user_id and channel and ts):
             return None
         raw = str(event.get("text") or "")
-        others = [u for u in mentioned_user_ids(raw) if u not in (self.bot_user_id, user_id)]
-        author, *mentioned = await asyncio.gather(
-            self.fetch_user(user_id), *(self.fetch_user(u) for u in others)
-        )
-        names = {user.id: user.name for user in (author, *mentioned)}
+        author, names = await self._names(raw, user_id)
         text = to_plain(raw, bot_user_id=self.bot_user_id, names=names)
         is_bot = author.is_bot or bool(event.get("bot_id"))
         return Message(
@@ -454,6 +453,24 @@ class SlackAdapter:
             mentions_bot=True,
             link=permalink(self.workspace_url, channel, str(ts), thread_id),
         )
+
+    async def _names(self, raw: str, author_id: str) -> tuple[SlackUser, dict[str, str]]:
+        """The author and the display names of the people `raw` mentions.
+
+        At most `MAX_LOOKUPS_PER_MESSAGE` mentioned people are looked up; others are named
+        only when already cached, so a message full of mentions costs a bounded number
+        of users.info calls."""
+        others = [u for u in mentioned_user_ids(raw) if u not in (self.bot_user_id, author_id)]
+        looked_up = others[:MAX_LOOKUPS_PER_MESSAGE]
+        author, *mentioned = await asyncio.gather(
+            self.fetch_user(author_id), *(self.fetch_user(u) for u in looked_up)
+        )
+        names = {user.id: user.name for user in (author, *mentioned)}
+        for user_id in others[MAX_LOOKUPS_PER_MESSAGE:]:
+            cached = self.get_cached_user(user_id)
+            if cached is not None:
+                names[user_id] = cached.name
+        return author, names
 
     def _reaction(
         self, event: Mapping[str, Any], event_id: str, team_id: str | None, *, added: bool
@@ -476,13 +493,20 @@ class SlackAdapter:
         conversation = ConversationRef(PLATFORM, channel, channel.startswith("D"), None, team_id)
         return ReactionEvent(conversation, user, _EMOJI.get(name, name), str(ts), event_id, added)
 
+    def get_cached_user(self, user_id: str) -> SlackUser | None:
+        """The person as last looked up, while that lookup is fresh; no Web API call."""
+        cached = self._users.get(user_id)
+        if cached is None or cached[1] <= time.monotonic():
+            return None
+        self._users.move_to_end(user_id)
+        return cached[0]
+
     async def fetch_user(self, user_id: str) -> SlackUser:
         """The person's display name (users.info), cached for an hour."""
+        cached = self.get_cached_user(user_id)
+        if cached is not None:
+            return cached
         now = time.monotonic()
-        cached = self._users.get(user_id)
-        if cached is not None and cached[1] > now:
-            self._users.move_to_end(user_id)
-            return cached[0]
         ttl = USER_CACHE_TTL_S
         try:
             response = await self._api(
