@@ -11,7 +11,7 @@ from bot.config import Settings
 from bot.errors import UserError
 from bot.skill_use import build_catalog
 from skills.catalog import Catalog
-from skills.parse import SKILL_FILE, check_strict
+from skills.parse import SKILL_FILE, check_strict, normalise_name
 from skills.resources import list_resources, list_scripts
 
 
@@ -72,7 +72,7 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
-    skill = _catalog(settings, args.dir).get(args.name)
+    skill = _catalog(settings, args.dir).get(normalise_name(args.name))
     if skill is None:
         raise UserError(f"there is no skill named {args.name!r} (see `lorebot skills list`)")
     print(f"{skill.name}: {skill.description}")
@@ -98,10 +98,25 @@ def _skill_folders(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
+def _nothing_found(path: Path) -> str:
+    """Why `path` holds no skill to validate, with the likely fix."""
+    if (path / SKILL_FILE.lower()).is_file():
+        return (
+            f"{path}: no skill found: it holds {SKILL_FILE.lower()}, but a skill's file "
+            f"must be named {SKILL_FILE}"
+        )
+    return f"{path}: no skill found: no {SKILL_FILE} here or in the folders inside it"
+
+
 async def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
     failed = checked = 0
+    empty = False
     for path in args.paths:
-        for folder in _skill_folders(path):
+        folders = _skill_folders(path)
+        if not folders:
+            print(_nothing_found(path))
+            empty = True
+        for folder in folders:
             checked += 1
             problems = check_strict(folder)
             for problem in problems:
@@ -110,5 +125,6 @@ async def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
                 failed += 1
             else:
                 print(f"{folder}: ok")
-    print(f"{checked - failed} of {checked} skills valid")
-    return 1 if failed else 0
+    if checked:
+        print(f"{checked - failed} of {checked} skills valid")
+    return 1 if failed or empty else 0

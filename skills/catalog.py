@@ -2,7 +2,8 @@
 
 Roots are searched in order and a later root wins a name collision; every shadowed path is
 kept on the winner and logged. `refresh()` is cheap (one stat per skill file) and reloads
-only when something changed, so it can run before every turn.
+only when something changed, so it can run before every turn. A skill that cannot be read,
+for whatever reason, is skipped with its reason and never stops the others.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from skills.parse import SKILL_FILE, load_skill
+from skills.parse import SKILL_FILE, failure_reason, load_skill
 from skills.types import Skill, SkillError, Skipped
 
 _log = logging.getLogger(__name__)
@@ -24,13 +25,32 @@ Snapshot = tuple[tuple[str, int, int], ...]
 
 
 def _skill_folders(root: Path) -> list[Path]:
-    """Folders directly under `root` holding a SKILL.md, sorted by name."""
-    if not root.is_dir():
+    """Folders directly under `root` holding a SKILL.md, sorted by name; none when the
+    root cannot be listed."""
+    try:
+        entries = list(root.iterdir()) if root.is_dir() else []
+    except OSError as exc:
+        _log.debug("cannot list skills in %s: %s", root, exc)
         return []
     return sorted(
-        (p for p in root.iterdir() if not p.name.startswith(".") and (p / SKILL_FILE).is_file()),
+        (p for p in entries if not p.name.startswith(".") and _is_file(p / SKILL_FILE)),
         key=lambda p: p.name,
     )
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _skip(path: Path, exc: Exception) -> Skipped:
+    """Record a skill that could not be loaded; an unexpected failure keeps its traceback."""
+    reason = failure_reason(exc)
+    unexpected = not isinstance(exc, SkillError | OSError)
+    _log.warning("skipped skill %s: %s", path, reason, exc_info=unexpected)
+    return Skipped(path, reason)
 
 
 class Catalog:
@@ -70,9 +90,8 @@ class Catalog:
             for folder in _skill_folders(root):
                 try:
                     skill = load_skill(folder, root)
-                except (SkillError, OSError) as exc:
-                    skipped.append(Skipped(folder / SKILL_FILE, str(exc)))
-                    _log.warning("skipped skill %s: %s", folder / SKILL_FILE, exc)
+                except Exception as exc:  # one unreadable skill must not stop the others
+                    skipped.append(_skip(folder / SKILL_FILE, exc))
                     continue
                 for warning in skill.warnings:
                     _log.info("skill %s: %s", skill.path, warning)

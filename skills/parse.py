@@ -2,7 +2,8 @@
 
 `check_strict` applies the Agent Skills rules and lists every problem; `load_skill` is
 lenient so real-world skills work: only unparseable front matter or a missing
-description skips a skill, everything else is a warning.
+description skips a skill, everything else is a warning. Names are compared and checked
+in NFKC form, as the convention's reference validator does.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "a key is a list or mapping, not text", key_node.start_mark
+            ) from None
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark
@@ -68,10 +75,17 @@ def split_front_matter(text: str) -> tuple[str, str]:
 
 
 def parse_front_matter(yaml_text: str) -> dict[str, Any]:
+    """The front matter as a mapping; SkillError for anything that cannot be read as one,
+    so a hostile or broken file never escapes as another exception."""
     try:
         data = yaml.load(yaml_text, Loader=_UniqueKeyLoader)  # noqa: S506 - safe loader subclass
     except yaml.YAMLError as exc:
         raise SkillError(f"the front matter is not valid YAML: {_first_line(exc)}") from None
+    except RecursionError:
+        raise SkillError("the front matter is nested too deeply to read") from None
+    except (TypeError, ValueError, OverflowError) as exc:
+        # e.g. a date like 2024-02-30, or an integer of thousands of digits
+        raise SkillError(f"the front matter holds a value that cannot be read: {exc}") from None
     if not isinstance(data, dict):
         raise SkillError("the front matter must be a YAML mapping of keys to values")
     return data
@@ -86,10 +100,18 @@ def _allowed_name_char(char: str) -> bool:
     return char == "-" or (char.isalnum() and char == char.lower())
 
 
+def normalise_name(name: str) -> str:
+    """The form names are checked and compared in (NFKC), so `é` typed as `e` plus a
+    combining accent is the same name as the precomposed `é`."""
+    return unicodedata.normalize("NFKC", name)
+
+
 def name_problems(name: object, folder_name: str) -> list[str]:
-    """The convention's rules for `name`, with Unicode letters allowed but only lowercase."""
+    """The convention's rules for `name` in NFKC form, with Unicode letters allowed but
+    only lowercase."""
     if not isinstance(name, str) or not name:
         return ["`name` is missing or empty"]
+    name = normalise_name(name)
     problems = []
     if len(name) > MAX_NAME_CHARS:
         problems.append(f"`name` is {len(name)} characters; at most {MAX_NAME_CHARS}")
@@ -101,23 +123,50 @@ def name_problems(name: object, folder_name: str) -> list[str]:
         )
     if name.startswith("-") or name.endswith("-") or "--" in name:
         problems.append("`name` must not start or end with a hyphen or hold `--`")
-    if unicodedata.normalize("NFKC", name) != unicodedata.normalize("NFKC", folder_name):
+    if name != normalise_name(folder_name):
         problems.append(f"`name` {name!r} differs from its folder's name {folder_name!r}")
     return problems
 
 
+def failure_reason(exc: Exception) -> str:
+    """Why a skill file could not be used, in one line for a list or a log."""
+    if isinstance(exc, SkillError):
+        return str(exc)
+    if isinstance(exc, OSError):
+        return f"the file cannot be read: {exc.strerror or exc}"
+    return f"the file cannot be read ({type(exc).__name__}: {_first_line(exc)})"
+
+
 def check_strict(folder: Path) -> list[str]:
-    """Every rule `folder`/SKILL.md breaks, as readable lines; empty when it is valid."""
+    """Every rule `folder`/SKILL.md breaks, as readable lines; empty when it is valid.
+
+    A file that cannot be read at all is reported as a problem, never raised."""
     path = folder / SKILL_FILE
     if not path.is_file():
-        return [f"{folder}: no {SKILL_FILE} in this folder"]
+        hint = ""
+        if (folder / SKILL_FILE.lower()).is_file():
+            hint = f" (it holds {SKILL_FILE.lower()}; the file must be named {SKILL_FILE})"
+        return [f"{folder}: no {SKILL_FILE} in this folder{hint}"]
+    try:
+        problems = _file_problems(path, folder.name)
+    except Exception as exc:  # one unreadable file is a finding, not a crash
+        problems = [failure_reason(exc)]
+    return [f"{path}: {p}" for p in problems]
+
+
+def _file_problems(path: Path, folder_name: str) -> list[str]:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
-        return [f"{path}: the file is {size} bytes; at most {MAX_FILE_BYTES}"]
+        return [f"the file is {size} bytes; at most {MAX_FILE_BYTES}"]
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
-        return [f"{path}: the file is not UTF-8 text"]
+        return ["the file is not UTF-8 text"]
+    return text_problems(text, folder_name)
+
+
+def text_problems(text: str, folder_name: str) -> list[str]:
+    """Every rule a SKILL.md text breaks for a skill in a folder named `folder_name`."""
     problems = []
     if text.startswith(BOM):
         problems.append("the file starts with a byte-order mark; save it as UTF-8 without BOM")
@@ -125,14 +174,14 @@ def check_strict(folder: Path) -> list[str]:
     try:
         data = parse_front_matter(split_front_matter(text)[0])
     except SkillError as exc:
-        return [f"{path}: {msg}" for msg in [*problems, str(exc)]]
+        return [*problems, str(exc)]
     unknown = sorted(str(k) for k in data if k not in ALLOWED_KEYS)
     if unknown:
         problems.append(
             "unknown front matter keys: " + ", ".join(unknown)
             + " (allowed: " + ", ".join(sorted(ALLOWED_KEYS)) + ")"
         )  # fmt: skip
-    problems += name_problems(data.get("name"), folder.name)
+    problems += name_problems(data.get("name"), folder_name)
     description = data.get("description")
     if not isinstance(description, str) or not description.strip():
         problems.append("`description` is missing or empty")
@@ -149,7 +198,7 @@ def check_strict(folder: Path) -> list[str]:
         )
     if "metadata" in data and not isinstance(data["metadata"], dict):
         problems.append("`metadata` must be a mapping")
-    return [f"{path}: {p}" for p in problems]
+    return problems
 
 
 def load_skill(folder: Path, root: Path) -> Skill:
@@ -183,7 +232,7 @@ def load_skill(folder: Path, root: Path) -> Skill:
         warnings.append("unknown front matter keys: " + ", ".join(unknown))
     metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     return Skill(
-        name=name.strip(),
+        name=normalise_name(name.strip()),
         description=" ".join(description.split()),
         folder=folder,
         path=path,

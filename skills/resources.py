@@ -37,6 +37,8 @@ def list_scripts(skill: Skill) -> list[str]:
 
 def read_resource(skill: Skill, relative: str) -> str:
     """The text of `relative` inside the skill folder, or SkillError saying why not."""
+    if any(ord(char) < 32 for char in relative):
+        raise SkillError("resource paths may not contain control characters")
     pure = PurePosixPath(relative.replace("\\", "/"))
     if pure.is_absolute() or Path(relative).is_absolute():
         raise SkillError("resource paths are relative to the skill folder")
@@ -47,6 +49,15 @@ def read_resource(skill: Skill, relative: str) -> str:
     if pure.suffix.lower() not in TEXT_EXTENSIONS:
         allowed = ", ".join(sorted(TEXT_EXTENSIONS))
         raise SkillError(f"only text files can be read ({allowed})")
+    try:
+        return _read_contained(skill, pure)
+    except OSError as exc:
+        raise SkillError(f"{pure} cannot be read: {exc.strerror or 'unknown error'}") from None
+    except RuntimeError:  # Path.resolve() on a symlink loop, on Python 3.11
+        raise SkillError(f"{pure} cannot be read: it is a symlink loop") from None
+
+
+def _read_contained(skill: Skill, pure: PurePosixPath) -> str:
     folder = skill.folder.resolve()
     path = (skill.folder / pure).resolve()
     if not path.is_relative_to(folder):

@@ -10,7 +10,13 @@ from typing import Any
 
 import yaml
 
-from skills.parse import SKILL_FILE, check_strict, parse_front_matter, split_front_matter
+from skills.parse import (
+    SKILL_FILE,
+    check_strict,
+    name_problems,
+    parse_front_matter,
+    split_front_matter,
+)
 from skills.types import SkillError
 
 CREATED_BY = "lorebot"
@@ -36,11 +42,20 @@ def created_by_lorebot(folder: Path) -> bool:
     return isinstance(metadata, dict) and metadata.get("created-by") == CREATED_BY
 
 
+def check_new_name(name: str) -> None:
+    """Refuse a name that is not a valid skill name, before it is used as a folder name:
+    no paths, no `.`, no uppercase."""
+    problems = name_problems(name, name)
+    if problems:
+        raise SkillError("the skill name is not valid: " + "; ".join(problems))
+
+
 def write_skill(root: Path, name: str, text: str) -> Path:
     """Write `root/name/SKILL.md` atomically after a strict check of the result.
 
     A new skill appears as a whole folder; an existing one may be replaced only when
     lorebot created it."""
+    check_new_name(name)
     folder = root / name
     if folder.exists() and not created_by_lorebot(folder):
         raise SkillError(

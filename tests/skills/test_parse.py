@@ -110,3 +110,39 @@ def test_disable_model_invocation_is_honoured(tmp_path: Path) -> None:
         "---\nname: manual\ndescription: x\ndisable-model-invocation: true\n---\n"
     )
     assert load_skill(folder, tmp_path).model_invocable is False
+
+
+MALFORMED_FRONT_MATTER = [
+    ("---\n? [a, b]\n: c\nname: x\ndescription: y\n---\n", "a key is a list or mapping"),
+    ("---\n? {a: b}\n: c\nname: x\ndescription: y\n---\n", "a key is a list or mapping"),
+    ("---\nname: x\ndescription: y\nk: " + "[" * 5000 + "\n---\n", "nested too deeply"),
+    ("---\nname: x\ndescription: y\nsince: 2024-02-30\n---\n", "cannot be read"),
+    ("---\nname: x\ndescription: y\nn: " + "7" * 5000 + "\n---\n", "cannot be read"),
+]
+
+
+@pytest.mark.parametrize(("content", "reason"), MALFORMED_FRONT_MATTER)
+def test_malformed_front_matter_is_a_skill_error_never_a_crash(
+    tmp_path: Path, content: str, reason: str
+) -> None:
+    folder = tmp_path / "x"
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(content)
+    with pytest.raises(SkillError, match=reason):
+        load_skill(folder, tmp_path)
+    [problem] = check_strict(folder)
+    assert problem.startswith(f"{folder / 'SKILL.md'}: ") and reason in problem
+
+
+def test_names_are_checked_in_nfkc_form(tmp_path: Path) -> None:
+    decomposed, precomposed = "cafe\u0301", "caf\u00e9"
+    folder = tmp_path / precomposed
+    folder.mkdir()
+    (folder / "SKILL.md").write_text(GOOD.format(name=decomposed))
+    assert check_strict(folder) == []
+    skill = load_skill(folder, tmp_path)
+    assert skill.name == precomposed and skill.warnings == ()
+    upper = tmp_path / "CAFE\u0301"
+    upper.mkdir()
+    (upper / "SKILL.md").write_text(GOOD.format(name="CAFE\u0301"))
+    assert any("only lowercase letters" in p for p in check_strict(upper))

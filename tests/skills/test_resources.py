@@ -53,3 +53,18 @@ def test_refuses_reads_outside_the_rules(skill: Skill, path: str, reason: str) -
 def test_lists_resources_and_scripts_without_escapes(skill: Skill) -> None:
     assert list_resources(skill) == ["references/steps.md", "assets/big.txt"]
     assert list_scripts(skill) == ["scripts/fix.sh"]
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("references/steps.md\x00.txt", "control characters"),
+        ("references/loop.md", "symlink loop"),
+    ],
+)
+def test_unreadable_paths_are_skill_errors_not_crashes(
+    skill: Skill, path: str, reason: str
+) -> None:
+    (skill.folder / "references" / "loop.md").symlink_to(skill.folder / "references" / "loop.md")
+    with pytest.raises(SkillError, match=reason):
+        read_resource(skill, path)
