@@ -13,6 +13,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from adapters.base import valid_text
 from bot.config import Settings
 from bot.errors import UserError
 from bot.lockfile import DatabaseLock
@@ -300,11 +301,11 @@ async def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
     body = sys.stdin.read() if args.body == "-" else args.body
-    draft = NoteDraft(
+    draft = NoteDraft(  # arguments and stdin may hold bytes that are not UTF-8
         scope=args.scope,
-        topic=args.topic,
-        summary=args.summary,
-        body=body,
+        topic=valid_text(args.topic),
+        summary=valid_text(args.summary),
+        body=valid_text(body),
         category=args.category,
         private=args.private,
         pinned=args.pinned,

@@ -206,3 +206,13 @@ def test_an_export_folder_with_broken_unicode_is_handled_like_a_jsonl_file(
     code, _, err = run(capsys, "notes", "import", str(env / "export"))
     assert code == EXIT_USER_ERROR
     assert "latin.md line 4: not valid UTF-8" in err and err.count("\n") == 1
+
+
+def test_notes_add_with_bytes_that_are_not_utf8_saves_a_replacement_character(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    summary = b"caf\xe9 opens at 8".decode("utf-8", "surrogateescape")  # as argv gives it
+    code = main(["notes", "add", "channel:slack/C1", "cafe", summary])
+    assert code == 0, capsys.readouterr().err
+    assert main(["notes", "show", "channel:slack/C1", "cafe"]) == 0
+    assert "caf\ufffd opens at 8" in capsys.readouterr().out
