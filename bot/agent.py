@@ -20,10 +20,12 @@ from adapters.base import ConversationRef, UserRef
 from bot import metrics
 from bot.approvals import ApprovalService
 from bot.config import Settings
-from bot.model import ChatResult, Model, ModelUnavailable
+from bot.model import ChatResult, Model, ModelUnavailable, ToolCall
 from bot.prompt import BYTES_PER_TOKEN, estimate_tokens, render_prefix, user_turn
 from bot.skill_use import SkillUse, skill_tool_result
+from bot.split import clip_reply
 from bot.tool_args import (
+    PROPOSAL_TOOLS,
     WRITE_TOOLS,
     LoadSkillArgs,
     MemoryReadArgs,
@@ -302,42 +304,58 @@ class Agent:
                 {
                     "role": "assistant",
                     "content": result.content,
-                    "tool_calls": [
-                        {"function": {"name": c.name, "arguments": _as_object(c.arguments)}}
-                        for c in result.tool_calls
-                    ],
+                    "tool_calls": [_echo(c) for c in result.tool_calls],
                 }
             )
-            turn.pending = [(c.name, c.arguments) for c in result.tool_calls]
+            turn.pending = [_pending(c) for c in result.tool_calls]
             await self._run_pending(ctx, turn)
             turn.round += 1
 
     async def _run_pending(self, ctx: TurnContext, turn: _Turn) -> None:
+        """Run the round's calls in order, at most `max_tool_calls_per_round` of them; the
+        count comes from the messages, so it holds across a turn resumed after a card."""
+        limit = self.settings.bot.max_tool_calls_per_round
         while turn.pending:
             name, arguments = turn.pending.pop(0)
-            output = await self._run_tool(ctx, name, arguments, turn)
-            metrics.TOOL_CALLS.labels(name, "error" if output.startswith("error") else "ok").inc()
+            if _calls_this_round(turn.messages) >= limit:
+                output = f"error: too many tool calls in one round; at most {limit} run"
+            else:
+                output = await self._run_tool(ctx, name, arguments, turn)
+            outcome = "error" if output.startswith("error") else "ok"
+            metrics.TOOL_CALLS.labels(metrics.tool_label(name), outcome).inc()
             turn.messages.append({"role": "tool", "tool_name": name, "content": output})
 
     def _answer(self, result: ChatResult) -> str:
-        """The reply to post; the model's thinking only when configured to show it."""
+        """The reply to post and keep, cut to `max_reply_chars`; the model's thinking only
+        when configured to show it."""
         answer = result.content.strip() or "(no answer)"
         if self.settings.ollama.show_thinking and result.thinking.strip():
             quoted = "\n".join(f"> {line}" for line in result.thinking.strip().splitlines())
-            return f"> 💭 thinking\n{quoted}\n\n{answer}"
-        return answer
+            answer = f"> 💭 thinking\n{quoted}\n\n{answer}"
+        # Cut once, here, so what is posted and what history keeps are the same text.
+        return clip_reply(answer, self.settings.bot.max_reply_chars)
 
     def _log_thinking(self, result: ChatResult) -> None:
         if result.thinking:
             _log.debug("model thinking: %s", result.thinking)
 
     async def _run_tool(self, ctx: TurnContext, name: str, raw: Any, turn: _Turn) -> str:
+        """The tool's output, or an error the model can correct; a nameless call carries
+        what was wrong with it (see `_pending`)."""
+        if not name:
+            return f"error: {raw}"
         offered = turn.offered
         if name not in offered:
             if name in WRITE_TOOLS:
                 return f"error: {name} is not available here: this channel's memory is read-only"
             available = ", ".join(sorted(offered))
-            return f"error: there is no tool named {name!r}; available tools: {available}"
+            return f"error: there is no tool named {_clip(name)!r}; available tools: {available}"
+        cards = self.settings.bot.max_cards_per_turn
+        if name in PROPOSAL_TOOLS and _cards_this_turn(turn.messages) >= cards:
+            return (
+                f"error: at most {cards} cards can be shown in one turn; tell the person "
+                "what else you would propose instead"
+            )
         try:
             args = parse_arguments(name, raw)
             async with asyncio.timeout(self.settings.bot.tool_timeout_s):
@@ -349,6 +367,12 @@ class Agent:
         except TimeoutError:
             _log.warning("tool %s timed out after %s s", name, self.settings.bot.tool_timeout_s)
             return f"error: {name} timed out"
+        except (AwaitingApproval, ModelUnavailable):
+            raise
+        except Exception:
+            # Whatever the model sends must not fail the turn: log it, tell the model.
+            _log.exception("tool %s failed", name)
+            return f"error: {name} failed unexpectedly"
 
     async def _memory_search(self, ctx: TurnContext, query: str, limit: int) -> str:
         """Notes, then past messages of this conversation's scope, each with its link."""
@@ -412,13 +436,16 @@ class Agent:
             )  # fmt: skip
             raise AwaitingApproval(proposal)
         if isinstance(args, ReadSkillResourceArgs):
-            return self.skills.read(args.skill, args.path, ctx.channel_scope)
+            return await self.skills.read(
+                ctx.conversation.key, args.skill, args.path, ctx.channel_scope
+            )
         if isinstance(args, ProposeSkillArgs):
+            name = self.skills.new_skill_name(args.name)  # before any card is posted
             text = self.skills.draft_skill(
-                args.name, args.description, args.body, ctx.author.scope, ctx.conversation.key
+                name, args.description, args.body, ctx.author.scope, ctx.conversation.key
             )
             proposal = await self.approvals.propose_skill_create(
-                ctx.conversation, ctx.author, args.name, text
+                ctx.conversation, ctx.author, name, text
             )
             return f"proposal #{proposal.id} shows the whole skill on a card for approval"
         raise AssertionError(f"unhandled tool arguments {args!r}")
@@ -490,3 +517,40 @@ def offline_answer(hits: Sequence[SearchHit]) -> str:
 
 def _as_object(arguments: Any) -> Any:
     return arguments if isinstance(arguments, dict) else {"raw": str(arguments)}
+
+
+def _echo(call: ToolCall) -> dict[str, Any]:
+    """A call as the next request shows it to the model; a malformed one without arguments."""
+    arguments = {} if call.problem else _as_object(call.arguments)
+    return {"function": {"name": call.name, "arguments": arguments}}
+
+
+def _pending(call: ToolCall) -> tuple[str, Any]:
+    """A call still to run, as it is saved with a suspended turn: a malformed call has no
+    name and carries its problem in place of arguments."""
+    return ("", call.problem) if call.problem else (call.name, call.arguments)
+
+
+def _clip(name: str, limit: int = 64) -> str:
+    return name if len(name) <= limit else name[:limit] + "…"
+
+
+def _calls_this_round(messages: Sequence[dict[str, Any]]) -> int:
+    """Tool results since the model's last message: the calls of this round already run."""
+    count = 0
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            return count
+        count += 1
+    return count
+
+
+def _cards_this_turn(messages: Sequence[dict[str, Any]]) -> int:
+    """Proposal tools that ran since the person's message, each of which showed a card."""
+    count = 0
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            break
+        if message.get("role") == "tool" and message.get("tool_name") in PROPOSAL_TOOLS:
+            count += not str(message.get("content", "")).startswith("error")
+    return count

@@ -65,6 +65,15 @@ class BotSettings(_Section):
     queue_size: int = Field(100, ge=1)
     tool_timeout_s: float = Field(20.0, gt=0)
     max_tool_rounds: int = Field(4, ge=1, le=20)
+    max_tool_calls_per_round: int = Field(
+        8, ge=1, le=100, description="calls of one model answer that run; the rest get an error"
+    )
+    max_cards_per_turn: int = Field(
+        3, ge=1, le=50, description="cards one turn may post; past it the model gets an error"
+    )
+    max_reply_chars: int = Field(
+        8000, ge=200, le=1_000_000, description="longer model replies are cut, with a notice"
+    )
     shutdown_timeout_s: float = Field(30.0, gt=0, description="how long in-flight turns get")
     adapter_grace_s: float = Field(120.0, gt=0, description="disconnected this long: unhealthy")
 

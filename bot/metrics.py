@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Histogram
 
+from bot.tool_args import TOOL_ARGS
+
 EVENTS_RECEIVED = Counter("lorebot_events_received_total", "Platform events received", ["platform"])
 EVENTS_DROPPED = Counter("lorebot_events_dropped_total", "Events not handled", ["reason"])
 TURNS = Counter("lorebot_turns_total", "Agent turns", ["outcome"])
@@ -15,3 +17,9 @@ MODEL_LATENCY = Histogram(
 TOOL_CALLS = Counter("lorebot_tool_calls_total", "Tool calls by the model", ["tool", "outcome"])
 PROPOSALS = Counter("lorebot_proposals_total", "Decided proposals", ["kind", "outcome"])
 JOB_RUNS = Counter("lorebot_job_runs_total", "Scheduled job runs", ["job", "status"])
+
+
+def tool_label(name: str) -> str:
+    """The `tool` label of a tool call: a known tool's name, else `other`, so names a model
+    invents cannot create new series."""
+    return name if name in TOOL_ARGS else "other"

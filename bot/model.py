@@ -19,10 +19,21 @@ import ollama
 from bot import metrics
 from bot.config import OllamaSettings
 from bot.errors import LorebotError
+from bot.tool_args import MAX_ARGUMENT_DEPTH, TOO_DEEP, exceeds_depth
 
 _log = logging.getLogger(__name__)
 
 BACKOFF_START_S = 2.0
+CALL_SHAPE = 'write each call as {"function": {"name": "<tool>", "arguments": {...}}}'
+# Everything a chat call can raise that means "no usable answer"; mapped in `_unavailable`.
+CHAT_FAILURES = (
+    ollama.ResponseError,
+    TimeoutError,
+    ConnectionError,
+    httpx.HTTPError,
+    ValueError,
+    RecursionError,
+)
 BACKOFF_MAX_S = 60.0
 DEFAULT_CONTEXT = 8192
 
@@ -41,8 +52,11 @@ class ModelInfo:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """One tool call of a reply; `problem` says what was wrong with a malformed one."""
+
     name: str
     arguments: Any
+    problem: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,32 +157,45 @@ class Model:
         async with self._semaphore:
             started = time.perf_counter()
             try:
-                async with asyncio.timeout(self.settings.timeout_s):
-                    # The client's own request path (errors mapped as ollama maps them), but
-                    # the reply is parsed here: ollama's ChatResponse rejects tool-call
-                    # arguments sent as a JSON string, and the whole reply would be lost.
-                    response = await self.client._request_raw(  # type: ignore[no-untyped-call]
-                        "POST", "/api/chat", json=request
-                    )
-                data = response.json()
-            except ollama.ResponseError as exc:
-                if exc.status_code == 404:
-                    raise ModelUnavailable(
-                        f"model {self.settings.model} is not installed: "
-                        f"run `ollama pull {self.settings.model}`"
-                    ) from exc
-                if exc.status_code >= 500:
-                    self._mark_down(exc)
-                raise ModelUnavailable(f"the model failed: {exc.error}") from exc
-            except (TimeoutError, httpx.TransportError, ConnectionError) as exc:
-                self._mark_down(exc)
-                raise ModelUnavailable("the model is unreachable or timed out") from exc
-            except ValueError as exc:  # not JSON
-                raise ModelUnavailable(f"the model sent an unreadable reply: {exc}") from exc
+                data = await self._post_chat(request)
             finally:
                 metrics.MODEL_LATENCY.observe(time.perf_counter() - started)
         self._mark_up()
         return parse_chat_reply(data)
+
+    async def _post_chat(self, request: Mapping[str, Any]) -> Any:
+        """The decoded body of one /api/chat call; each way it can fail is mapped here."""
+        try:
+            async with asyncio.timeout(self.settings.timeout_s):
+                # The client's own request path (errors mapped as ollama maps them), but
+                # the reply is parsed here: ollama's ChatResponse rejects tool-call
+                # arguments sent as a JSON string, and the whole reply would be lost.
+                response = await self.client._request_raw(  # type: ignore[no-untyped-call]
+                    "POST", "/api/chat", json=request
+                )
+            return response.json()
+        except CHAT_FAILURES as exc:
+            raise self._unavailable(exc) from exc
+
+    def _unavailable(self, exc: BaseException) -> ModelUnavailable:
+        """What a failed chat call tells the turn; the model is marked down when it is
+        unreachable or failing, not when one reply was unreadable."""
+        if isinstance(exc, ollama.ResponseError):
+            if exc.status_code == 404:
+                return ModelUnavailable(
+                    f"model {self.settings.model} is not installed: "
+                    f"run `ollama pull {self.settings.model}`"
+                )
+            if exc.status_code >= 500:
+                self._mark_down(exc)
+            return ModelUnavailable(f"the model failed: {exc.error}")
+        if isinstance(exc, TimeoutError | httpx.TransportError | ConnectionError):
+            self._mark_down(exc)
+            return ModelUnavailable("the model is unreachable or timed out")
+        if isinstance(exc, RecursionError):
+            return ModelUnavailable("the model sent a reply nested too deeply to read")
+        # Not JSON, not UTF-8, a body httpx cannot decode, or one pydantic rejects.
+        return ModelUnavailable(f"the model sent an unreadable reply ({type(exc).__name__})")
 
     def _mark_down(self, exc: BaseException) -> None:
         self._backoff = min(BACKOFF_MAX_S, self._backoff * 2 or BACKOFF_START_S)
@@ -189,19 +216,35 @@ class Model:
 
 
 def parse_chat_reply(data: Any) -> ChatResult:
-    """Content, thinking and tool calls of an /api/chat reply, tolerating malformed calls."""
+    """Content, thinking and tool calls of an /api/chat reply. Never raises: a malformed
+    tool call is kept with its problem, for the model to correct."""
     message = data.get("message") if isinstance(data, dict) else None
     if not isinstance(message, dict):
         return ChatResult("")
-    calls = []
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") if isinstance(call, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            calls.append(ToolCall(function["name"], function.get("arguments")))
     content = message.get("content")
     thinking = message.get("thinking")
     return ChatResult(
         content if isinstance(content, str) else "",
         thinking if isinstance(thinking, str) else "",
-        tuple(calls),
+        _tool_calls(message.get("tool_calls")),
     )
+
+
+def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
+    if not raw:
+        return ()
+    if not isinstance(raw, list):
+        problem = f"tool_calls must be a list of calls, not {type(raw).__name__}; {CALL_SHAPE}"
+        return (ToolCall("", None, problem),)
+    return tuple(_tool_call(number, call) for number, call in enumerate(raw, 1))
+
+
+def _tool_call(number: int, call: Any) -> ToolCall:
+    function = call.get("function") if isinstance(call, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    if not isinstance(function, dict) or not isinstance(name, str) or not name:
+        return ToolCall("", None, f"tool call {number} has no function name; {CALL_SHAPE}")
+    arguments = function.get("arguments")
+    if exceeds_depth(arguments, MAX_ARGUMENT_DEPTH):
+        return ToolCall(name, None, f"the arguments of tool call {number} are refused: {TOO_DEEP}")
+    return ToolCall(name, arguments)

@@ -16,9 +16,10 @@ from bot.config import SkillsSettings
 from memory.conversations import ConversationLog
 from memory.proposals import SKILL_CREATE, SKILL_LOAD, Proposal
 from skills.catalog import BUNDLED_ROOT, Catalog
+from skills.parse import normalise_name, text_problems
 from skills.resources import list_resources, list_scripts, read_resource
 from skills.types import Skill, SkillError
-from skills.writer import CREATED_BY, created_by_lorebot, render_skill
+from skills.writer import CREATED_BY, check_new_name, created_by_lorebot, render_skill
 
 _log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class SkillUse:
 
     def find(self, name: str, channel_scope: str | None, *, by_person: bool) -> Skill:
         """The skill `name` as this conversation may use it, or SkillError saying why not."""
-        skill = self.catalog.get(name.strip().lower())
+        skill = self.catalog.get(normalise_name(name.strip()).lower())
         allowed = self.allowed(channel_scope)
         if skill is None or (allowed is not None and skill.name not in allowed):
             known = ", ".join(self.catalog_names(channel_scope)) or "none"
@@ -99,14 +100,30 @@ class SkillUse:
             "skill %s (%s) active in %s, by %s", skill.name, skill.sha256[:12], conversation_key, by
         )
 
-    def read(self, name: str, path: str, channel_scope: str | None) -> str:
+    async def read(
+        self, conversation_key: str, name: str, path: str, channel_scope: str | None
+    ) -> str:
+        """A resource of a skill active in this conversation; a skill nobody approved or
+        started here keeps its files to itself."""
         skill = self.find(name, channel_scope, by_person=True)
+        if not await self.is_active(conversation_key, skill):
+            raise SkillError(
+                f"the skill {skill.name} is not loaded in this conversation; "
+                "load it with load_skill first, then read its resources"
+            )
         return read_resource(skill, path)
+
+    def new_skill_name(self, name: str) -> str:
+        """The name a proposed skill is written under, or SkillError when it is not a valid
+        skill name; checked before any card is shown."""
+        check_new_name(name)
+        return normalise_name(name)
 
     def draft_skill(
         self, name: str, description: str, body: str, requester: str, conversation: str
     ) -> str:
         """The SKILL.md a proposal would write; SkillError when it cannot be written."""
+        name = self.new_skill_name(name)
         folder = self.settings.user_root / name
         if folder.exists() and not created_by_lorebot(folder):
             raise SkillError(f"a skill named {name!r} exists and was not created by lorebot")
@@ -116,6 +133,9 @@ class SkillUse:
             "conversation": conversation,
         }
         text = render_skill(name, description, body, metadata)
+        problems = text_problems(text, name)
+        if problems:
+            raise SkillError("the skill would not be valid: " + "; ".join(problems))
         if len(text) > MAX_CARD_SKILL_CHARS:
             raise SkillError(
                 f"the skill is {len(text)} characters; keep a chat-proposed skill under "

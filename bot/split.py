@@ -1,4 +1,5 @@
-"""Splitting long replies to a platform's message limit, at paragraph or line breaks."""
+"""Splitting long replies to a platform's message limit, at paragraph or line breaks, and
+cutting a reply that is too long to post at all."""
 
 from __future__ import annotations
 
@@ -20,3 +21,20 @@ def split_message(text: str, limit: int) -> list[str]:
     if rest or not chunks:
         chunks.append(rest)
     return chunks
+
+
+def clip_reply(text: str, limit: int) -> str:
+    """`text` if it fits in `limit` characters; else its start, cut at a line or word break,
+    with a visible notice, all within `limit` (a code block left open is closed)."""
+    if len(text) <= limit:
+        return text
+    notice = f"\n\n… (reply cut at {limit} characters)"
+    room = limit - len(notice) - len("\n```")
+    if room <= 0:
+        raise ValueError("limit is too small for the notice")
+    window = text[:room]
+    cut = next((c for c in (window.rfind("\n"), window.rfind(" ")) if c > room // 2), room)
+    kept = window[:cut].rstrip()
+    if kept.count("```") % 2:
+        kept += "\n```"
+    return kept + notice

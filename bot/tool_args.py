@@ -84,6 +84,11 @@ TOOL_ARGS: dict[str, tuple[type[_Args], str]] = {
 }
 WRITE_TOOLS = frozenset({"propose_note", "propose_forget", "propose_skill"})
 SKILL_TOOLS = frozenset({"load_skill", "read_skill_resource"})
+# Tools that show a person a card, counted against the cards of one turn.
+PROPOSAL_TOOLS = frozenset({"propose_note", "propose_forget", "propose_skill", "load_skill"})
+# No tool takes nested arguments; deeper JSON is refused before anything recurses into it.
+MAX_ARGUMENT_DEPTH = 32
+TOO_DEEP = f"arguments nest more than {MAX_ARGUMENT_DEPTH} levels deep"
 
 
 @functools.cache
@@ -120,17 +125,50 @@ def _unquote(value: Any) -> Any:
     return value
 
 
+def exceeds_depth(value: Any, limit: int) -> bool:
+    """Whether lists and objects in `value` nest more than `limit` levels; iterative, so any
+    depth is measured without recursion."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            if depth >= limit:
+                return True
+            stack.extend((child, depth + 1) for child in item)
+    return False
+
+
+def _checked(key: str, value: Any) -> Any:
+    if "\x00" in key or (isinstance(value, str) and "\x00" in value):
+        raise ToolArgumentError(f"argument {key!r} contains a NUL character; send plain text")
+    return value
+
+
+def _decode(text: str) -> Any:
+    """Arguments the model sent as a JSON string."""
+    if not text.strip():
+        return {}
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ToolArgumentError(f"arguments are not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ToolArgumentError(TOO_DEEP) from None
+
+
 def coerce_arguments(raw: Any) -> dict[str, Any]:
     """Repair the known quirks: a JSON string instead of an object, and quote-wrapped
-    strings. Numbers given as strings are accepted by pydantic's lax mode."""
+    strings. Numbers given as strings are accepted by pydantic's lax mode. NUL characters
+    and deep nesting are refused: no tool takes them, and paths and C libraries fail on them."""
     if isinstance(raw, str):
-        try:
-            raw = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise ToolArgumentError(f"arguments are not valid JSON: {exc.msg}") from None
+        raw = _decode(raw)
+    if exceeds_depth(raw, MAX_ARGUMENT_DEPTH):
+        raise ToolArgumentError(TOO_DEEP)
     if not isinstance(raw, dict):
         raise ToolArgumentError("arguments must be a JSON object")
-    return {str(key): _unquote(value) for key, value in raw.items()}
+    return {str(key): _checked(str(key), _unquote(value)) for key, value in raw.items()}
 
 
 def parse_arguments(name: str, raw: Any) -> _Args:

@@ -192,6 +192,7 @@ async def test_resource_reads_go_through_the_containment_rules(harness: Harness)
     folder = add_triage(harness)
     (folder / "references").mkdir()
     (folder / "references" / "owners.md").write_text("API: team-api\n")
+    await harness.say("/incident-triage")  # resources are readable only once it is active
     for path in ("references/owners.md", "../../etc/passwd"):
         harness.ollama.tool_call("read_skill_resource", {"skill": "incident-triage", "path": path})
     harness.ollama.reply("team-api owns it.")

@@ -7,6 +7,8 @@ what the client sent (``fake.chat_requests``)::
     fake.reply("Hello")                          # next /api/chat answer
     fake.tool_call("search_notes", {"q": "vpn"}) # a reply that calls a tool
     fake.error(500, "out of memory")             # HTTP 500 {"error": ...}
+    fake.raw_message({"content": "", "tool_calls": 5})  # a malformed message, sent as given
+    fake.raw('{"message": [[[[...')              # a chat response body, byte for byte
     fake.delay(5.0)                              # the next chat answer waits 5 s
     fake.vectors["some text"] = [1.0, 0.0, ...]  # /api/embed returns this for that text
     fake.hold_embeds(after=3)                    # embed requests after the 3rd wait …
@@ -86,7 +88,14 @@ class _Error:
     partial: str = ""
 
 
-_Scripted = _Reply | _Error
+@dataclass(frozen=True)
+class _Raw:
+    """A scripted chat response body, sent byte for byte as HTTP 200."""
+
+    body: bytes
+
+
+_Scripted = _Reply | _Error | _Raw
 
 
 def _default_reply(body: Body) -> str:
@@ -288,6 +297,17 @@ class FakeOllama:
         """
         self._queue.append(_Error(500, message, in_stream=True, partial=partial))
 
+    def raw(self, body: str | bytes) -> None:
+        """Queue a chat response body sent exactly as given with HTTP 200 and a JSON
+        Content-Type, streaming or not: invalid JSON, deeply nested JSON, wrong types."""
+        self._queue.append(_Raw(body.encode() if isinstance(body, str) else body))
+
+    def raw_message(self, message: Any, *, model: str = "qwen3:8b") -> None:
+        """Queue a complete, done chat response whose ``message`` is ``message`` as given,
+        unchecked: e.g. ``{"role": "assistant", "content": "", "tool_calls": 5}``."""
+        body = {"model": model, "created_at": _now(), "message": message, "done": True}
+        self.raw(json.dumps(body))
+
     def delay(self, seconds: float) -> None:
         """Make the next /api/chat answer wait ``seconds`` first (delays queue up FIFO)."""
         self._delays.append(seconds)
@@ -418,6 +438,8 @@ class FakeOllama:
             await asyncio.sleep(self._delays.popleft())
 
         stream = body.get("stream", True) is not False  # Ollama streams unless told not to
+        if isinstance(scripted, _Raw):
+            return web.Response(body=scripted.body, headers={"Content-Type": JSON_TYPE})
         if isinstance(scripted, _Error):
             if stream and scripted.in_stream:
                 return await self._stream_error(request, model, scripted)
