@@ -1,8 +1,10 @@
 """One agent turn: assemble the prompt, call the model, run its tool calls, reply.
 
 The model never writes memory: its proposing tools create proposals that a person
-approves on a card. Tool calls are validated, time-limited and bounded in number; a
-broken call is answered to the model as an error it can correct.
+approves on a card. Each tool is one entry of a `Toolbox` (bot/tools/); calls are
+validated, time-limited and bounded in number, and a broken call is answered to the model
+as an error it can correct. A tool that needs a person's decision suspends the turn into
+its proposal, and the turn resumes when the card is decided.
 """
 
 from __future__ import annotations
@@ -18,94 +20,25 @@ from zoneinfo import ZoneInfo
 
 from adapters.base import ConversationRef, UserRef
 from bot import metrics
-from bot.approvals import ApprovalService
 from bot.config import Settings
 from bot.model import ChatResult, Model, ModelUnavailable, ToolCall
 from bot.prompt import BYTES_PER_TOKEN, estimate_tokens, render_prefix, user_turn
-from bot.skill_use import SkillUse, skill_tool_result
+from bot.skill_use import SkillUse
 from bot.split import clip_reply
-from bot.tool_args import (
-    PROPOSAL_TOOLS,
-    WRITE_TOOLS,
-    LoadSkillArgs,
-    MemoryReadArgs,
-    MemorySearchArgs,
-    ProposeForgetArgs,
-    ProposeNoteArgs,
-    ProposeSkillArgs,
-    ReadSkillResourceArgs,
-    ToolArgumentError,
-    parse_arguments,
-    tool_specs,
-)
-from memory import (
-    Category,
-    InvalidInput,
-    Note,
-    NoteDraft,
-    NoteStore,
-    Scope,
-    SearchHit,
-    Viewer,
-    Visibility,
-    visibility_for,
-)
+from bot.tool_args import ToolArgumentError
+from bot.tools import Call, Kind, Suspend, Tool, Toolbox
+from bot.turn_context import TurnContext, make_context
+from memory import Category, InvalidInput, NoteStore, SearchHit
 from memory.conversations import ConversationLog, LogEntry
-from memory.events import EventLog, is_write_action
+from memory.events import EventLog
 from memory.fts import term_overlap
 from memory.proposals import Proposal
-from memory.types import ScopeKind
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
 
 COMPACT_AT = 0.8
-# Past messages a memory_search shows, and how much of each.
-MESSAGE_HITS = 5
-MESSAGE_CHARS = 300
 OFFLINE_NOTICE = "⚠️ My model is unreachable right now, so I can only share what I remember."
-
-
-@dataclass(frozen=True, slots=True)
-class TurnContext:
-    """Who is asking, where, and what they may read and change."""
-
-    conversation: ConversationRef
-    author: UserRef
-    visibility: Visibility
-    read_only: bool
-    link: str = ""
-
-    @property
-    def message_scope(self) -> str:
-        """Who may search this conversation's messages: its channel, or the DM's person."""
-        return self.author.scope if self.conversation.is_dm else self.conversation.channel_scope
-
-    @property
-    def history_key(self) -> str:
-        """One conversation's history: a channel thread, or a DM (marked, for reflection)."""
-        thread = self.conversation.thread_id or ""
-        marker = "dm:" if self.conversation.is_dm else ""
-        return f"{marker}{self.conversation.key}/{thread}"
-
-    @property
-    def channel_scope(self) -> str | None:
-        return None if self.conversation.is_dm else self.conversation.channel_scope
-
-    def writable(self) -> tuple[Scope, ...]:
-        """Scopes a person may propose changes to from here (team notes are admin-only)."""
-        return tuple(s for s in self.visibility.scopes if s.kind is not ScopeKind.TEAM)
-
-
-def make_context(
-    conversation: ConversationRef, author: UserRef, read_only: bool, link: str = ""
-) -> TurnContext:
-    """The turn context of a person in a conversation; isolation comes from `visibility_for`."""
-    speaker = Scope(ScopeKind.USER, author.platform, author.id)
-    channel = None if conversation.is_dm else Scope.parse(conversation.channel_scope)
-    team = Scope.parse(conversation.team_scope) if conversation.team_scope else None
-    viewer = Viewer(speaker, channel, team)
-    return TurnContext(conversation, author, visibility_for(viewer), read_only, link)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,14 +66,12 @@ class _Turn:
     messages: list[dict[str, Any]]
     round: int = 1
     pending: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
-    tools: tuple[dict[str, Any], ...] = ()
+    tools: dict[str, Tool] = dataclasses.field(default_factory=dict)
 
-    @property
-    def offered(self) -> set[str]:
-        return {spec["function"]["name"] for spec in self.tools}
-
-    def saved(self, ctx: TurnContext) -> dict[str, Any]:
+    def saved(self, ctx: TurnContext, tool: str) -> dict[str, Any]:
+        """What a proposal keeps to resume this turn; `tool` gets the decision."""
         return {
+            "tool": tool,
             "messages": self.messages,
             "round": self.round,
             "pending": [[name, args] for name, args in self.pending],
@@ -159,16 +90,16 @@ class Agent:
         model: Model,
         notes: NoteStore,
         log: ConversationLog,
-        approvals: ApprovalService,
         skills: SkillUse,
+        toolbox: Toolbox,
         events: EventLog | None = None,
     ) -> None:
         self.settings = settings
         self.model = model
         self.notes = notes
         self.log = log
-        self.approvals = approvals
         self.skills = skills
+        self.toolbox = toolbox
         self.events = events
 
     async def build_prefix(self, ctx: TurnContext) -> tuple[str, int]:
@@ -203,9 +134,9 @@ class Agent:
             budget -= len(clipped.encode())
         return logs
 
-    def tools(self, ctx: TurnContext) -> tuple[dict[str, Any], ...]:
-        has_skills = bool(self.skills.catalog_lines(ctx.channel_scope))
-        return tool_specs(read_only=ctx.read_only, skills=has_skills)
+    def tools(self, ctx: TurnContext) -> dict[str, Tool]:
+        """The tools this turn offers the model."""
+        return self.toolbox.for_turn(ctx)
 
     async def recall(self, ctx: TurnContext, text: str) -> list[SearchHit]:
         """Notes for the message; a reflection only when it clearly concerns the message."""
@@ -259,10 +190,15 @@ class Agent:
         )
         pending = [tuple(p) for p in saved["pending"]]
         turn = _Turn(saved["messages"], saved["round"], pending, self.tools(ctx))
-        outcome = await self._load_outcome(ctx, proposal)
-        turn.messages.append({"role": "tool", "tool_name": "load_skill", "content": outcome})
+        name = saved.get("tool", "load_skill")  # turns saved before tools were named
+        tool = self.toolbox.get(name)
+        if tool is None:
+            outcome = f"error: the tool {name} is no longer available"
+        else:
+            outcome = await tool.resume(ctx, proposal)
+        turn.messages.append({"role": "tool", "tool_name": name, "content": outcome})
         try:
-            await self._run_pending(ctx, turn)  # the calls that came after the load
+            await self._run_pending(ctx, turn)  # the calls that came after the suspended one
             turn.round += 1
             reply, rounds = await self._loop(ctx, turn)
         except ModelUnavailable:
@@ -280,21 +216,12 @@ class Agent:
         message it answers."""
         await self.log.append(ctx.history_key, entries, scope=ctx.message_scope, link=ctx.link)
 
-    async def _load_outcome(self, ctx: TurnContext, proposal: Proposal) -> str:
-        name = proposal.payload["name"]
-        if proposal.status != "approved":
-            return f"the person declined loading the skill {name}; continue without it"
-        skill = self.skills.catalog.get(name)
-        if skill is None or skill.sha256 != proposal.payload["sha256"]:
-            return f"error: the skill {name} changed or disappeared since it was approved"
-        await self.skills.activate(ctx.conversation.key, skill, proposal.decided_by or "")
-        return skill_tool_result(skill)
-
     async def _loop(self, ctx: TurnContext, turn: _Turn) -> tuple[str, int]:
         max_rounds = self.settings.bot.max_tool_rounds
         while True:
             last = turn.round >= max_rounds
-            result = await self.model.chat(turn.messages, tools=None if last else turn.tools)
+            specs = None if last else self.toolbox.specs(turn.tools)
+            result = await self.model.chat(turn.messages, tools=specs)
             self._log_thinking(result)
             if not result.tool_calls:
                 return self._answer(result), turn.round
@@ -322,7 +249,7 @@ class Agent:
             else:
                 output = await self._run_tool(ctx, name, arguments, turn)
             outcome = "error" if output.startswith("error") else "ok"
-            metrics.TOOL_CALLS.labels(metrics.tool_label(name), outcome).inc()
+            metrics.TOOL_CALLS.labels(metrics.tool_label(name, self.toolbox.names), outcome).inc()
             turn.messages.append({"role": "tool", "tool_name": name, "content": output})
 
     def _answer(self, result: ChatResult) -> str:
@@ -344,136 +271,53 @@ class Agent:
         what was wrong with it (see `_pending`)."""
         if not name:
             return f"error: {raw}"
-        offered = turn.offered
-        if name not in offered:
-            if name in WRITE_TOOLS:
+        tool = turn.tools.get(name)
+        if tool is None:
+            known = self.toolbox.get(name)
+            if known is not None and known.writes_memory and ctx.read_only:
                 return f"error: {name} is not available here: this channel's memory is read-only"
-            available = ", ".join(sorted(offered))
+            available = ", ".join(turn.tools)
             return f"error: there is no tool named {_clip(name)!r}; available tools: {available}"
         cards = self.settings.bot.max_cards_per_turn
-        if name in PROPOSAL_TOOLS and _cards_this_turn(turn.messages) >= cards:
+        proposing = self.toolbox.names_of(Kind.PROPOSAL)
+        if tool.kind is Kind.PROPOSAL and _cards_this_turn(turn.messages, proposing) >= cards:
             return (
                 f"error: at most {cards} cards can be shown in one turn; tell the person "
                 "what else you would propose instead"
             )
         try:
-            args = parse_arguments(name, raw)
+            arguments = tool.parse(raw)
+            call = Call(ctx, lambda: turn.saved(ctx, name))
             async with asyncio.timeout(self.settings.bot.tool_timeout_s):
-                output = await self._execute(ctx, args, turn)
-            await self._capture(ctx, name, args, output)
-            return output
+                output = await tool.run(call, arguments)
         except (ToolArgumentError, InvalidInput, SkillError) as exc:
             return f"error: {exc}"
         except TimeoutError:
             _log.warning("tool %s timed out after %s s", name, self.settings.bot.tool_timeout_s)
             return f"error: {name} timed out"
-        except (AwaitingApproval, ModelUnavailable):
+        except ModelUnavailable:
             raise
         except Exception:
             # Whatever the model sends must not fail the turn: log it, tell the model.
             _log.exception("tool %s failed", name)
             return f"error: {name} failed unexpectedly"
+        if isinstance(output, Suspend):
+            raise AwaitingApproval(output.proposal)
+        await self._capture(ctx, tool, arguments, output)
+        return output
 
-    async def _memory_search(self, ctx: TurnContext, query: str, limit: int) -> str:
-        """Notes, then past messages of this conversation's scope, each with its link."""
-        vectors = self.notes.vectors
-        vector = await vectors.query_vector(query) if vectors is not None else None
-        hits = await self.notes.search(query, ctx.visibility, k=limit, vector=vector)
-        said = await self.log.search(
-            query, ctx.visibility, k=min(limit, MESSAGE_HITS), vectors=vectors, vector=vector
-        )
-        if not hits and not said:
-            return "no notes or past messages found"
-        lines = [f"- [{h.note.scope}] {h.note.topic}: {h.snippet}" for h in hits]
-        if said:
-            lines.append("past messages:")
-        for m in said:
-            where = f" ({m.link})" if m.link else ""
-            text = " ".join(m.content.split())[:MESSAGE_CHARS]
-            lines.append(f"- {m.created_at[:16].replace('T', ' ')} {m.author_name}: {text}{where}")
-        return "\n".join(lines)
-
-    async def _capture(self, ctx: TurnContext, name: str, arguments: Any, output: str) -> None:
-        """Successful tools whose name is a write verb are captured for pattern extraction."""
-        if self.events is None or not is_write_action(name):
+    async def _capture(
+        self, ctx: TurnContext, tool: Tool, arguments: dict[str, Any], output: str
+    ) -> None:
+        """Calls that show a card or act are captured for pattern extraction; reads never
+        are. A suspended call is captured when its card is decided."""
+        if self.events is None or tool.kind is Kind.READ or output.startswith("error"):
             return
         await self.events.capture(
-            name, arguments.model_dump(), outcome=output[:200],
+            tool.name, arguments, outcome=output[:200],
             conversation=dataclasses.asdict(ctx.conversation),
             channel_scope=ctx.channel_scope, person=ctx.author.scope,
         )  # fmt: skip
-
-    async def _execute(self, ctx: TurnContext, args: Any, turn: _Turn) -> str:
-        if isinstance(args, MemoryReadArgs):
-            notes = await self.notes.read(ctx.visibility, args.topic)
-            if not notes:
-                return f"no note named {args.topic!r} is visible here; try memory_search"
-            return "\n\n".join(
-                f"[{n.scope}] {n.topic}: {n.summary}\n{n.body}".rstrip() for n in notes
-            )
-        if isinstance(args, MemorySearchArgs):
-            return await self._memory_search(ctx, args.query, args.limit)
-        if isinstance(args, ProposeNoteArgs):
-            draft = self.draft_for(ctx, args.topic, args.summary, args.body, args.scope == "user")
-            proposal = await self.approvals.propose_save(ctx.conversation, ctx.author, draft)
-            return (
-                f"proposal #{proposal.id} is shown to the person as a card; the note is saved "
-                "only if they approve it with ✅. Tell them so briefly."
-            )
-        if isinstance(args, ProposeForgetArgs):
-            note = await self.find_writable(ctx, args.topic)
-            if note is None:
-                return f"no note {args.topic!r} that this person may change is visible here"
-            proposal = await self.approvals.propose_forget(ctx.conversation, ctx.author, note)
-            return f"proposal #{proposal.id} to forget {note.topic} is shown as a card"
-        if isinstance(args, LoadSkillArgs):
-            skill = self.skills.find(args.name, ctx.channel_scope, by_person=False)
-            if await self.skills.is_active(ctx.conversation.key, skill):
-                return skill_tool_result(skill)
-            proposal = await self.approvals.propose_skill_load(
-                ctx.conversation, ctx.author, skill, self.skills.load_card_lines(skill),
-                turn.saved(ctx),
-            )  # fmt: skip
-            raise AwaitingApproval(proposal)
-        if isinstance(args, ReadSkillResourceArgs):
-            return await self.skills.read(
-                ctx.conversation.key, args.skill, args.path, ctx.channel_scope
-            )
-        if isinstance(args, ProposeSkillArgs):
-            name = self.skills.new_skill_name(args.name)  # before any card is posted
-            text = self.skills.draft_skill(
-                name, args.description, args.body, ctx.author.scope, ctx.conversation.key
-            )
-            proposal = await self.approvals.propose_skill_create(
-                ctx.conversation, ctx.author, name, text
-            )
-            return f"proposal #{proposal.id} shows the whole skill on a card for approval"
-        raise AssertionError(f"unhandled tool arguments {args!r}")
-
-    def draft_for(
-        self, ctx: TurnContext, topic: str, summary: str, body: str, about_self: bool
-    ) -> NoteDraft:
-        """Where a note goes: in a DM the person's private notes; in a channel the channel's,
-        unless it is about the person, which makes a user note that may show in channels."""
-        speaker = Scope(ScopeKind.USER, ctx.author.platform, ctx.author.id)
-        if ctx.conversation.is_dm:
-            return NoteDraft(speaker, topic, summary, body, private=True, author=ctx.author.scope)
-        if about_self:
-            return NoteDraft(speaker, topic, summary, body, private=False, author=ctx.author.scope)
-        channel = Scope.parse(ctx.conversation.channel_scope)
-        return NoteDraft(channel, topic, summary, body, author=ctx.author.scope)
-
-    async def find_writable(self, ctx: TurnContext, what: str) -> Note | None:
-        """The note `what` names (a topic, or else the best search hit) among the notes this
-        person may change from here."""
-        writable = set(ctx.writable())
-        for note in await self.notes.read(ctx.visibility, what.strip().lower()):
-            if note.scope in writable:
-                return note
-        for hit in await self.notes.search(what, ctx.visibility, k=10, bump=False):
-            if hit.note.scope in writable:
-                return hit.note
-        return None
 
     async def _history_messages(self, ctx: TurnContext, prefix: str) -> list[dict[str, Any]]:
         """Earlier turns, compacted into a stored summary past 80% of the context."""
@@ -545,12 +389,12 @@ def _calls_this_round(messages: Sequence[dict[str, Any]]) -> int:
     return count
 
 
-def _cards_this_turn(messages: Sequence[dict[str, Any]]) -> int:
+def _cards_this_turn(messages: Sequence[dict[str, Any]], proposing: frozenset[str]) -> int:
     """Proposal tools that ran since the person's message, each of which showed a card."""
     count = 0
     for message in reversed(messages):
         if message.get("role") == "user":
             break
-        if message.get("role") == "tool" and message.get("tool_name") in PROPOSAL_TOOLS:
+        if message.get("role") == "tool" and message.get("tool_name") in proposing:
             count += not str(message.get("content", "")).startswith("error")
     return count

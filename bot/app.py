@@ -32,6 +32,9 @@ from bot.model import Model
 from bot.skill_use import SkillUse, build_catalog
 from bot.supervision import Supervisor
 from bot.tasks import TaskTracker
+from bot.tools import Toolbox
+from bot.tools.memory import memory_tools
+from bot.tools.skills import skill_tools
 from memory.db import Clock, utc_now
 from memory.embedder import Embedder
 from memory.events import EventLog
@@ -102,8 +105,14 @@ class Bot:
         self.catalog = build_catalog(settings.skills)
         self.catalog.refresh()
         skills = SkillUse(settings.skills, self.catalog, self.log)
+        self.toolbox = Toolbox(
+            [
+                *memory_tools(self.notes, self.log, self.approvals),
+                *skill_tools(skills, self.approvals),
+            ]
+        )
         self.agent = Agent(
-            settings, self.model, self.notes, self.log, self.approvals, skills, self.events
+            settings, self.model, self.notes, self.log, skills, self.toolbox, self.events
         )
         self.core = Core(settings, self.notes, self.agent, self.approvals, self.adapters)
         self.dispatcher = Dispatcher(

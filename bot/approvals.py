@@ -196,6 +196,20 @@ class ApprovalService:
         await self._post_card(proposal, conversation, requester, card, "create it")
         return await self.proposals.get(proposal.id)
 
+    async def propose(
+        self,
+        kind: str,
+        conversation: ConversationRef,
+        requester: UserRef,
+        payload: Mapping[str, Any],
+        card: str,
+        verb: str,
+    ) -> Proposal:
+        """Any proposal: stored, then its card posted with the ✅/❌ reactions."""
+        proposal = await self._create(kind, conversation, requester, payload)
+        await self._post_card(proposal, conversation, requester, card, verb)
+        return await self.proposals.get(proposal.id)
+
     async def _free_topic(self, draft: NoteDraft) -> str:
         """The first `topic-N` that no note of the draft's scope uses."""
         for number in itertools.count(2):

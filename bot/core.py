@@ -9,17 +9,18 @@ from collections.abc import Mapping
 from pydantic import BaseModel
 
 from adapters.base import Adapter, ConversationRef, Message
-from bot.agent import Agent, TurnContext, make_context
+from bot.agent import Agent
 from bot.approvals import ApprovalService, scope_label
 from bot.commands import HELP_TEXT, Forget, Help, Recall, Remember, Undo, parse_command
 from bot.config import Settings
 from bot.model import ModelUnavailable
 from bot.split import split_message
 from bot.structured import InvalidModelOutput, ask_structured
-from memory import InvalidInput, NoteStore, NotFound, Visibility
+from bot.turn_context import TurnContext, draft_for, find_writable, make_context
+from memory import InvalidInput, NoteStore, NotFound
 from memory.fts import query_terms
 from memory.proposals import Proposal
-from memory.types import SUMMARY_MAX_CHARS, ScopeKind, slugify, validate_topic
+from memory.types import SUMMARY_MAX_CHARS, slugify, validate_topic
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
@@ -126,9 +127,7 @@ class Core:
             )
             return
         title = await self.title_for(command.text)
-        draft = self.agent.draft_for(
-            ctx, title.topic, title.summary, command.text, command.about_self
-        )
+        draft = draft_for(ctx, title.topic, title.summary, command.text, command.about_self)
         await self.approvals.propose_save(ctx.conversation, ctx.author, draft)
 
     async def title_for(self, text: str) -> NoteTitle:
@@ -150,7 +149,7 @@ class Core:
         if ctx.read_only:
             await self.reply(ctx.conversation, "This channel's memory is read-only.")
             return
-        note = await self.agent.find_writable(ctx, command.what)
+        note = await find_writable(self.notes, ctx, command.what)
         if note is None:
             await self.reply(
                 ctx.conversation,
@@ -165,13 +164,8 @@ class Core:
         if ctx.read_only:
             await self.reply(ctx.conversation, "This channel's memory is read-only.")
             return
-        visible = ctx.visibility
-        writable = Visibility(
-            full=tuple(s for s in visible.full if s.kind is not ScopeKind.TEAM),
-            public_only=tuple(s for s in visible.public_only if s.kind is not ScopeKind.TEAM),
-        )
         try:
-            change = await self.notes.undo(ctx.author.scope, visibility=writable)
+            change = await self.notes.undo(ctx.author.scope, visibility=ctx.writable())
         except NotFound:
             await self.reply(ctx.conversation, "There is no change of yours to undo here.")
             return

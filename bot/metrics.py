@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from collections.abc import Collection
 
-from bot.tool_args import TOOL_ARGS
+from prometheus_client import Counter, Histogram
 
 EVENTS_RECEIVED = Counter("lorebot_events_received_total", "Platform events received", ["platform"])
 EVENTS_DROPPED = Counter("lorebot_events_dropped_total", "Events not handled", ["reason"])
@@ -19,7 +19,7 @@ PROPOSALS = Counter("lorebot_proposals_total", "Decided proposals", ["kind", "ou
 JOB_RUNS = Counter("lorebot_job_runs_total", "Scheduled job runs", ["job", "status"])
 
 
-def tool_label(name: str) -> str:
+def tool_label(name: str, known: Collection[str]) -> str:
     """The `tool` label of a tool call: a known tool's name, else `other`, so names a model
     invents cannot create new series."""
-    return name if name in TOOL_ARGS else "other"
+    return name if name in known else "other"

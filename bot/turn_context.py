@@ -1,0 +1,83 @@
+"""Who is asking, where, and what they may read and change: shared by the command router
+and the agent, so both target notes the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from adapters.base import ConversationRef, UserRef
+from memory import Note, NoteDraft, NoteStore, Scope, Viewer, Visibility, visibility_for
+from memory.types import ScopeKind
+
+
+@dataclass(frozen=True, slots=True)
+class TurnContext:
+    """Who is asking, where, and what they may read and change."""
+
+    conversation: ConversationRef
+    author: UserRef
+    visibility: Visibility
+    read_only: bool
+    link: str = ""
+
+    @property
+    def message_scope(self) -> str:
+        """Who may search this conversation's messages: its channel, or the DM's person."""
+        return self.author.scope if self.conversation.is_dm else self.conversation.channel_scope
+
+    @property
+    def history_key(self) -> str:
+        """One conversation's history: a channel thread, or a DM (marked, for reflection)."""
+        thread = self.conversation.thread_id or ""
+        marker = "dm:" if self.conversation.is_dm else ""
+        return f"{marker}{self.conversation.key}/{thread}"
+
+    @property
+    def channel_scope(self) -> str | None:
+        return None if self.conversation.is_dm else self.conversation.channel_scope
+
+    def writable(self) -> Visibility:
+        """What a person may propose changes to from here: what they see, but never team
+        notes (admin-only)."""
+        return Visibility(
+            full=tuple(s for s in self.visibility.full if s.kind is not ScopeKind.TEAM),
+            public_only=tuple(
+                s for s in self.visibility.public_only if s.kind is not ScopeKind.TEAM
+            ),
+        )
+
+
+def make_context(
+    conversation: ConversationRef, author: UserRef, read_only: bool, link: str = ""
+) -> TurnContext:
+    """The turn context of a person in a conversation; isolation comes from `visibility_for`."""
+    speaker = Scope(ScopeKind.USER, author.platform, author.id)
+    channel = None if conversation.is_dm else Scope.parse(conversation.channel_scope)
+    team = Scope.parse(conversation.team_scope) if conversation.team_scope else None
+    viewer = Viewer(speaker, channel, team)
+    return TurnContext(conversation, author, visibility_for(viewer), read_only, link)
+
+
+def draft_for(ctx: TurnContext, topic: str, summary: str, body: str, about_self: bool) -> NoteDraft:
+    """Where a note goes: in a DM the person's private notes; in a channel the channel's,
+    unless it is about the person, which makes a user note that may show in channels."""
+    speaker = Scope(ScopeKind.USER, ctx.author.platform, ctx.author.id)
+    if ctx.conversation.is_dm:
+        return NoteDraft(speaker, topic, summary, body, private=True, author=ctx.author.scope)
+    if about_self:
+        return NoteDraft(speaker, topic, summary, body, private=False, author=ctx.author.scope)
+    channel = Scope.parse(ctx.conversation.channel_scope)
+    return NoteDraft(channel, topic, summary, body, author=ctx.author.scope)
+
+
+async def find_writable(notes: NoteStore, ctx: TurnContext, what: str) -> Note | None:
+    """The note `what` names (a topic, or else the best search hit) among the notes this
+    person may change from here."""
+    writable = ctx.writable()
+    for note in await notes.read(ctx.visibility, what.strip().lower()):
+        if writable.allows(note.scope, note.private):
+            return note
+    for hit in await notes.search(what, ctx.visibility, k=10, bump=False):
+        if writable.allows(hit.note.scope, hit.note.private):
+            return hit.note
+    return None
