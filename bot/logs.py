@@ -18,12 +18,10 @@ class SecretFilter(logging.Filter):
 
     def __init__(self, secrets: Iterable[str]) -> None:
         super().__init__()
-        self.secrets = sorted({s for s in secrets if len(s) >= 6}, key=len, reverse=True)
+        self.secrets = tuple({s for s in secrets if len(s) >= 6})
 
     def scrub(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "[REDACTED]")
-        return redact(text)
+        return redact(text, self.secrets)
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()

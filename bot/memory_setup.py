@@ -65,7 +65,7 @@ async def open_memory(
             index_max_bytes=settings.memory.index_max_bytes,
             vectors=vectors,
         )
-        log = ConversationLog(db, clock=clock)
+        log = ConversationLog(db, clock=clock, secrets=settings.secrets())
         await log.index_older_messages()
         if prepare:
             await vectors.prepare()

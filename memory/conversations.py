@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.fts import query_terms
 from memory.message_search import MessageHit, index_new, search_messages
+from memory.secrets import redact
 from memory.vectors import VectorIndex
 from memory.visibility import Visibility
 
@@ -49,26 +50,41 @@ class History:
 
 
 class ConversationLog:
-    """Per-conversation history, compaction summaries, and event de-duplication."""
+    """Per-conversation history, compaction summaries, and event de-duplication.
 
-    def __init__(self, db: Database, *, clock: Clock = utc_now) -> None:
+    Messages are stored with credentials redacted, and with `secrets` (the bot's own
+    configured tokens) too, so neither reaches the history, its search index or backups."""
+
+    def __init__(
+        self, db: Database, *, clock: Clock = utc_now, secrets: Iterable[str] = ()
+    ) -> None:
         self.db = db
         self.clock = clock
+        self.secrets = tuple(secrets)
 
     async def append(
         self, conversation: str, entries: Sequence[LogEntry], *, scope: str = "", link: str = ""
     ) -> None:
         """Add messages to a conversation and to the message search index, in one
-        transaction. `scope` (the channel, or the person of a DM) decides who may search
-        them; without one they are history only. `link` leads to the message on its
-        platform."""
+        transaction, credentials redacted. `scope` (the channel, or the person of a DM)
+        decides who may search them; without one they are history only. `link` leads to
+        the message on its platform."""
         now = to_db_time(self.clock())
         async with self.db.transaction() as conn:
             await conn.executemany(
                 "INSERT INTO messages (conversation, role, content, author, author_name, "
                 "scope, link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    (conversation, e.role, e.content, e.author, e.author_name, scope, link, now)
+                    (
+                        conversation,
+                        e.role,
+                        redact(e.content, self.secrets),
+                        e.author,
+                        e.author_name,
+                        scope,
+                        link,
+                        now,
+                    )
                     for e in entries
                 ],
             )

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.db import Clock, Database, from_db_time, to_db_time, utc_now
-from memory.secrets import redact
+from memory.secrets import redact, redact_value
 
 WRITE_VERBS = (
     "register", "deploy", "push", "save", "destroy", "write", "record", "emit", "export",
@@ -26,16 +26,6 @@ def is_write_action(name: str) -> bool:
     """Whether a tool or action name says it changes something (a write verb in its name)."""
     parts = name.lower().replace("-", "_").split("_")
     return any(verb in parts for verb in WRITE_VERBS)
-
-
-def _redacted(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact(value)
-    if isinstance(value, Mapping):
-        return {str(k): _redacted(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_redacted(v) for v in value]
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +58,7 @@ class EventLog:
         person: str,
     ) -> bool:
         """Store one successful action; False when the same action was already stored."""
-        clean = _redacted(dict(arguments))
+        clean = redact_value(dict(arguments))
         canonical = json.dumps({"action": action, "arguments": clean}, sort_keys=True)
         digest = hashlib.sha256(canonical.encode()).hexdigest()
         async with self.db.transaction() as conn:

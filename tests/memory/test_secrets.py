@@ -24,6 +24,16 @@ SECRETS = [
     ("a password or secret assignment", "db login: password=hunter22"),
     ("a password or secret assignment", "API_KEY: 'sk-live-abc123'"),
     ("a password or secret assignment", "export DB_PASSWORD=hunter22"),
+    ("a password or secret assignment", '{"password": "hunter2"}'),
+    ("a password or secret assignment", "db:\n  password: hunter2\n"),
+    ("an AWS secret key", '"aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"'),
+    ("credentials in a URL", "postgres://admin:S3cret@pg-stage-2.internal/db"),
+    ("a Slack token", "xoxb-123\u200b456-7890123456-AbCdEfGhIjKl"),
+    ("a GitHub token", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("a JSON Web Token", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N"),
+    ("an authorization header", "curl -H 'Authorization: Bearer 0123456789abcdef0123'"),
+    ("a bearer token", "send it as bearer ya29.a0AfH6SMBx1234abcd"),
+    ("a password in a command-line flag", "docker login --password Hunter2x"),
 ]
 
 
