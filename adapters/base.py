@@ -14,6 +14,9 @@ from typing import Any, Protocol
 
 APPROVE = "✅"
 REJECT = "❌"
+# An admin's "approve, and allow this tool here from now on" (♾️ without its variation
+# selector, as Discord reports it).
+ALWAYS = "\u267e"
 
 
 class AdapterError(Exception):

@@ -32,6 +32,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters.base import (
+    ALWAYS,
     APPROVE,
     REJECT,
     AdapterConfigError,
@@ -62,7 +63,7 @@ REQUIRED_SCOPES = (
 )
 """The bot token scopes lorebot uses; a missing one is named at start."""
 
-_EMOJI = {"white_check_mark": APPROVE, "x": REJECT}
+_EMOJI = {"white_check_mark": APPROVE, "x": REJECT, "infinity": ALWAYS}
 _REACTION_NAMES = {APPROVE: "white_check_mark", REJECT: "x"}
 _MESSAGE_SUBTYPES = {None, "file_share", "thread_broadcast"}
 _AUTH_ERRORS = {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 from adapters.base import ConversationRef, UserRef
 from bot import metrics
+from bot.approvals import ACTION
 from bot.config import Settings
 from bot.model import ChatResult, Model, ModelUnavailable, ToolCall
 from bot.prompt import BYTES_PER_TOKEN, estimate_tokens, render_prefix, user_turn
@@ -183,7 +184,10 @@ class Agent:
     async def resume(self, proposal: Proposal) -> TurnResult | None:
         """Continue the turn that asked for `proposal`, now that a person decided it."""
         saved = proposal.payload.get("turn")
-        if not saved or proposal.status not in ("approved", "rejected"):
+        # An expired action is told to the model, so it never claims it ran.
+        resumable = ("approved", "rejected", "expired") if proposal.kind == ACTION else (
+            "approved", "rejected")  # fmt: skip
+        if not saved or proposal.status not in resumable:
             return None
         ctx = make_context(
             ConversationRef(**saved["conversation"]), UserRef(**saved["author"]), saved["read_only"]
@@ -196,6 +200,8 @@ class Agent:
             outcome = f"error: the tool {name} is no longer available"
         else:
             outcome = await tool.resume(ctx, proposal)
+            if proposal.status == "approved" and tool.kind is Kind.ACTION:
+                await self._capture(ctx, tool, proposal.payload.get("arguments", {}), outcome)
         turn.messages.append({"role": "tool", "tool_name": name, "content": outcome})
         try:
             await self._run_pending(ctx, turn)  # the calls that came after the suspended one

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
 from datetime import timedelta
 from types import TracebackType
+from typing import Any
 
 from adapters.base import Adapter
 from bot.agent import Agent
@@ -27,14 +28,17 @@ from bot.jobs.patterns import PatternJob
 from bot.jobs.reflection import ReflectionJob
 from bot.jobs.runner import Job, JobRunner
 from bot.lockfile import DatabaseLock
+from bot.mcp_servers import McpServer, McpServers
 from bot.memory_setup import open_memory
 from bot.model import Model
 from bot.skill_use import SkillUse, build_catalog
 from bot.supervision import Supervisor
 from bot.tasks import TaskTracker
 from bot.tools import Toolbox
+from bot.tools.actions import sync_server_tools
 from bot.tools.memory import memory_tools
 from bot.tools.skills import skill_tools
+from memory.actions import ActionLog
 from memory.db import Clock, utc_now
 from memory.embedder import Embedder
 from memory.events import EventLog
@@ -59,7 +63,10 @@ class Bot:
         systemd: SystemdEnvironment | None = None,
         embedder: Embedder | None = None,
         daemon: bool = True,
+        mcp_targets: Mapping[str, Any] | None = None,
     ) -> None:
+        # In-process MCP servers by name, standing in for configured ones (tests).
+        self.mcp_targets = mcp_targets
         # daemon=False: a one-shot command (`jobs run`) beside a running daemon: no
         # database lock, no health endpoint or watchdog, no background work of its own.
         self.daemon = daemon
@@ -101,7 +108,10 @@ class Bot:
         self.proposals = ProposalStore(self.notes)
         self.model = Model(settings.ollama, max_concurrent=settings.bot.max_concurrent_model_calls)
         self._stack.push_async_callback(self.model.close)
-        self.approvals = build_approvals(settings, self.proposals, self.adapters, self.events)
+        self.actions = ActionLog(self.db, clock=self.clock)
+        self.approvals = build_approvals(
+            settings, self.proposals, self.adapters, self.events, self.actions
+        )
         self.catalog = build_catalog(settings.skills)
         self.catalog.refresh()
         skills = SkillUse(settings.skills, self.catalog, self.log)
@@ -114,7 +124,9 @@ class Bot:
         self.agent = Agent(
             settings, self.model, self.notes, self.log, skills, self.toolbox, self.events
         )
+        self.mcp = McpServers(settings.mcp, targets=self.mcp_targets, on_tools=self._sync_tools)
         self.core = Core(settings, self.notes, self.agent, self.approvals, self.adapters)
+        self.approvals.on_closed = self.core.after_decision
         self.dispatcher = Dispatcher(
             settings.bot, self.core, self.approvals, self.log, self.adapters, TaskTracker()
         )
@@ -134,13 +146,21 @@ class Bot:
             self.tasks.spawn(self.jobs.catch_up(), name="job catch-up")
         self._stack.push_async_callback(self._drain)
         if not self.daemon:
-            return
+            return  # scheduled jobs and one-shot commands never run actions
+        for server in self.mcp.servers.values():
+            self.tasks.spawn(server.run(), name=f"MCP server {server.name}")
         await self.approvals.expire()
         self.tasks.spawn(self._follow_up_forever(), name="proposal follow-ups")
         self.supervisor = Supervisor(settings, self.systemd, self.adapters, self.model)
         await self.supervisor.start()
         self._stack.push_async_callback(self.supervisor.stop)
         self.tasks.spawn(self.supervisor.watch(), name="watchdog")
+
+    def _sync_tools(self, server: McpServer) -> None:
+        sync_server_tools(
+            self.toolbox, server, self.approvals, self.actions,
+            result_max_chars=self.settings.mcp.result_max_chars,
+        )  # fmt: skip
 
     async def follow_up(self) -> int:
         """Finish proposals decided elsewhere (`lorebot proposals approve`, or before a

@@ -9,12 +9,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from adapters.base import (
+    ALWAYS,
     APPROVE,
     REJECT,
     Adapter,
@@ -26,6 +27,7 @@ from adapters.base import (
 from bot import metrics
 from bot.config import Settings
 from memory import Conflict, Note, NoteDraft, NoteStore, Scope, ScopeKind
+from memory.actions import ActionLog
 from memory.events import EventLog
 from memory.proposals import (
     NOTE_FORGET,
@@ -44,6 +46,10 @@ _log = logging.getLogger(__name__)
 
 
 READ_ONLY = "this channel's memory is read-only now, so nothing was changed"
+# An MCP tool call or skill script waiting for a person's ✅.
+ACTION = "action"
+# What a card's footer takes of a platform message.
+FOOTER_ROOM = 200
 # Proposals that change memory, refused in a read-only channel.
 MEMORY_WRITES = frozenset({NOTE_SAVE, NOTE_FORGET, SKILL_CREATE})
 
@@ -53,6 +59,7 @@ def build_approvals(
     proposals: ProposalStore,
     adapters: Mapping[str, Adapter],
     events: EventLog | None = None,
+    actions: ActionLog | None = None,
 ) -> ApprovalService:
     """The approval service as the daemon and the CLI both use it, from settings."""
     return ApprovalService(
@@ -63,6 +70,7 @@ def build_approvals(
         skill_root=settings.skills.user_root,
         events=events,
         read_only=frozenset(settings.bot.read_only_channels),
+        actions=actions or ActionLog(proposals.db, clock=proposals.clock),
     )
 
 
@@ -101,7 +109,12 @@ class ApprovalService:
         skill_root: Path | None = None,
         events: EventLog | None = None,
         read_only: frozenset[str] = frozenset(),
+        actions: ActionLog | None = None,
     ) -> None:
+        self.actions = actions or ActionLog(proposals.db, clock=proposals.clock)
+        # What finishes a proposal that closed without a decision (expired): by default its
+        # card; the daemon also resumes the turn that waited (`Core.after_decision`).
+        self.on_closed: Callable[[Proposal], Awaitable[object]] = self.follow_up
         self.skill_root = skill_root
         self.events = events
         self.proposals = proposals
@@ -260,11 +273,21 @@ class ApprovalService:
     # --- deciding -------------------------------------------------------------------
 
     def may_decide(self, proposal: Proposal, user_scope: str) -> bool:
-        return user_scope == proposal.requester or user_scope in self.admins
+        """The requester or an admin; only an admin where the action's server says so."""
+        if user_scope in self.admins:
+            return True
+        return user_scope == proposal.requester and proposal.payload.get("approvers") != "admins"
+
+    def fits_card(self, conversation: ConversationRef, text: str) -> bool:
+        """Whether a card with this text fits one message of the platform, footer included."""
+        adapter = self.adapters.get(conversation.platform)
+        room = adapter.max_message_chars if adapter is not None else 4000
+        return len(text) + FOOTER_ROOM <= room
 
     async def on_reaction(self, event: ReactionEvent) -> Proposal | None:
-        """Apply a ✅/❌ on a card; anything else, or from anyone else, changes nothing."""
-        if not event.added or event.emoji not in (APPROVE, REJECT):
+        """Apply a ✅/❌ on a card (or an admin's ♾️ on an action's card: approve, and allow
+        that tool here from now on); anything else, or from anyone else, changes nothing."""
+        if not event.added or event.emoji not in (APPROVE, REJECT, ALWAYS):
             return None
         conv = event.conversation
         proposal = await self.proposals.by_card(
@@ -278,7 +301,22 @@ class ApprovalService:
                 event.emoji, proposal.id, event.user.scope, proposal.requester,
             )  # fmt: skip
             return None
+        if event.emoji == ALWAYS:
+            return await self._approve_always(proposal, event)
         return await self.decide(proposal.id, approve=event.emoji == APPROVE, by=event.user.scope)
+
+    async def _approve_always(self, proposal: Proposal, event: ReactionEvent) -> Proposal | None:
+        who = event.user.scope
+        conversation = conversation_of(proposal)
+        if proposal.kind != ACTION or who not in self.admins or conversation.is_dm:
+            _log.info("ignored ♾️ on proposal %d by %s: only admins, on actions", proposal.id, who)
+            return None
+        decided = await self.decide(proposal.id, approve=True, by=who)
+        tool = f"{proposal.payload['server']}__{proposal.payload['tool']}"
+        allowance = await self.actions.allow(conversation.channel_scope, tool, who)
+        _log.info("%s allowed %s in %s (allowance %d)", who, tool, conversation.channel_scope,
+                  allowance.id)  # fmt: skip
+        return decided
 
     async def decide(self, proposal_id: int, *, approve: bool, by: str) -> Proposal:
         """Decide a proposal and carry it out. The card is finished by `follow_up`, by
@@ -291,7 +329,7 @@ class ApprovalService:
                 proposal = await self.proposals.decide(proposal_id, approve=approve, decided_by=by)
         except Conflict:
             for expired in await self.proposals.expire_due():
-                await self.follow_up(expired)
+                await self.on_closed(expired)
             raise
         if proposal.kind == SKILL_CREATE and proposal.status == "approved":
             proposal = await self._write_skill(proposal)
@@ -323,8 +361,8 @@ class ApprovalService:
 
     async def capture(self, proposal: Proposal) -> None:
         """Record an applied change as an event for pattern extraction (L1)."""
-        if self.events is None:
-            return
+        if self.events is None or proposal.kind == ACTION:
+            return  # an action is captured when it has run
         conversation = conversation_of(proposal)
         arguments = {k: v for k, v in proposal.payload.items() if k not in ("turn", "text")}
         await self.events.capture(
@@ -335,6 +373,26 @@ class ApprovalService:
             channel_scope=None if conversation.is_dm else conversation.channel_scope,
             person=proposal.requester,
         )
+
+    async def _action_text(self, proposal: Proposal) -> str:
+        payload = proposal.payload
+        what = f"`{payload.get('tool')}` on `{payload.get('server')}` (proposal #{proposal.id})"
+        action = await self.actions.by_proposal(proposal.id)
+        outcome = action.outcome if action is not None else "pending"
+        took = f" in {action.duration_ms} ms" if action and action.duration_ms is not None else ""
+        if proposal.status == "expired" or outcome == "expired":
+            return f"⌛ Expired: {what} was not run."
+        if proposal.status in ("rejected", "failed") or outcome == "declined":
+            return f"{REJECT} Declined: {what} was not run."
+        who = proposal.decided_by or "?"
+        texts = {
+            "pending": f"{APPROVE} Approved by {who}: {what} is starting…",
+            "running": f"{APPROVE} Approved by {who}: {what} is running…",
+            "ok": f"{APPROVE} Ran {what}: done{took}.",
+            "error": f"⚠️ Ran {what}: the tool reported a failure{took}.",
+            "unknown": f"❓ Ran {what}: outcome unknown{took}; it may or may not have happened.",
+        }
+        return texts.get(outcome, f"{APPROVE} Approved: {what}.")
 
     async def _write_skill(self, proposal: Proposal) -> Proposal:
         """Carry out an approved skill creation; a failure is recorded on the proposal."""
@@ -350,7 +408,7 @@ class ApprovalService:
         """Mark overdue proposals expired and say so on their cards."""
         expired = await self.proposals.expire_due()
         for proposal in expired:
-            await self.follow_up(proposal)
+            await self.on_closed(proposal)
         return len(expired)
 
     async def update_card(self, proposal: Proposal) -> None:
@@ -366,6 +424,8 @@ class ApprovalService:
 
     async def outcome_text(self, proposal: Proposal) -> str:
         """The card's final text, from the database rows, not from the model."""
+        if proposal.kind == ACTION:
+            return await self._action_text(proposal)
         payload = proposal.payload
         topic = payload.get("topic", payload.get("name", "?"))
         scope = Scope.parse(payload["scope"]) if "scope" in payload else None

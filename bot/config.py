@@ -8,12 +8,13 @@ e.g. `LOREBOT_OLLAMA__MODEL`), a `.env` file, then a TOML file given by `--confi
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from bot.errors import ConfigError
@@ -129,6 +130,68 @@ class SkillsSettings(_Section):
     )
 
 
+_SECRET_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+def resolve_secret(value: str) -> str:
+    """`${NAME}` stands for the variable NAME of lorebot's own environment (a secret kept
+    out of the config file); any other value is taken as written."""
+    match = _SECRET_REF.match(value)
+    if match is None:
+        return value
+    found = os.environ.get(match.group(1))
+    if found is None:
+        raise ConfigError(f"{value} is used in the mcp settings but {match.group(1)} is not set")
+    return found
+
+
+class McpServerSettings(_Section):
+    """One MCP server: a stdio `command` (with `args`, `cwd` and only the `env` given
+    here) or a Streamable HTTP `url` (with `headers`). Values of `env` and `headers` may
+    name a secret of lorebot's environment as `${NAME}`."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,31}$", description="its tools are NAME__TOOL")
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    cwd: Path | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    url: str | None = Field(None, pattern=r"^https?://")
+    headers: dict[str, str] = Field(default_factory=dict)
+    trust: Literal["untrusted", "trusted"] = "untrusted"
+    allow: tuple[str, ...] = Field((), description="tools that run without a card")
+    channels: tuple[str, ...] = Field((), description="channel scopes offered its tools; all")
+    approvers: Literal["requester", "admins"] = "requester"
+    timeout_s: float = Field(30.0, gt=0, description="one tool call")
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSettings:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(f"MCP server {self.name!r} needs exactly one of command or url")
+        return self
+
+    def resolved_env(self) -> dict[str, str]:
+        return {key: resolve_secret(value) for key, value in self.env.items()}
+
+    def resolved_headers(self) -> dict[str, str]:
+        return {key: resolve_secret(value) for key, value in self.headers.items()}
+
+
+class McpSettings(_Section):
+    """The operator's MCP servers, whose tools the model may call (each run approved on a
+    card unless exempted)."""
+
+    servers: tuple[McpServerSettings, ...] = ()
+    result_max_chars: int = Field(4000, ge=200, description="of a tool's output, for the model")
+    connect_timeout_s: float = Field(20.0, gt=0)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> McpSettings:
+        names = [server.name for server in self.servers]
+        if len(names) != len(set(names)):
+            raise ValueError("two MCP servers have the same name")
+        return self
+
+
 class DigestSettings(_Section):
     channel: str = Field(description="the channel scope to post in, e.g. channel:slack/C0123")
     cron: str = "0 9 * * 1-5"
@@ -197,13 +260,19 @@ class Settings(BaseSettings):
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
     skills: SkillsSettings = Field(default_factory=SkillsSettings)
     jobs: JobsSettings = Field(default_factory=JobsSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 
     def secrets(self) -> list[str]:
         """Every configured secret value, so logs can be scrubbed of them."""
         values = [self.slack.bot_token, self.slack.app_token, self.slack.signing_secret,
                   self.discord.token]  # fmt: skip
-        return [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+        found = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+        for server in self.mcp.servers:
+            for value in (*server.env.values(), *server.headers.values()):
+                if _SECRET_REF.match(value) and (resolved := _resolved_or_none(value)):
+                    found.append(resolved)
+        return found
 
     @classmethod
     def settings_customise_sources(
@@ -216,6 +285,13 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The TOML file arrives as init values, so the environment overrides it.
         return env_settings, dotenv_settings, init_settings
+
+
+def _resolved_or_none(value: str) -> str | None:
+    try:
+        return resolve_secret(value)
+    except ConfigError:
+        return None
 
 
 def load_settings(config_file: Path | None = None) -> Settings:

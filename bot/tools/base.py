@@ -163,4 +163,5 @@ class Toolbox:
         return {n: t for n, t in sorted(self._tools.items()) if t.offered(ctx)}
 
     def specs(self, tools: Mapping[str, Tool]) -> tuple[dict[str, Any], ...]:
-        return tuple(self._specs[name] for name in tools)
+        # A server may have changed its tools since the turn began: build what is missing.
+        return tuple(self._specs.get(name) or tool.spec() for name, tool in tools.items())

@@ -68,11 +68,12 @@ async def start_harness(
     fake: FakeOllama,
     clock: FakeClock,
     adapter: RecordingAdapter | None = None,
+    mcp_targets: dict[str, Any] | None = None,
     **sections: dict[str, Any],
 ) -> Harness:
     adapter = adapter or RecordingAdapter()
     settings = make_settings(tmp_path / "bot.db", fake.url, **sections)
-    bot = Bot(settings, [adapter], clock=clock)
+    bot = Bot(settings, [adapter], clock=clock, mcp_targets=mcp_targets)
     await bot.start()
     return Harness(bot, adapter, fake, clock)
 

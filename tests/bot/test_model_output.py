@@ -199,5 +199,7 @@ async def test_invented_tool_names_do_not_become_metric_labels(harness: Harness)
         harness.ollama.reply(tool_calls=invented)
     await harness.say("use every tool you can think of")
     after = tool_call_counts()
-    assert set(after) <= harness.bot.toolbox.names | {"other"}
+    new_labels = set(after) - set(before)
+    assert new_labels <= harness.bot.toolbox.names | {"other"}
+    assert not any(label.startswith("tool_") for label in after)
     assert after["other"] - before.get("other", 0.0) == 300

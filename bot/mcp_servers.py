@@ -1,0 +1,289 @@
+"""The operator's MCP servers, connected with the official `mcp` SDK.
+
+Each server runs in one task of its own (the SDK's client must be entered and left in the
+same task): it connects, lists the tools, keeps the session alive, and when the server
+fails to start or dies it reconnects with backoff. Meanwhile its tools answer "server X is
+unavailable". Calls come from other tasks and have a timeout; a timeout or a lost
+connection is "outcome unknown", never a failure or a success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import anyio
+import httpx2
+import mcp.types as mcp_types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from bot.config import McpServerSettings, McpSettings
+from memory.secrets import redact
+
+_log = logging.getLogger(__name__)
+
+# The SDK's code for a request that timed out; the call may still complete on the server.
+REQUEST_TIMEOUT = -32001
+KEEPALIVE_S = 2.0
+PING_EVERY = 10  # keepalive rounds between pings
+BACKOFF_FIRST_S = 1.0
+BACKOFF_MAX_S = 60.0
+# A session whose streams closed under a call.
+_STREAM_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+
+
+@dataclass(frozen=True, slots=True)
+class Hints:
+    """A tool's annotations, as the server states them (a stranger's word if untrusted)."""
+
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+
+    @property
+    def badges(self) -> list[str]:
+        shown = [("read-only", self.read_only), ("destructive", self.destructive),
+                 ("idempotent", self.idempotent), ("open-world", self.open_world)]  # fmt: skip
+        return [name for name, on in shown if on]
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteTool:
+    """One tool of one MCP server."""
+
+    server: str
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    hints: Hints
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """How a call ended: `ok`, `error` (the server said so) or `unknown` (timed out or the
+    connection was lost: it may or may not have happened)."""
+
+    outcome: str
+    text: str
+    duration_ms: int
+
+
+class ServerUnavailable(Exception):
+    """The server is not connected right now."""
+
+
+def _hints(tool: mcp_types.Tool) -> Hints:
+    found = tool.annotations
+    if found is None:
+        return Hints()
+    return Hints(
+        read_only=bool(found.read_only_hint),
+        destructive=bool(found.destructive_hint),
+        idempotent=bool(found.idempotent_hint),
+        open_world=bool(found.open_world_hint),
+    )
+
+
+def _text_of(result: mcp_types.CallToolResult) -> str:
+    parts = [getattr(block, "text", "") for block in result.content]
+    text = "\n".join(p for p in parts if p)
+    if not text and result.structured_content is not None:
+        text = str(result.structured_content)
+    return text
+
+
+def result_of(result: mcp_types.CallToolResult, duration_ms: int) -> CallResult:
+    """A tool result, with failures that servers report as plain "Error: …" text counted as
+    errors too."""
+    text = _text_of(result)
+    failed = result.is_error or text.lstrip().lower().startswith("error:")
+    return CallResult("error" if failed else "ok", text, duration_ms)
+
+
+class McpServer:
+    """One configured server and its connection."""
+
+    def __init__(
+        self,
+        settings: McpServerSettings,
+        *,
+        connect_timeout_s: float,
+        target: Any = None,
+        on_tools: Callable[[McpServer], None] = lambda server: None,
+    ) -> None:
+        self.settings = settings
+        self.name = settings.name
+        self.connect_timeout_s = connect_timeout_s
+        self._target = target  # an in-process server, for tests; else from the settings
+        self._on_tools = on_tools
+        self.tools: tuple[RemoteTool, ...] = ()
+        self.status = "connecting"
+        self.reason = ""
+        self._client: Client | None = None
+        self._lost = asyncio.Event()
+        self._connected = asyncio.Event()
+        self._errlog: TextIO | None = None
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    async def wait_connected(self, timeout_s: float) -> bool:
+        """Wait until connected (or the timeout); whether it is."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._connected.wait()
+        except TimeoutError:
+            pass
+        return self.connected
+
+    def _transport(self) -> Any:
+        if self._target is not None:
+            return self._target
+        settings = self.settings
+        if settings.url is not None:
+            client = httpx2.AsyncClient(headers=settings.resolved_headers())
+            return streamable_http_client(settings.url, http_client=client)
+        assert settings.command is not None
+        params = StdioServerParameters(
+            command=settings.command,
+            args=list(settings.args),
+            env=settings.resolved_env(),
+            cwd=settings.cwd,
+        )
+        if self._errlog is None:
+            # The server's stderr, kept to explain a failed start (read back redacted).
+            self._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        transport: AbstractAsyncContextManager[Any] = stdio_client(params, errlog=self._errlog)
+        return transport
+
+    async def run(self) -> None:
+        """Connect and stay connected until cancelled, reconnecting with backoff."""
+        delay = BACKOFF_FIRST_S
+        while True:
+            try:
+                await self._session()
+                delay = BACKOFF_FIRST_S  # it was connected: the next failure starts over
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the SDK raises exception groups
+                self.reason = self._describe(exc)
+                _log.warning("MCP server %s: %s; retrying in %.0f s", self.name, self.reason, delay)
+            self._client = None
+            self._connected.clear()
+            self.status = "down"
+            await asyncio.sleep(delay * random.uniform(0.8, 1.2))  # noqa: S311 - jitter
+            delay = min(delay * 2, BACKOFF_MAX_S)
+
+    async def _session(self) -> None:
+        self.status = "connecting"
+        async with asyncio.timeout(self.connect_timeout_s) as deadline:
+            async with Client(self._transport()) as client:
+                await self._list_tools(client)
+                deadline.reschedule(None)  # connected: the session may last
+                self._client, self.status, self.reason = client, "connected", ""
+                self._lost.clear()
+                self._connected.set()
+                _log.info("MCP server %s connected: %d tools", self.name, len(self.tools))
+                try:
+                    await self._keep_alive(client)
+                finally:
+                    self._client = None
+        self.reason = "the connection was lost"
+
+    async def _keep_alive(self, client: Client) -> None:
+        """Notice a changed tool list (the SDK drops its cached list when the server says it
+        changed) and a dead server (a ping every few seconds)."""
+        rounds = 0
+        while not self._lost.is_set():
+            try:
+                await asyncio.wait_for(self._lost.wait(), KEEPALIVE_S)
+                return
+            except TimeoutError:
+                pass
+            rounds += 1
+            async with asyncio.timeout(self.connect_timeout_s):
+                if rounds % PING_EVERY == 0:
+                    await client.send_ping()
+                await self._list_tools(client)
+
+    async def _list_tools(self, client: Client) -> None:
+        listed = await client.list_tools()
+        tools = tuple(
+            RemoteTool(self.name, t.name, t.description or "", dict(t.input_schema), _hints(t))
+            for t in listed.tools
+        )
+        if tools != self.tools:
+            self.tools = tools
+            self._on_tools(self)
+
+    def _describe(self, exc: BaseException) -> str:
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        if isinstance(exc, TimeoutError):
+            text = f"no answer within {self.connect_timeout_s:g} s"
+        else:
+            text = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+        if self._errlog is not None:
+            self._errlog.seek(0)
+            tail = self._errlog.read()[-300:].strip().splitlines()
+            if tail:
+                text += f" (its last words: {tail[-1]})"
+        return redact(text)
+
+    async def call(self, tool: str, arguments: Mapping[str, Any], timeout_s: float) -> CallResult:
+        """Call one tool once; `ServerUnavailable` when not connected."""
+        client = self._client
+        if client is None:
+            raise ServerUnavailable(f"server {self.name} is unavailable: {self.reason}")
+        started = time.monotonic()
+        try:
+            result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=timeout_s)
+        except MCPError as exc:
+            took = _ms_since(started)
+            if exc.error.code == REQUEST_TIMEOUT:
+                return CallResult("unknown", f"no answer within {timeout_s:g} s", took)
+            self._lost.set()  # the connection closed: reconnect
+            return CallResult("unknown", f"the connection was lost: {exc}", took)
+        except (OSError, httpx2.HTTPError, *_STREAM_ERRORS) as exc:
+            self._lost.set()
+            return CallResult("unknown", f"the connection was lost: {exc}", _ms_since(started))
+        return result_of(result, _ms_since(started))
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+class McpServers:
+    """Every configured server, started with the daemon."""
+
+    def __init__(
+        self,
+        settings: McpSettings,
+        *,
+        targets: Mapping[str, Any] | None = None,
+        on_tools: Callable[[McpServer], None] = lambda server: None,
+    ) -> None:
+        targets = targets or {}
+        self.settings = settings
+        self.servers = {
+            s.name: McpServer(
+                s, connect_timeout_s=settings.connect_timeout_s, target=targets.get(s.name),
+                on_tools=on_tools,
+            )
+            for s in settings.servers
+        }  # fmt: skip
+
+    def get(self, name: str) -> McpServer | None:
+        return self.servers.get(name)

@@ -1,0 +1,78 @@
+"""A real MCP server (the official SDK's `MCPServer`) playing an operator's ops tools.
+
+Used in-process by most tests, and as a stdio subprocess (`python -m tests.fakes.mcp_ops`)
+where the transport itself is under test. It counts the calls it ran, so a test can say
+exactly what happened on the server's side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections import Counter
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+LEAKED_TOKEN = "xoxb-123456789012-123456789012-abcdefghijklmnopqrstuvwx"
+
+
+def make_server() -> tuple[MCPServer, Counter[str]]:
+    """A fresh server and the count of runs per tool."""
+    server = MCPServer("ops")
+    ran: Counter[str] = Counter()
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def status(service: str) -> str:
+        """Tell whether a service is healthy."""
+        ran["status"] += 1
+        return f"{service}: unhealthy (3 of 5 checks failing)"
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
+    def restart(service: str, force: bool = False) -> str:
+        """Restart a service."""
+        ran["restart"] += 1
+        return f"restarted {service}" + (" (forced)" if force else "")
+
+    @server.tool()
+    def scale(service: str, replicas: int) -> str:
+        """Scale a service to a number of replicas."""
+        ran["scale"] += 1
+        return f"{service} now has {replicas} replicas"
+
+    @server.tool()
+    def fail(service: str) -> str:
+        """A tool that fails."""
+        ran["fail"] += 1
+        raise ToolError(f"no such service: {service}")
+
+    @server.tool()
+    def disk() -> str:
+        """Reports its failure in plain text, as some servers do."""
+        ran["disk"] += 1
+        return "Error: disk full on /var"
+
+    @server.tool(annotations=ToolAnnotations(idempotent_hint=False))
+    async def slow(seconds: float) -> str:
+        """Takes its time."""
+        ran["slow"] += 1
+        await asyncio.sleep(seconds)
+        return "finally done"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def config() -> str:
+        """Shows the service configuration."""
+        ran["config"] += 1
+        return f"listen=0.0.0.0:80\nslack_token={LEAKED_TOKEN}\n"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def environment() -> str:
+        """Names the environment variables the server was started with."""
+        return " ".join(sorted(os.environ))
+
+    return server, ran
+
+
+if __name__ == "__main__":
+    make_server()[0].run()
