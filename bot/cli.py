@@ -12,6 +12,7 @@ from typing import Any
 
 from bot import (
     __version__,
+    actions_cli,
     backup_cli,
     chat_cli,
     doctor_cli,
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     skills_cli.add_parser(commands)
     jobs_cli.add_parser(commands)
     backup_cli.add_parsers(commands)
+    actions_cli.add_parser(commands)
     doctor_cli.add_parser(commands)
     return parser
 

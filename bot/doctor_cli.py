@@ -12,6 +12,7 @@ import ollama
 
 from adapters.diagnosis import Finding
 from bot.config import Settings
+from bot.mcp_servers import McpServer
 from bot.memory_setup import open_memory
 from bot.skill_use import build_catalog
 from memory import Database, StoreError, driver
@@ -124,6 +125,24 @@ async def check_skills(settings: Settings) -> list[Check]:
     return checks
 
 
+async def check_mcp(settings: Settings) -> list[Check]:
+    """Each MCP server started and asked for its tools, as the daemon would."""
+    checks = []
+    for config in settings.mcp.servers:
+        server = McpServer(config, connect_timeout_s=settings.mcp.connect_timeout_s)
+        problem = await server.probe()
+        where = config.url or " ".join([config.command or "", *config.args]).strip()
+        if problem is None:
+            names = ", ".join(t.name for t in server.tools)
+            detail = f"connected, {len(server.tools)} tools ({names}); trust {config.trust}"
+            checks.append(Check(True, f"MCP {config.name}", detail))
+        else:
+            checks.append(Check(False, f"MCP {config.name}", f"{where}: {problem}",
+                                f"run `{where}` by hand to see why, or fix [[mcp.servers]] "
+                                f"name = {config.name!r}"))  # fmt: skip
+    return checks
+
+
 async def check_slack(settings: Settings) -> list[Check]:
     from adapters.slack_check import diagnose_slack
 
@@ -156,7 +175,7 @@ def platform_checks(settings: Settings) -> list[PlatformCheck]:
 async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
     source = f"from {settings.config}" if settings.config else "from the environment and defaults"
     results = [Check(True, "config", f"loaded {source}")]
-    checks = (check_database, check_ollama, check_vectors, check_skills)
+    checks = (check_database, check_ollama, check_vectors, check_skills, check_mcp)
     for check in (*checks, *platform_checks(settings)):
         results += await check(settings)
     if not settings.slack.configured and not settings.discord.configured:

@@ -169,6 +169,17 @@ class McpServer:
 
     async def run(self) -> None:
         """Connect and stay connected until cancelled, reconnecting with backoff."""
+        try:
+            await self._run()
+        finally:
+            self._close_errlog()
+
+    def _close_errlog(self) -> None:
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
+
+    async def _run(self) -> None:
         delay = BACKOFF_FIRST_S
         while True:
             try:
@@ -200,6 +211,19 @@ class McpServer:
                 finally:
                     self._client = None
         self.reason = "the connection was lost"
+
+    async def probe(self) -> str | None:
+        """Connect once and list the tools, for `lorebot doctor`; None when it worked, else
+        why it did not."""
+        try:
+            async with asyncio.timeout(self.connect_timeout_s):
+                async with Client(self._transport()) as client:
+                    await self._list_tools(client)
+        except Exception as exc:  # noqa: BLE001 - the SDK raises exception groups
+            return self._describe(exc)
+        finally:
+            self._close_errlog()
+        return None
 
     async def _keep_alive(self, client: Client) -> None:
         """Notice a changed tool list (the SDK drops its cached list when the server says it

@@ -73,8 +73,14 @@ class DigestJob:
             elif category == Category.PATTERN.value:
                 label = f"pattern ({label})"
             lines.append(f"• {label}: `{change.topic}` — {summary}")
+        for action in await self.ctx.approvals.actions.in_channel(str(channel), start, end):
+            who = f", approved by {action.decided_by}" if action.decided_by else ""
+            lines.append(
+                f"• action `{action.tool}`: {action.outcome}, asked by {action.requester}{who}"
+            )
         for proposal in await self.ctx.proposals.pending_in(channel.platform, channel.id):
-            what = proposal.payload.get("topic") or proposal.payload.get("name", "")
+            payload = proposal.payload
+            what = payload.get("topic") or payload.get("name") or payload.get("tool", "")
             lines.append(f"• waiting for a decision: proposal #{proposal.id} `{what}`")
         questions = await self.ctx.log.count_questions(
             f"{channel.platform}/{channel.id}/", start, end

@@ -71,6 +71,11 @@ def make_server() -> tuple[MCPServer, Counter[str]]:
         """Names the environment variables the server was started with."""
         return " ".join(sorted(os.environ))
 
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def pid() -> str:
+        """The server's process id."""
+        return str(os.getpid())
+
     return server, ran
 
 
