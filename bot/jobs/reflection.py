@@ -21,13 +21,16 @@ from memory.conversations import LoggedMessage
 from memory.types import SUMMARY_MAX_CHARS
 
 MAX_TRANSCRIPT_CHARS = 12000
+MAX_LESSONS = 3
 
 
 class Reflection(BaseModel):
     """The model's reflection on one conversation's day."""
 
     log: str = Field(description="what happened today, in a few sentences")
-    lessons: list[str] = Field(default_factory=list, max_length=3)
+    # Only asked for in the schema: a model that gives more loses the extra lessons, not the
+    # whole reflection.
+    lessons: list[str] = Field(default_factory=list, json_schema_extra={"maxItems": MAX_LESSONS})
 
 
 def conversation_scope(conversation: str, messages: Sequence[LoggedMessage]) -> tuple[Scope, bool]:
@@ -85,7 +88,7 @@ class ReflectionJob:
                 private=private, author="lorebot", source=f"reflection of {scope}",
                 confidence=0.6, expires_at=expires,
             )
-            for number, lesson in enumerate(reflection.lessons[:3], start=1)
+            for number, lesson in enumerate(reflection.lessons[:MAX_LESSONS], start=1)
             if lesson.strip()
         ]  # fmt: skip
         # Both writes describe the same day; the log is written last, so a failure before it
