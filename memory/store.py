@@ -455,7 +455,7 @@ class NoteStore:
         if visibility is not None:
             scope_filter, seen = _change_visibility_sql(visibility)
             scope_filter = f"AND ({scope_filter})"
-            params += seen
+            params += list(seen)
         async with self.db.conn.execute(
             "SELECT id FROM note_changes WHERE actor = ? AND action != 'revert' "
             f"AND reverted_by IS NULL {scope_filter} ORDER BY id DESC LIMIT 1",
@@ -716,33 +716,31 @@ def _prefixed(alias: str) -> str:
     return ", ".join(alias + c.strip() for c in rows.NOTE_COLUMNS.split(","))
 
 
-def _change_visibility_sql(visibility: Visibility) -> tuple[str, list[str]]:
-    """A WHERE fragment admitting the change sets `visibility` may see."""
-    parts: list[str] = []
-    params: list[str] = []
-    if visibility.full:
-        parts.append(f"scope IN ({', '.join('?' for _ in visibility.full)})")
-        params += [str(s) for s in visibility.full]
-    if visibility.public_only:
-        marks = ", ".join("?" for _ in visibility.public_only)
-        parts.append(
-            f"(scope IN ({marks}) AND coalesce(json_extract(before_json, '$.private'), 0) = 0 "
-            "AND coalesce(json_extract(after_json, '$.private'), 0) = 0)"
-        )
-        params += [str(s) for s in visibility.public_only]
-    return " OR ".join(parts) or "0", params
+def _change_visibility_sql(visibility: Visibility) -> tuple[str, tuple[str, ...]]:
+    """A WHERE fragment admitting the change sets `visibility` may see: in public-only
+    scopes, only changes that touched no private state."""
+    public = (
+        "coalesce(json_extract(before_json, '$.private'), 0) = 0 "
+        "AND coalesce(json_extract(after_json, '$.private'), 0) = 0"
+    )
+    return _scopes_sql(visibility, "scope", public)
 
 
 def _visibility_sql(visibility: Visibility, alias: str = "") -> tuple[str, tuple[str, ...]]:
     """A WHERE fragment admitting exactly the notes `visibility` may read."""
+    return _scopes_sql(visibility, f"{alias}scope", f"{alias}private = 0")
+
+
+def _scopes_sql(visibility: Visibility, column: str, public: str) -> tuple[str, tuple[str, ...]]:
+    """`column` in the full scopes, or in the public-only scopes where `public` holds."""
     parts: list[str] = []
     params: list[str] = []
     if visibility.full:
-        parts.append(f"{alias}scope IN ({', '.join('?' for _ in visibility.full)})")
+        parts.append(f"{column} IN ({', '.join('?' for _ in visibility.full)})")
         params += [str(s) for s in visibility.full]
     if visibility.public_only:
         marks = ", ".join("?" for _ in visibility.public_only)
-        parts.append(f"({alias}scope IN ({marks}) AND {alias}private = 0)")
+        parts.append(f"({column} IN ({marks}) AND {public})")
         params += [str(s) for s in visibility.public_only]
     if not parts:
         return "0", ()
