@@ -16,7 +16,8 @@ what the client sent (``fake.chat_requests``)::
     await fake.down()                            # stop listening: connection refused
     await fake.up()                              # listen again on the same port
 
-How ollama 0.6.3's ``AsyncClient`` reacts (checked in ``test_fake_ollama.py``):
+How ollama 0.6.3's ``AsyncClient`` reacts (seen against the real client; the wire format
+the fake must keep is checked in ``test_fake_ollama.py``):
 
 - HTTP error status: ``ollama.ResponseError`` with ``.status_code`` and ``.error`` (the
   ``error`` field of the body), for both streaming and non-streaming calls. An
