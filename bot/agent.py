@@ -203,6 +203,9 @@ class Agent:
             if proposal.status == "approved" and tool.kind is Kind.ACTION:
                 await self._capture(ctx, tool, proposal.payload.get("arguments", {}), outcome)
         turn.messages.append({"role": "tool", "tool_name": name, "content": outcome})
+        # The decision may have activated a skill (and its scripts): offer what is active now.
+        await self.skills.fetch_active(ctx.conversation.key)
+        turn.tools = self.tools(ctx)
         try:
             await self._run_pending(ctx, turn)  # the calls that came after the suspended one
             turn.round += 1

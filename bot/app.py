@@ -37,6 +37,7 @@ from bot.tasks import TaskTracker
 from bot.tools import Toolbox
 from bot.tools.actions import sync_server_tools
 from bot.tools.memory import memory_tools
+from bot.tools.scripts import script_tools
 from bot.tools.skills import skill_tools
 from memory.actions import ActionLog
 from memory.db import Clock, utc_now
@@ -119,6 +120,7 @@ class Bot:
             [
                 *memory_tools(self.notes, self.log, self.approvals),
                 *skill_tools(skills, self.approvals),
+                *script_tools(settings, skills, self.approvals, self.actions),
             ]
         )
         self.agent = Agent(

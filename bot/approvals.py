@@ -312,6 +312,8 @@ class ApprovalService:
             _log.info("ignored ♾️ on proposal %d by %s: only admins, on actions", proposal.id, who)
             return None
         decided = await self.decide(proposal.id, approve=True, by=who)
+        if "sha256" in proposal.payload:
+            return decided  # a skill script: every run asks, whatever an admin allowed
         tool = f"{proposal.payload['server']}__{proposal.payload['tool']}"
         allowance = await self.actions.allow(conversation.channel_scope, tool, who)
         _log.info("%s allowed %s in %s (allowance %d)", who, tool, conversation.channel_scope,
@@ -382,6 +384,8 @@ class ApprovalService:
         took = f" in {action.duration_ms} ms" if action and action.duration_ms is not None else ""
         if proposal.status == "expired" or outcome == "expired":
             return f"⌛ Expired: {what} was not run."
+        if proposal.status == "failed" and proposal.outcome:  # approved, then refused to run
+            return f"⚠️ Not run: {what}: {proposal.outcome}."
         if proposal.status in ("rejected", "failed") or outcome == "declined":
             return f"{REJECT} Declined: {what} was not run."
         who = proposal.decided_by or "?"

@@ -12,9 +12,17 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from bot.errors import ConfigError
@@ -117,6 +125,10 @@ def _user_skills() -> Path:
     return Path(base) / "lorebot" / "skills"
 
 
+# An environment variable's name.
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+
+
 class SkillsSettings(_Section):
     """Skill roots, searched in order (later wins): bundled, `home_root`, `user_root`
     (where approved new skills are written), then `dirs`."""
@@ -127,6 +139,21 @@ class SkillsSettings(_Section):
     catalog_max_bytes: int = Field(4096, ge=256)
     channels: dict[str, tuple[str, ...]] = Field(
         default_factory=dict, description="channel scope -> the only skills allowed there"
+    )
+    scripts: Literal["disabled", "sandboxed", "host"] = Field(
+        "disabled",
+        description="run skill scripts: never, under bubblewrap, or as lorebot's own user",
+    )
+    script_timeout_s: float = Field(60.0, gt=0, le=3600, description="wall clock, one run")
+    script_cpu_s: int = Field(30, ge=1, le=3600, description="CPU seconds, per process")
+    script_memory_mb: int = Field(512, ge=64, description="address space, per process")
+    script_output_bytes: int = Field(
+        65536, ge=1024, le=16 * 1024 * 1024, description="kept of stdout and of stderr"
+    )
+    script_env: dict[EnvName, str] = Field(
+        default_factory=dict,
+        description="the only variables a script gets besides PATH, HOME, LANG; ${NAME} values "
+        "come from lorebot's environment",
     )
 
 

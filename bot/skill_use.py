@@ -17,7 +17,7 @@ from memory.conversations import ConversationLog
 from memory.proposals import SKILL_CREATE, SKILL_LOAD, Proposal
 from skills.catalog import BUNDLED_ROOT, Catalog
 from skills.parse import normalise_name, text_problems
-from skills.resources import list_resources, list_scripts, read_resource
+from skills.resources import ScriptFile, list_resources, list_scripts, read_resource, read_script
 from skills.types import Skill, SkillError
 from skills.writer import CREATED_BY, check_new_name, created_by_lorebot, render_skill
 
@@ -31,15 +31,23 @@ def build_catalog(settings: SkillsSettings) -> Catalog:
     return Catalog(roots, catalog_bytes=settings.catalog_max_bytes)
 
 
-def skill_tool_result(skill: Skill) -> str:
-    """What the model receives when a skill is loaded: the body and its files."""
+SCRIPTS_RUN = "Scripts (run one with run_skill_script; a person approves each run on a card): "
+SCRIPTS_OFF = (
+    "Scripts (not run here: skill scripts are off; the operator can turn them on with "
+    'skills.scripts = "sandboxed" or "host", and then a person approves each run): '
+)
+
+
+def skill_tool_result(skill: Skill, scripts_runnable: bool = False) -> str:
+    """What the model receives when a skill is loaded: the body and its files, and whether
+    its scripts can be run here."""
     resources = list_resources(skill)
     scripts = list_scripts(skill)
     parts = [f'<skill name="{skill.name}">\n{skill.body}\n</skill>']
     if resources:
         parts.append("Resources (read with read_skill_resource): " + ", ".join(resources))
     if scripts:
-        parts.append("Scripts (listed only; lorebot never runs them): " + ", ".join(scripts))
+        parts.append((SCRIPTS_RUN if scripts_runnable else SCRIPTS_OFF) + ", ".join(scripts))
     return "\n".join(parts)
 
 
@@ -55,6 +63,10 @@ class SkillUse:
         self.settings = settings
         self.catalog = catalog
         self.log = log
+        # Whether run_skill_script can run here (scripts enabled, and the sandbox works).
+        self.scripts_runnable = False
+        # Active skills per conversation as last read, for the synchronous tool offer.
+        self._active: dict[str, dict[str, str]] = {}
 
     def allowed(self, channel_scope: str | None) -> set[str] | None:
         """The skills a channel may use, or None for all of them."""
@@ -79,23 +91,40 @@ class SkillUse:
     def catalog_lines(self, channel_scope: str | None) -> list[str]:
         return self.catalog.model_catalog(self.allowed(channel_scope))
 
+    def tool_result(self, skill: Skill) -> str:
+        return skill_tool_result(skill, self.scripts_runnable)
+
+    async def fetch_active(self, conversation_key: str) -> list[Skill]:
+        """The skills active here: approved or started, and unchanged since."""
+        approved = await self.log.active_skills(conversation_key)
+        self._active[conversation_key] = approved
+        return self._unchanged(approved)
+
+    def get_active(self, conversation_key: str) -> list[Skill]:
+        """The active skills as last fetched in this process (each turn fetches them first)."""
+        return self._unchanged(self._active.get(conversation_key, {}))
+
+    def _unchanged(self, approved: dict[str, str]) -> list[Skill]:
+        found = []
+        for name, sha in approved.items():
+            skill = self.catalog.get(name)
+            if skill is not None and skill.sha256 == sha:
+                found.append(skill)  # else deleted or edited since: it must be loaded again
+        return found
+
     async def active_messages(self, conversation_key: str) -> list[dict[str, Any]]:
         """System messages carrying the instructions of the skills active here."""
-        messages = []
-        for name, sha in (await self.log.active_skills(conversation_key)).items():
-            skill = self.catalog.get(name)
-            if skill is None or skill.sha256 != sha:
-                continue  # deleted or edited since its approval: it must be loaded again
-            messages.append(
-                {"role": "system", "content": "Active skill:\n" + skill_tool_result(skill)}
-            )
-        return messages
+        return [
+            {"role": "system", "content": "Active skill:\n" + self.tool_result(skill)}
+            for skill in await self.fetch_active(conversation_key)
+        ]
 
     async def is_active(self, conversation_key: str, skill: Skill) -> bool:
-        return (await self.log.active_skills(conversation_key)).get(skill.name) == skill.sha256
+        return any(s.name == skill.name for s in await self.fetch_active(conversation_key))
 
     async def activate(self, conversation_key: str, skill: Skill, by: str) -> None:
         await self.log.activate_skill(conversation_key, skill.name, skill.sha256, by)
+        self._active.setdefault(conversation_key, {})[skill.name] = skill.sha256
         _log.info(
             "skill %s (%s) active in %s, by %s", skill.name, skill.sha256[:12], conversation_key, by
         )
@@ -112,6 +141,18 @@ class SkillUse:
                 "load it with load_skill first, then read its resources"
             )
         return read_resource(skill, path)
+
+    async def find_script(
+        self, conversation_key: str, name: str, path: str, channel_scope: str | None
+    ) -> tuple[Skill, ScriptFile]:
+        """A script of a skill active in this conversation, read once and hashed."""
+        skill = self.find(name, channel_scope, by_person=True)
+        if not await self.is_active(conversation_key, skill):
+            raise SkillError(
+                f"the skill {skill.name} is not loaded in this conversation; "
+                "load it with load_skill first, then run its scripts"
+            )
+        return skill, read_script(skill, path)
 
     def new_skill_name(self, name: str) -> str:
         """The name a proposed skill is written under, or SkillError when it is not a valid

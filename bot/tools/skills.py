@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from bot.approvals import ApprovalService
-from bot.skill_use import SkillUse, skill_tool_result
+from bot.skill_use import SkillUse
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
 from bot.turn_context import TurnContext
 from memory.proposals import Proposal
@@ -37,7 +37,7 @@ def skill_tools(skills: SkillUse, approvals: ApprovalService) -> list[BuiltinToo
         ctx = call.ctx
         skill = skills.find(args.name, ctx.channel_scope, by_person=False)
         if await skills.is_active(ctx.conversation.key, skill):
-            return skill_tool_result(skill)
+            return skills.tool_result(skill)
         proposal = await approvals.propose_skill_load(
             ctx.conversation, ctx.author, skill, skills.load_card_lines(skill), call.saved_turn()
         )
@@ -51,7 +51,7 @@ def skill_tools(skills: SkillUse, approvals: ApprovalService) -> list[BuiltinToo
         if skill is None or skill.sha256 != proposal.payload["sha256"]:
             return f"error: the skill {name} changed or disappeared since it was approved"
         await skills.activate(ctx.conversation.key, skill, proposal.decided_by or "")
-        return skill_tool_result(skill)
+        return skills.tool_result(skill)
 
     async def read_skill_resource(call: Call, args: ReadSkillResourceArgs) -> str:
         ctx = call.ctx

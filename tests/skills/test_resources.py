@@ -1,4 +1,4 @@
-"""Resource reads stay inside the skill folder, text only, size-capped; scripts never run."""
+"""Resource reads stay inside the skill folder, text only, size-capped."""
 
 from __future__ import annotations
 

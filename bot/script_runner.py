@@ -1,0 +1,375 @@
+"""Running one skill script: under bubblewrap or on the host, always with limits.
+
+Both modes run a private copy of the skill folder, with the approved bytes of the script in
+it, so what runs is exactly what the card showed; the work folder is fresh and deleted
+afterwards. Limits come from `prlimit` (CPU seconds, address space, file size, open files)
+and a wall-clock timeout that kills the whole process group. `sandboxed` adds bubblewrap:
+no network, nothing of the host but /usr (and /etc/alternatives, /etc/ssl), the copy
+read-only and the work folder writable, no capabilities, and as root an unprivileged uid
+(a user namespace alone still lets root's files be read).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.config import Settings, SkillsSettings
+from bot.errors import UserError
+from skills.resources import ScriptFile
+
+_log = logging.getLogger(__name__)
+
+BWRAP = "bwrap"
+SETPRIV = "setpriv"
+PRLIMIT = "prlimit"
+PYTHON = "/usr/bin/python3"
+SHELL = "/bin/sh"
+NOBODY = 65534
+PATH = "/usr/local/bin:/usr/bin:/bin"
+# Where the sandbox sees the skill's copy and the work folder.
+SANDBOX_SKILL = "/skill"
+SANDBOX_WORK = "/work"
+FILE_SIZE_BYTES = 64 * 1024 * 1024
+OPEN_FILES = 256
+# Only enforced for an unprivileged uid: as root the kernel ignores it.
+PROCESSES = 256
+MAX_COPY_BYTES = 64 * 1024 * 1024
+TMPFS_BYTES = 64 * 1024 * 1024
+# Never copied into a run: a skill kept in git does not need its history to run.
+NOT_COPIED = frozenset({".git"})
+TRIAL_TIMEOUT_S = 10.0
+# After the kill, how long output may still drain before the readers are given up.
+DRAIN_GRACE_S = 1.0
+CHUNK = 65536
+FIX = 'or set skills.scripts = "host" to run scripts unsandboxed as lorebot\'s own user'
+
+
+class ScriptError(UserError):
+    """A script cannot be run; the message says why, for the model and the person."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one run may use."""
+
+    timeout_s: float
+    cpu_s: int
+    memory_mb: int
+    output_bytes: int
+
+    @classmethod
+    def of(cls, settings: SkillsSettings) -> Limits:
+        return cls(
+            settings.script_timeout_s,
+            settings.script_cpu_s,
+            settings.script_memory_mb,
+            settings.script_output_bytes,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptResult:
+    """How a run ended and what it printed (decoded, not yet scrubbed of secrets)."""
+
+    exit_status: int | None  # None when it was killed at the timeout
+    stdout: str
+    stderr: str
+    dropped: int  # bytes of output beyond the cap, read and thrown away
+    duration_ms: int
+    # After the kill, a process that had left the group still held its output open.
+    escaped: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+    def status_text(self) -> str:
+        """`exit status 3`, or with the signal that ended it (a signal through bwrap is
+        128 + N, e.g. 152 for SIGXCPU at the CPU limit)."""
+        status = self.exit_status
+        if status is None:
+            return "killed at the timeout"
+        number = -status if status < 0 else status - 128
+        if status < 0 or (status > 128 and number in signal.valid_signals()):
+            with contextlib.suppress(ValueError):
+                return f"exit status {status} (killed by {signal.Signals(number).name})"
+        return f"exit status {status}"
+
+
+def dropping_privileges() -> bool:
+    """Whether the sandbox runs as an unprivileged uid: when lorebot runs as root."""
+    return os.geteuid() == 0
+
+
+def script_sandbox_problem(settings: Settings | SkillsSettings) -> str | None:
+    """Why sandboxed scripts cannot run here and how to fix it, in one line; None when
+    they can, or when scripts are not `sandboxed`."""
+    skills = settings.skills if isinstance(settings, Settings) else settings
+    if skills.scripts != "sandboxed":
+        return None
+    if shutil.which(BWRAP) is None:
+        return (
+            f"skills.scripts is sandboxed but bubblewrap ({BWRAP}) is not installed: "
+            f"install it (apt-get install bubblewrap), {FIX}"
+        )
+    for tool in (PRLIMIT, SETPRIV) if dropping_privileges() else (PRLIMIT,):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed: install util-linux, {FIX}"
+    command = [*_privilege_drop(), *_bwrap_base(), "--", "/usr/bin/true"]
+    try:
+        trial = subprocess.run(command, capture_output=True, timeout=TRIAL_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bubblewrap could not be tried ({exc}); {FIX}"
+    if trial.returncode != 0:
+        said = trial.stderr.decode(errors="replace").strip().splitlines()
+        why = said[-1] if said else f"exit status {trial.returncode}"
+        return (
+            f"bubblewrap cannot start a sandbox here ({why}): allow unprivileged user "
+            f"namespaces (kernel.unprivileged_userns_clone=1; in a container, a seccomp "
+            f"profile that permits them), {FIX}"
+        )
+    return None
+
+
+async def run_script(
+    folder: Path,
+    script: ScriptFile,
+    args: Sequence[str],
+    *,
+    mode: str,
+    limits: Limits,
+    env: Mapping[str, str],
+) -> ScriptResult:
+    """Run `script` of the skill in `folder` once with `args`; ScriptError when it cannot
+    start. `env` is the whole environment it gets besides PATH, HOME, LANG and SKILL_DIR."""
+    sandboxed = mode == "sandboxed"
+    with tempfile.TemporaryDirectory(prefix="lorebot-script-", ignore_cleanup_errors=True) as tmp:
+        stage = Path(tmp)
+        try:
+            await asyncio.to_thread(
+                _stage, stage, folder, script, sandboxed and dropping_privileges()
+            )
+        except OSError as exc:
+            raise ScriptError(f"the skill folder could not be copied: {exc}") from None
+        copy, work = stage / "skill", stage / "work"
+        skill_dir, work_dir = (SANDBOX_SKILL, SANDBOX_WORK) if sandboxed else (str(copy), str(work))
+        command = _interpreter(script, f"{skill_dir}/{script.relative}") + list(args)
+        variables = {"PATH": PATH, "HOME": work_dir, "LANG": "C.UTF-8", "SKILL_DIR": skill_dir}
+        variables.update(env)
+        if sandboxed:
+            binds = ["--ro-bind", str(copy), SANDBOX_SKILL, "--bind", str(work), SANDBOX_WORK]
+            sandbox = [*_bwrap_base(), *binds, "--chdir", SANDBOX_WORK, "--"]
+            command = [*_privilege_drop(), *sandbox, *command]
+        argv = [*_limits(limits, sandboxed and dropping_privileges()), *command]
+        return await _execute(argv, variables, work, limits)
+
+
+def _limits(limits: Limits, unprivileged: bool) -> list[str]:
+    memory = limits.memory_mb * 1024 * 1024
+    found = shutil.which(PRLIMIT)
+    if found is None:
+        raise ScriptError("prlimit (util-linux) is not installed, so scripts cannot be limited")
+    options = [
+        f"--cpu={limits.cpu_s}",
+        f"--as={memory}",
+        f"--fsize={FILE_SIZE_BYTES}",
+        f"--nofile={OPEN_FILES}",
+    ]
+    if unprivileged:
+        options.append(f"--nproc={PROCESSES}")
+    return [found, *options, "--"]
+
+
+def _privilege_drop() -> list[str]:
+    if not dropping_privileges():
+        return []
+    ids = [f"--reuid={NOBODY}", f"--regid={NOBODY}"]
+    return [shutil.which(SETPRIV) or SETPRIV, *ids, "--clear-groups", "--inh-caps=-all"]
+
+
+def _bwrap_base() -> list[str]:
+    """Everything of a sandbox but the skill and work folders. Its environment is exactly
+    the one the process is started with (not `--clearenv` plus `--setenv`, which would put
+    secret values on a command line other users can read)."""
+    return [
+        shutil.which(BWRAP) or BWRAP,
+        "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/bin", "/bin",
+        "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64",
+        "--ro-bind-try", "/etc/alternatives", "/etc/alternatives",
+        "--ro-bind-try", "/etc/ssl", "/etc/ssl",
+        "--dev", "/dev", "--proc", "/proc", "--size", str(TMPFS_BYTES), "--tmpfs", "/tmp",
+    ]  # fmt: skip
+
+
+def _interpreter(script: ScriptFile, path: str) -> list[str]:
+    """How to run the script: by its extension, else directly when executable, else by its
+    `#!` line."""
+    suffix = Path(script.relative).suffix.lower()
+    if suffix == ".py":
+        return [PYTHON, "-B", path]
+    if suffix == ".sh":
+        return [SHELL, path]
+    if script.executable:
+        return [path]
+    first = script.data.split(b"\n", 1)[0]
+    if first.startswith(b"#!"):
+        parts = first[2:].decode(errors="replace").strip().split(None, 1)
+        if parts:
+            return [*parts, path]
+    raise ScriptError(
+        f"{script.relative} is not .py or .sh, not executable and has no #! line, "
+        "so lorebot does not know how to run it"
+    )
+
+
+def _stage(stage: Path, folder: Path, script: ScriptFile, unprivileged: bool) -> None:
+    """A read-only copy of the skill folder holding the approved script bytes, and an empty
+    work folder; readable (the copy) and writable (the work folder) by the sandbox's uid."""
+    copy, work = stage / "skill", stage / "work"
+    _copy_tree(folder, copy, [MAX_COPY_BYTES])
+    target = copy / script.relative
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink() or target.exists():
+        target.unlink()
+    target.write_bytes(script.data)
+    target.chmod(0o555 if script.executable else 0o444)
+    for path in sorted(copy.rglob("*"), reverse=True):
+        if path.is_dir() and not path.is_symlink():
+            path.chmod(0o555)
+    copy.chmod(0o555)
+    work.mkdir(mode=0o700)
+    if unprivileged:
+        stage.chmod(0o711)
+        os.chown(work, NOBODY, NOBODY)
+
+
+def _copy_tree(source: Path, target: Path, budget: list[int]) -> None:
+    """Copy regular files and folders, keep symlinks as links (never their targets: a link
+    out of the folder must not bring the host's files in) and skip anything else."""
+    target.mkdir(mode=0o755)
+    with os.scandir(source) as entries:
+        for entry in entries:
+            into = target / entry.name
+            if entry.name in NOT_COPIED:
+                continue
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), into)
+            elif entry.is_dir(follow_symlinks=False):
+                _copy_tree(Path(entry.path), into, budget)
+            elif entry.is_file(follow_symlinks=False):
+                budget[0] -= entry.stat(follow_symlinks=False).st_size
+                if budget[0] < 0:
+                    raise ScriptError(
+                        f"the skill folder is over {MAX_COPY_BYTES // (1024 * 1024)} MiB, "
+                        "too large to run its scripts"
+                    )
+                shutil.copyfile(entry.path, into, follow_symlinks=False)
+                executable = entry.stat(follow_symlinks=False).st_mode & 0o111
+                into.chmod(0o555 if executable else 0o444)
+
+
+class _Capture:
+    """One output pipe of the script: keeps the first `limit` bytes and reads the rest away,
+    so a chatty script never blocks on a full pipe. lorebot owns the pipe (not asyncio's
+    subprocess transport), so a process that keeps it open cannot hold up the wait."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = bytearray()
+        self.dropped = 0
+        read_fd, self.write_fd = os.pipe()
+        self.pipe = os.fdopen(read_fd, "rb", buffering=0)
+        self.transport: asyncio.ReadTransport | None = None
+
+    async def drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        self.transport, _ = await loop.connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(reader), self.pipe
+        )
+        while chunk := await reader.read(CHUNK):
+            room = max(0, self.limit - len(self.kept))
+            self.kept += chunk[:room]
+            self.dropped += max(0, len(chunk) - room)
+
+    def close_write_end(self) -> None:
+        os.close(self.write_fd)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+        self.pipe.close()
+
+    def text(self) -> str:
+        return self.kept.decode("utf-8", errors="replace")
+
+
+async def _execute(argv: list[str], env: dict[str, str], cwd: Path, limits: Limits) -> ScriptResult:
+    """Run `argv` in a new session; at the timeout kill its whole process group."""
+    started = time.monotonic()
+    out, err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv, stdin=subprocess.DEVNULL, stdout=out.write_fd, stderr=err.write_fd,
+            env=env, cwd=cwd, start_new_session=True,
+        )  # fmt: skip
+    except OSError as exc:
+        out.close()
+        err.close()
+        raise ScriptError(f"the script could not be started: {exc.strerror or exc}") from None
+    finally:
+        out.close_write_end()
+        err.close_write_end()
+    readers = asyncio.gather(out.drain(), err.drain())
+    timed_out = escaped = False
+    try:
+        async with asyncio.timeout(limits.timeout_s):
+            await asyncio.shield(readers)
+            await process.wait()
+    except TimeoutError:
+        timed_out = True
+        _kill_group(process.pid)
+        await process.wait()
+        escaped = not await _finish_reading(readers)
+    finally:
+        if process.returncode is None:  # cancelled: never leave it running
+            _kill_group(process.pid)
+        readers.cancel()
+        out.close()
+        err.close()
+    duration_ms = int((time.monotonic() - started) * 1000)
+    status = None if timed_out else process.returncode
+    dropped = out.dropped + err.dropped
+    return ScriptResult(status, out.text(), err.text(), dropped, duration_ms, escaped)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _finish_reading(readers: asyncio.Future[tuple[None, None]]) -> bool:
+    """Read what the killed processes left in the pipes. A process that left the group
+    (host mode only: a session of its own) may hold them open: False when the reading was
+    given up after a grace period."""
+    try:
+        async with asyncio.timeout(DRAIN_GRACE_S):
+            await readers
+    except TimeoutError:
+        _log.warning("a script's process outlived its process group and still runs")
+        return False
+    return True

@@ -1,0 +1,294 @@
+"""run_skill_script: run a script of a skill active in the conversation, once a person
+approved that exact run on a card.
+
+Offered only when the operator set `skills.scripts` to `sandboxed` (and bubblewrap works)
+or `host`, and only where an active skill ships scripts. Every run needs a card, never
+exempted: it shows the script's path, SHA-256 and first lines and the redacted arguments,
+and the approval is bound to that hash and to the mode in force when the turn asked. The
+run is recorded as an action; its output is capped and scrubbed of secrets before the
+model, the card, the logs or the database see it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field, StringConstraints, field_validator
+
+from bot.approvals import ACTION, ApprovalService
+from bot.config import Settings, resolve_secret
+from bot.errors import ConfigError
+from bot.script_runner import Limits, ScriptError, ScriptResult, run_script, script_sandbox_problem
+from bot.skill_use import SkillUse
+from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
+from bot.turn_context import TurnContext
+from memory.actions import BY_CARD, ActionLog
+from memory.proposals import Proposal
+from memory.secrets import redact, redact_value
+from skills.resources import ScriptFile, list_scripts, read_script
+from skills.types import Skill, SkillError
+
+_log = logging.getLogger(__name__)
+
+NAME = "run_skill_script"
+MAX_ARGS = 32
+DECLINED = "the person declined; the script was not run. Do not run it again unless asked."
+EXPIRED = "nobody decided in time, so the script was not run. Do not run it again unless asked."
+WHERE = {
+    "sandboxed": "in a sandbox (bubblewrap): no network, only its own work folder writable",
+    "host": "on the host as lorebot's own user, NOT sandboxed",
+}
+
+
+class RunScriptArgs(ToolArgs):
+    # Arguments are passed exactly as given: no stripping, numbers become strings.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, str_strip_whitespace=False, coerce_numbers_to_str=True
+    )
+
+    skill: str = Field(description="the name of a skill active in this conversation")
+    script: str = Field(description="a file in the skill's scripts/ folder, e.g. scripts/x.py")
+    args: list[Annotated[str, StringConstraints(max_length=4096)]] = Field(
+        default_factory=list, max_length=MAX_ARGS, description="command-line arguments"
+    )
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _json_list(cls, value: Any) -> Any:
+        """Small models send the list as a JSON string."""
+        if isinstance(value, str) and value.strip().startswith("["):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                return value
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _no_nul(cls, value: list[str]) -> list[str]:
+        if any("\x00" in arg for arg in value):
+            raise ValueError("an argument contains a NUL character")
+        return value
+
+
+def run_hash(skill: str, script: ScriptFile | str, sha256: str, args: list[str], mode: str) -> str:
+    """What an approval is bound to: the skill, the script and its content, the arguments
+    and the mode the turn asked in."""
+    relative = script.relative if isinstance(script, ScriptFile) else script
+    canonical = json.dumps([skill, relative, sha256, args, mode], separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+class SkillScripts:
+    """The tool's state: settings, whether scripts can run here, and its collaborators."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        skills: SkillUse,
+        approvals: ApprovalService,
+        actions: ActionLog,
+    ) -> None:
+        self.settings = settings
+        self.mode = settings.skills.scripts
+        self.skills = skills
+        self.approvals = approvals
+        self.actions = actions
+        self.problem = script_sandbox_problem(settings)
+        if self.problem is not None:
+            _log.warning("skill scripts are not offered: %s", self.problem)
+        skills.scripts_runnable = self.runnable
+
+    @property
+    def runnable(self) -> bool:
+        return self.mode != "disabled" and self.problem is None
+
+    def offered(self, ctx: TurnContext) -> bool:
+        """Only where a skill active in this conversation ships scripts."""
+        if not self.runnable:
+            return False
+        allowed = self.skills.allowed(ctx.channel_scope)
+        return any(
+            list_scripts(skill)
+            for skill in self.skills.get_active(ctx.conversation.key)
+            if allowed is None or skill.name in allowed
+        )
+
+    def tool(self) -> BuiltinTool:
+        where = WHERE.get(self.mode, "")
+        description = (
+            "Run a script from the scripts/ folder of a skill active in this conversation, "
+            f"{where}; a person approves each run on a card first. Returns its output."
+        )
+        return BuiltinTool(
+            NAME, description, Kind.ACTION, RunScriptArgs, self.run, self.resume,
+            when=self.offered,
+        )  # fmt: skip
+
+    async def run(self, call: Call, args: RunScriptArgs) -> ToolOutput:
+        ctx = call.ctx
+        if not self.runnable:
+            return "error: skill scripts cannot run here; tell the person"
+        skill, script = await self.skills.find_script(
+            ctx.conversation.key, args.skill, args.script, ctx.channel_scope
+        )
+        arguments = {"skill": skill.name, "script": script.relative, "args": list(args.args)}
+        action = await self.actions.record(
+            f"skill:{skill.name}/{script.relative}", {**arguments, "sha256": script.sha256},
+            requester=ctx.author.scope, channel_scope=ctx.channel_scope,
+            conversation=dataclasses.asdict(ctx.conversation), approval=BY_CARD,
+        )  # fmt: skip
+        card = self._card(ctx, skill.name, script, list(args.args))
+        if not self.approvals.fits_card(ctx.conversation, card):
+            await self.actions.close(action.id, "declined", None)
+            return (
+                "error: the arguments are too long to show on a card, so this cannot be "
+                "approved; tell the person and use shorter arguments"
+            )
+        payload = {
+            "tool": script.relative,
+            "server": f"skill {skill.name}",
+            "arguments": arguments,
+            "sha256": script.sha256,
+            "mode": self.mode,
+            "hash": run_hash(skill.name, script, script.sha256, list(args.args), self.mode),
+            "action_id": action.id,
+            "turn": call.saved_turn(),
+        }
+        proposal = await self.approvals.propose(
+            ACTION, ctx.conversation, ctx.author, payload, card, "run it"
+        )
+        await self.actions.attach_proposal(action.id, proposal.id)
+        return Suspend(proposal)
+
+    def _card(self, ctx: TurnContext, skill: str, script: ScriptFile, args: list[str]) -> str:
+        shown = json.dumps(redact_value(args), ensure_ascii=False)
+        limits = self.settings.skills
+        lines = [
+            f"📜 Run the script `{script.relative}` of the skill `{skill}`?",
+            f"Asked by {ctx.author.name or ctx.author.id}.",
+            f"Where: {WHERE[self.mode]}; at most {limits.script_timeout_s:g} s, "
+            f"{limits.script_cpu_s} s of CPU, {limits.script_memory_mb} MiB.",
+            f"Script: {len(script.data)} bytes, sha256 `{script.sha256}`",
+            *(f"> {redact(line)}" for line in script.first_lines()),
+            f"Arguments: `{shown}`",
+            "Only this exact script runs: if it changes before your ✅, it is not run.",
+        ]
+        return "\n".join(lines)
+
+    async def resume(self, ctx: TurnContext, proposal: Proposal) -> str:
+        payload = proposal.payload
+        action_id = int(payload["action_id"])
+        if proposal.status != "approved":
+            outcome = "expired" if proposal.status == "expired" else "declined"
+            await self.actions.close(action_id, outcome, proposal.decided_by)
+            await self.approvals.update_card(proposal)
+            return EXPIRED if outcome == "expired" else DECLINED
+        try:
+            skill, script = self._approved_script(payload)
+        except (ScriptError, SkillError) as exc:
+            return await self._not_run(proposal, action_id, str(exc))
+        try:
+            await self.actions.start(action_id, proposal.decided_by)
+        except ValueError:
+            return "error: this script run was already carried out"
+        output = await self._run(action_id, skill, script, payload["arguments"]["args"])
+        await self.approvals.update_card(proposal)
+        return output
+
+    def _approved_script(self, payload: dict[str, Any]) -> tuple[Skill, ScriptFile]:
+        """The skill and script exactly as approved, or ScriptError saying why not."""
+        arguments = payload["arguments"]
+        name, relative, args = arguments["skill"], arguments["script"], arguments["args"]
+        expected = run_hash(name, relative, payload["sha256"], args, payload["mode"])
+        if expected != payload["hash"]:
+            raise ScriptError("the run changed after it was approved")
+        if payload["mode"] != self.mode:
+            raise ScriptError(
+                f"skills.scripts changed from {payload['mode']} to {self.mode} since the card"
+            )
+        if not self.runnable:
+            raise ScriptError(self.problem or "skill scripts are disabled")
+        skill = self.skills.catalog.get(name)
+        if skill is None:
+            raise ScriptError(f"the skill {name} is gone")
+        script = read_script(skill, relative)
+        if script.sha256 != payload["sha256"]:
+            raise ScriptError(f"{relative} changed after the card was shown")
+        return skill, script
+
+    async def _not_run(self, proposal: Proposal, action_id: int, why: str) -> str:
+        await self.actions.close(action_id, "declined", proposal.decided_by)
+        marked = await self.approvals.proposals.mark(proposal.id, why, failed=True)
+        await self.approvals.update_card(marked)
+        _log.info("script of proposal %d not run: %s", proposal.id, why)
+        return (
+            f"error: the script was not run: {why}. If it is still wanted, call {NAME} again "
+            "so the person sees the current version."
+        )
+
+    async def _run(self, action_id: int, skill: Skill, script: ScriptFile, args: list[str]) -> str:
+        """Run it once and record the outcome: ok on exit status 0, otherwise error."""
+        try:
+            env = {k: resolve_secret(v) for k, v in self.settings.skills.script_env.items()}
+        except ConfigError as exc:
+            await self.actions.finish(action_id, "error", f"not run: {exc}", 0)
+            return f"error: the script was not run: {exc}"
+        limits = Limits.of(self.settings.skills)
+        try:
+            result = await run_script(
+                skill.folder, script, args, mode=self.mode, limits=limits, env=env
+            )
+        except ScriptError as exc:
+            await self.actions.finish(action_id, "error", f"not run: {exc}", 0)
+            return f"error: the script was not run: {exc}"
+        except Exception:
+            _log.exception("action %d %s could not be run", action_id, script.relative)
+            await self.actions.finish(action_id, "error", "lorebot failed to run it", 0)
+            return "error: lorebot failed to run the script; tell the person"
+        referenced = [env[k] for k, v in self.settings.skills.script_env.items() if v != env[k]]
+        known = [*self.settings.secrets(), *referenced]
+        text = self._output(result, known)
+        outcome = "ok" if result.ok else "error"
+        await self.actions.finish(action_id, outcome, text, result.duration_ms)
+        _log.info("action %d %s: %s in %d ms", action_id, script.relative,
+                  self._status(result, limits), result.duration_ms)  # fmt: skip
+        if outcome == "ok":
+            return text or "(done, no output)"
+        return f"error: the script failed ({self._status(result, limits)}):\n{text}".rstrip()
+
+    def _status(self, result: ScriptResult, limits: Limits) -> str:
+        if result.escaped:
+            return (
+                f"timed out after {limits.timeout_s:g} s; it was killed, but a process it "
+                "started in a session of its own is still running on the host"
+            )
+        if result.exit_status is None:
+            return (
+                f"timed out after {limits.timeout_s:g} s; it and every process it started "
+                "were killed"
+            )
+        return result.status_text()
+
+    def _output(self, result: ScriptResult, known: list[str]) -> str:
+        """stdout, then stderr, scrubbed of secrets; says how much was cut."""
+        parts = []
+        if result.stdout:
+            parts.append(redact(result.stdout, known))
+        if result.stderr:
+            parts.append("stderr:\n" + redact(result.stderr, known))
+        if result.dropped:
+            parts.append(f"[… {result.dropped} more bytes of output cut]")
+        return "\n".join(parts)
+
+
+def script_tools(
+    settings: Settings, skills: SkillUse, approvals: ApprovalService, actions: ActionLog
+) -> list[BuiltinTool]:
+    """run_skill_script; always present so a card decided after a restart is finished,
+    offered only where scripts can run."""
+    return [SkillScripts(settings, skills, approvals, actions).tool()]
