@@ -83,7 +83,7 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     if resources:
         print("resources: " + ", ".join(resources))
     if scripts:
-        print("scripts (run only when skills.scripts allows, each on a card): " + ", ".join(scripts))
+        print("scripts (run only if skills.scripts allows, each on a card): " + ", ".join(scripts))
     print()
     print(skill.body)
     return 0
