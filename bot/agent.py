@@ -34,6 +34,7 @@ from memory.conversations import ConversationLog, LogEntry
 from memory.events import EventLog
 from memory.fts import term_overlap
 from memory.proposals import Proposal
+from memory.secrets import redact_value
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
@@ -73,7 +74,8 @@ class _Turn:
         """What a proposal keeps to resume this turn; `tool` gets the decision."""
         return {
             "tool": tool,
-            "messages": self.messages,
+            # Stored with the proposal: no secret in them reaches the database.
+            "messages": redact_value(self.messages),
             "round": self.round,
             "pending": [[name, args] for name, args in self.pending],
             "conversation": dataclasses.asdict(ctx.conversation),

@@ -218,8 +218,11 @@ class ApprovalService:
         card: str,
         verb: str,
     ) -> Proposal:
-        """Any proposal: stored, then its card posted with the ✅/❌ reactions."""
+        """Any proposal: stored, then its card posted with the ✅/❌ reactions; the card's
+        first line gets the proposal id."""
         proposal = await self._create(kind, conversation, requester, payload)
+        first, _, rest = card.partition("\n")
+        card = f"{first} (proposal #{proposal.id})" + (f"\n{rest}" if rest else "")
         await self._post_card(proposal, conversation, requester, card, verb)
         return await self.proposals.get(proposal.id)
 

@@ -127,6 +127,9 @@ class McpServer:
         self._target = target  # an in-process server, for tests; else from the settings
         self._on_tools = on_tools
         self.tools: tuple[RemoteTool, ...] = ()
+        # Arguments that hold a secret, by call hash, until their card is decided: kept in
+        # memory only, never in the database.
+        self.held: dict[str, dict[str, Any]] = {}
         self.status = "connecting"
         self.reason = ""
         self._client: Client | None = None

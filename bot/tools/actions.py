@@ -121,11 +121,17 @@ class McpTool:
                 "error: the arguments are too long to show on a card, so this cannot be "
                 "approved; tell the person and use shorter arguments"
             )
+        digest = call_hash(self.server.name, self.remote.name, arguments)
+        shown = redact_value(arguments)
+        if shown != arguments:
+            # Secrets never reach the database: the exact arguments wait in memory only.
+            self.server.held[digest] = arguments
         payload = {
             "server": self.server.name,
             "tool": self.remote.name,
-            "arguments": arguments,
-            "hash": call_hash(self.server.name, self.remote.name, arguments),
+            "arguments": shown,
+            "held": shown != arguments,
+            "hash": digest,
             "action_id": action.id,
             "approvers": self.server.settings.approvers,
             "turn": call.saved_turn(),
@@ -160,6 +166,14 @@ class McpTool:
             await self.approvals.update_card(proposal)
             return EXPIRED if outcome == "expired" else DECLINED
         arguments = payload["arguments"]
+        if payload.get("held"):
+            arguments = self.server.held.pop(payload["hash"], None)
+            if arguments is None:
+                await self.actions.close(action_id, "declined", proposal.decided_by)
+                return (
+                    "error: its arguments held a secret, which lorebot keeps only in memory, "
+                    "and lorebot restarted since, so it was not run; ask again"
+                )
         if call_hash(self.server.name, self.remote.name, arguments) != payload["hash"]:
             await self.actions.close(action_id, "declined", proposal.decided_by)
             return "error: the call changed after it was approved, so it was not run"

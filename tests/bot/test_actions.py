@@ -59,7 +59,8 @@ async def test_a_restart_runs_only_after_the_requesters_approval(
     assert "`restart` on the MCP server `ops`" in card.text
     assert "destructive" in card.text and "Asked by ualice" in card.text
     assert '"service": "web"' in card.text
-    assert "(proposal #1)" not in card.text or "#1" in card.text
+    [proposal] = await h.bot.proposals.list_recent("pending")
+    assert f"(proposal #{proposal.id})" in card.text.splitlines()[0]
     assert "expires in 24 h" in card.text
     assert {"ops__restart", "ops__status", "memory_search"} <= _tools_offered(h)
 
@@ -314,3 +315,54 @@ async def test_a_server_limited_to_channels_is_offered_only_there(
 
 def _card(h: Harness) -> Sent:
     return h.adapter.cards[-1]
+
+
+async def test_a_secret_in_the_arguments_is_never_shown_logged_or_stored(
+    ops: tuple[Harness, Counter[str]], caplog: pytest.LogCaptureFixture
+) -> None:
+    h, ran = ops
+    caplog.set_level("DEBUG")
+    h.ollama.tool_call("ops__restart", {"service": f"web --token {LEAKED_TOKEN}"})
+    await h.say("restart web with the deploy token")
+    card = h.adapter.cards[-1]
+    assert LEAKED_TOKEN not in card.text and "[REDACTED]" in card.text
+    h.ollama.reply("Restarted.")
+    await h.react(card, APPROVE)
+    assert ran["restart"] == 1  # it ran with the real arguments
+    assert LEAKED_TOKEN not in await _database_text(h)
+    assert all(LEAKED_TOKEN not in r.getMessage() for r in caplog.records)
+    assert all(LEAKED_TOKEN not in "\n".join([s.text, *s.edits]) for s in h.adapter.sent)
+
+
+async def _database_text(h: Harness) -> str:
+    """Every text value in the tables that hold proposals, actions and history."""
+    found = []
+    for table in ("proposals", "actions", "messages", "events"):
+        async with h.bot.db.conn.execute(f"SELECT * FROM {table}") as cursor:  # noqa: S608
+            found += [str(value) for row in await cursor.fetchall() for value in tuple(row)]
+    return "\n".join(found)
+
+
+async def test_a_card_decided_after_a_restart_runs_and_the_turn_resumes(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    first, ran_before = await _start(tmp_path, fake_ollama, clock)
+    first.ollama.tool_call("ops__restart", {"service": "web"})
+    await first.say("restart web")
+    card = first.adapter.cards[-1]
+    await first.bot.stop()
+
+    ops, ran = make_server()
+    second = await start_harness(
+        tmp_path, fake_ollama, clock, first.adapter, mcp_targets={"ops": ops},
+        mcp={"servers": [{"name": "ops", "command": "in-process"}]},
+    )  # fmt: skip
+    try:
+        assert await second.bot.mcp.servers["ops"].wait_connected(5)
+        second.ollama.reply("Restarted web after all.")
+        await second.react(card, APPROVE)
+        assert ran["restart"] == 1 and ran_before["restart"] == 0
+        assert second.adapter.replies[-1] == "Restarted web after all."
+        assert card.current.startswith("✅ Ran `restart` on `ops`")
+    finally:
+        await second.bot.stop()

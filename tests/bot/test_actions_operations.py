@@ -161,3 +161,32 @@ async def test_the_channels_digest_lists_its_actions(ops: Harness) -> None:
     [digest] = [s.text for s in ops.adapter.sent if s.text.startswith("📰")]
     assert "action `ops__restart`: ok, asked by user:test/UALICE" in digest
     assert "approved by user:test/UALICE" in digest
+
+
+async def test_a_server_that_crashes_mid_call_is_outcome_unknown_and_comes_back(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    server = stdio_server(allow=["slow"])
+    h = await start_harness(tmp_path, fake_ollama, clock, mcp={"servers": [server]})
+    try:
+        ops = h.bot.mcp.servers["ops"]
+        assert await ops.wait_connected(20)
+        pid = int(await _ask(h, "ops__pid"))
+        h.ollama.tool_call("ops__slow", {"seconds": 30})
+        h.ollama.reply("I cannot tell whether it finished.")
+        turn = asyncio.ensure_future(h.say("run the slow job"))
+        for _ in range(400):  # until the call is in flight on the server
+            if any(a.outcome == "running" for a in await h.bot.actions.recent()):
+                break
+            await asyncio.sleep(0.025)
+        os.kill(pid, signal.SIGKILL)
+        await asyncio.wait_for(turn, 20)
+
+        slow = next(a for a in await h.bot.actions.recent() if a.tool == "ops__slow")
+        assert slow.outcome == "unknown"
+        told = [m for m in h.ollama.chat_requests[-1]["messages"] if m["role"] == "tool"][-1]
+        assert told["content"].startswith("outcome unknown")
+        assert await ops.wait_connected(20)
+        assert int(await _ask(h, "ops__pid")) != pid
+    finally:
+        await h.bot.stop()
