@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -26,6 +25,7 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from bot.backoff import Backoff
 from bot.config import McpServerSettings, McpSettings
 from memory.secrets import redact
 
@@ -34,7 +34,7 @@ _log = logging.getLogger(__name__)
 # The SDK's code for a request that timed out; the call may still complete on the server.
 REQUEST_TIMEOUT = -32001
 KEEPALIVE_S = 2.0
-PING_EVERY = 10  # keepalive rounds between pings
+ASK_EVERY = 10  # keep-alive rounds between real requests (the others read the SDK's cache)
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
 # A session whose streams closed under a call.
@@ -120,7 +120,10 @@ class McpServer:
         connect_timeout_s: float,
         target: Any = None,
         on_tools: Callable[[McpServer], None] = lambda server: None,
+        keepalive_s: float = KEEPALIVE_S,
     ) -> None:
+        self.keepalive_s = keepalive_s
+        self.connections = 0  # sessions opened so far
         self.settings = settings
         self.name = settings.name
         self.connect_timeout_s = connect_timeout_s
@@ -136,6 +139,12 @@ class McpServer:
         self._lost = asyncio.Event()
         self._connected = asyncio.Event()
         self._errlog: TextIO | None = None
+
+    def _lose(self) -> None:
+        """The session is gone (or going): no call may use it, and waiters wait again."""
+        self._client = None
+        self._connected.clear()
+        self._lost.set()
 
     @property
     def connected(self) -> bool:
@@ -183,21 +192,22 @@ class McpServer:
             self._errlog = None
 
     async def _run(self) -> None:
-        delay = BACKOFF_FIRST_S
+        backoff = Backoff(BACKOFF_FIRST_S, BACKOFF_MAX_S)
         while True:
             try:
                 await self._session()
-                delay = BACKOFF_FIRST_S  # it was connected: the next failure starts over
+                backoff.reset()  # it was connected: the next failure starts over
+                delay = backoff.next_delay()
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # noqa: BLE001 - the SDK raises exception groups
                 self.reason = self._describe(exc)
+                delay = backoff.next_delay()
                 _log.warning("MCP server %s: %s; retrying in %.0f s", self.name, self.reason, delay)
             self._client = None
             self._connected.clear()
             self.status = "down"
-            await asyncio.sleep(delay * random.uniform(0.8, 1.2))  # noqa: S311 - jitter
-            delay = min(delay * 2, BACKOFF_MAX_S)
+            await asyncio.sleep(delay)
 
     async def _session(self) -> None:
         self.status = "connecting"
@@ -206,13 +216,14 @@ class McpServer:
                 await self._list_tools(client)
                 deadline.reschedule(None)  # connected: the session may last
                 self._client, self.status, self.reason = client, "connected", ""
+                self.connections += 1
                 self._lost.clear()
                 self._connected.set()
                 _log.info("MCP server %s connected: %d tools", self.name, len(self.tools))
                 try:
                     await self._keep_alive(client)
                 finally:
-                    self._client = None
+                    self._lose()
         self.reason = "the connection was lost"
 
     async def probe(self) -> str | None:
@@ -230,22 +241,22 @@ class McpServer:
 
     async def _keep_alive(self, client: Client) -> None:
         """Notice a changed tool list (the SDK drops its cached list when the server says it
-        changed) and a dead server (a ping every few seconds)."""
+        changed) and a dead server (a fresh listing every few rounds)."""
         rounds = 0
         while not self._lost.is_set():
             try:
-                await asyncio.wait_for(self._lost.wait(), KEEPALIVE_S)
+                await asyncio.wait_for(self._lost.wait(), self.keepalive_s)
                 return
             except TimeoutError:
                 pass
             rounds += 1
             async with asyncio.timeout(self.connect_timeout_s):
-                if rounds % PING_EVERY == 0:
-                    await client.send_ping()
-                await self._list_tools(client)
+                # Ping is gone from the protocol's newer revisions: a listing that skips
+                # the cache is the request that proves the server still answers.
+                await self._list_tools(client, fresh=rounds % ASK_EVERY == 0)
 
-    async def _list_tools(self, client: Client) -> None:
-        listed = await client.list_tools()
+    async def _list_tools(self, client: Client, *, fresh: bool = False) -> None:
+        listed = await client.list_tools(cache_mode="refresh" if fresh else "use")
         tools = tuple(
             RemoteTool(self.name, t.name, t.description or "", dict(t.input_schema), _hints(t))
             for t in listed.tools
@@ -280,10 +291,10 @@ class McpServer:
             took = _ms_since(started)
             if exc.error.code == REQUEST_TIMEOUT:
                 return CallResult("unknown", f"no answer within {timeout_s:g} s", took)
-            self._lost.set()  # the connection closed: reconnect
+            self._lose()  # the connection closed: reconnect
             return CallResult("unknown", f"the connection was lost: {exc}", took)
         except (OSError, httpx2.HTTPError, *_STREAM_ERRORS) as exc:
-            self._lost.set()
+            self._lose()
             return CallResult("unknown", f"the connection was lost: {exc}", _ms_since(started))
         return result_of(result, _ms_since(started))
 
