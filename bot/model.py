@@ -1,53 +1,51 @@
-"""The local model through Ollama: capability probe, chat with timeouts, offline backoff.
+"""The chat model: its capabilities, whether it answers now, and chat calls that fail fast
+while it does not.
 
-When Ollama is unreachable the model is marked down and not called again until a backoff
-delay passes; callers get `ModelUnavailable` at once and answer without the model.
+Start-up never waits for the model: the daemon probes it in the background (`watch`), and
+a turn that comes before the first probe finished waits for that probe only (at most
+`ollama.probe_timeout_s`). When Ollama is unreachable or failing the model is marked down
+and not called again until a backoff with jitter passes; callers get `ModelUnavailable` at
+once and answer without the model.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-import ollama
-
 from bot import metrics
+from bot.backoff import Backoff
 from bot.config import OllamaSettings
-from bot.errors import LorebotError
+from bot.ollama_client import (
+    DEFAULT_CONTEXT,
+    ModelInfo,
+    ModelUnavailable,
+    OllamaClient,
+    new_backoff,
+)
 from bot.tool_args import MAX_ARGUMENT_DEPTH, TOO_DEEP, exceeds_depth
+
+__all__ = [
+    "DEFAULT_CONTEXT",
+    "ChatResult",
+    "Model",
+    "ModelInfo",
+    "ModelUnavailable",
+    "ToolCall",
+    "parse_chat_reply",
+    "think_value",
+]
 
 _log = logging.getLogger(__name__)
 
-BACKOFF_START_S = 2.0
 CALL_SHAPE = 'write each call as {"function": {"name": "<tool>", "arguments": {...}}}'
-# Everything a chat call can raise that means "no usable answer"; mapped in `_unavailable`.
-CHAT_FAILURES = (
-    ollama.ResponseError,
-    TimeoutError,
-    ConnectionError,
-    httpx.HTTPError,
-    ValueError,
-    RecursionError,
-)
-BACKOFF_MAX_S = 60.0
-DEFAULT_CONTEXT = 8192
-
-
-class ModelUnavailable(LorebotError):
-    """The model cannot answer now (unreachable, timed out, or missing)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModelInfo:
-    name: str
-    context_length: int
-    supports_tools: bool
-    supports_thinking: bool
+# How often the daemon probes a model that answers, so its health stays current.
+PROBE_INTERVAL_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,46 +83,82 @@ class Model:
         *,
         max_concurrent: int = 2,
         monotonic: Callable[[], float] = time.monotonic,
+        backoff: Backoff | None = None,
     ) -> None:
         self.settings = settings
-        self.client = ollama.AsyncClient(host=settings.host)
+        self.client = OllamaClient.for_settings(settings)
         self.info = ModelInfo(settings.model, DEFAULT_CONTEXT, True, False)
+        self.monotonic = monotonic
+        self.backoff = backoff or new_backoff()
         self._semaphore = asyncio.Semaphore(max_concurrent)
-        self._monotonic = monotonic
+        self._probe_lock = asyncio.Lock()
+        self._changed = asyncio.Event()
         self._down_until = 0.0
-        self._backoff = 0.0
         self._probed = False
+        self._checked_at: float | None = None  # when a probe or call last finished
+        self._problem: ModelUnavailable | None = None  # why that one failed
 
     @property
     def available(self) -> bool:
-        return self._monotonic() >= self._down_until
+        """Whether the model may be asked now (it is not waiting out a backoff)."""
+        return self.monotonic() >= self._down_until
+
+    @property
+    def reachable(self) -> bool:
+        """Whether the latest probe or call got an answer from the model."""
+        return self._checked_at is not None and self._problem is None
+
+    async def fetch_health(self) -> dict[str, Any]:
+        """The model's part of `/healthz`. Before the first probe has finished this waits
+        for it (at most the probe timeout), so a fresh start is not reported down."""
+        if self._checked_at is None and self.available:
+            async with self._probe_lock:
+                if self._checked_at is None:
+                    await self._probe()
+        health: dict[str, Any] = {
+            "name": self.info.name,
+            "host": self.settings.host,
+            "reachable": self.reachable,
+        }
+        if self._checked_at is not None:
+            health["checked_s_ago"] = round(self.monotonic() - self._checked_at, 1)
+        if self._problem is not None:
+            health["problem"] = str(self._problem)
+        return health
 
     async def probe(self) -> ModelInfo | None:
-        """Ask Ollama about the model: context length, tool and thinking support."""
+        """Ask Ollama about the model (context length, tool and thinking support) within
+        the probe timeout; None when it did not answer."""
+        async with self._probe_lock:
+            return await self._probe()
+
+    async def _probe(self) -> ModelInfo | None:
         try:
-            async with asyncio.timeout(self.settings.timeout_s):
-                shown = await self.client.show(self.settings.model)
-        except Exception as exc:
+            info = await self.client.fetch_model_info(self.settings.model)
+        except ModelUnavailable as exc:
             self._mark_down(exc)
             return None
-        capabilities = set(shown.capabilities or [])
-        context = next(
-            (int(v) for k, v in (shown.modelinfo or {}).items() if k.endswith(".context_length")),
-            DEFAULT_CONTEXT,
-        )
-        self.info = ModelInfo(
-            self.settings.model,
-            context,
-            "tools" in capabilities or not capabilities,
-            "thinking" in capabilities,
-        )
+        self.info = info
+        if not self._probed:
+            _log.info(
+                "model %s: context %d tokens, tools %s, thinking %s",
+                info.name, info.context_length, info.supports_tools, info.supports_thinking,
+            )  # fmt: skip
         self._probed = True
         self._mark_up()
-        _log.info(
-            "model %s: context %d tokens, tools %s, thinking %s",
-            self.info.name, context, self.info.supports_tools, self.info.supports_thinking,
-        )  # fmt: skip
-        return self.info
+        return info
+
+    async def watch(self) -> None:
+        """Probe the model now and keep its health current until cancelled: again when a
+        backoff has passed while it is down, and every `PROBE_INTERVAL_S` while it is up."""
+        while True:
+            self._changed.clear()
+            if self.available:
+                await self.probe()
+            delay = PROBE_INTERVAL_S if self.available else self._down_until - self.monotonic()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, delay)):
+                    await self._changed.wait()  # a failed call ends the wait early
 
     async def chat(
         self,
@@ -133,17 +167,51 @@ class Model:
         tools: Sequence[Mapping[str, Any]] | None = None,
         format: Mapping[str, Any] | None = None,
     ) -> ChatResult:
-        """One non-streaming chat call; raises `ModelUnavailable` instead of hanging."""
-        if not self.available:
-            raise ModelUnavailable("the model is unreachable (retrying later)")
-        if not self._probed:
-            await self.probe()
-            if not self.available:
-                raise ModelUnavailable("the model is unreachable")
-        think = None
-        if self.info.supports_thinking:
-            think = think_value(self.info.name, self.settings.reasoning_effort)
-        request = {
+        """One non-streaming chat call; raises `ModelUnavailable` instead of hanging, and at
+        once while the model waits out a backoff."""
+        await self._ready()
+        request = self._request(messages, tools, format)
+        async with self._semaphore:
+            if not self.available:  # it failed while this call waited for its turn
+                raise self._refusal()
+            started = time.perf_counter()
+            try:
+                data = await self.client.fetch_chat(request)
+            except ModelUnavailable as exc:
+                if exc.backs_off:
+                    self._mark_down(exc)
+                else:  # the server answered: one request or reply was bad, not the model
+                    self._mark_up()
+                raise
+            finally:
+                metrics.MODEL_LATENCY.observe(time.perf_counter() - started)
+        self._mark_up()
+        return parse_chat_reply(data)
+
+    async def _ready(self) -> None:
+        """Raise `ModelUnavailable` unless the model may be asked: probed (waiting for a
+        probe under way) and not backing off."""
+        if self.available and not self._probed:
+            async with self._probe_lock:
+                if self.available and not self._probed:
+                    await self._probe()
+        if not self.available or not self._probed:
+            raise self._refusal()
+
+    def _refusal(self) -> ModelUnavailable:
+        problem = self._problem or ModelUnavailable("the model has not answered yet")
+        wait = max(0.0, self._down_until - self.monotonic())
+        return ModelUnavailable(
+            f"{problem} (asking again in {wait:.0f} s)", kind=problem.kind, fix=problem.fix
+        )
+
+    def _request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        format: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
             "model": self.settings.model,
             "messages": list(messages),
             "stream": False,
@@ -152,67 +220,35 @@ class Model:
             request["tools"] = list(tools)
         if format:
             request["format"] = dict(format)
-        if think is not None:
-            request["think"] = think
-        async with self._semaphore:
-            started = time.perf_counter()
-            try:
-                data = await self._post_chat(request)
-            finally:
-                metrics.MODEL_LATENCY.observe(time.perf_counter() - started)
-        self._mark_up()
-        return parse_chat_reply(data)
+        if self.info.supports_thinking:
+            think = think_value(self.info.name, self.settings.reasoning_effort)
+            if think is not None:
+                request["think"] = think
+        return request
 
-    async def _post_chat(self, request: Mapping[str, Any]) -> Any:
-        """The decoded body of one /api/chat call; each way it can fail is mapped here."""
-        try:
-            async with asyncio.timeout(self.settings.timeout_s):
-                # The client's own request path (errors mapped as ollama maps them), but
-                # the reply is parsed here: ollama's ChatResponse rejects tool-call
-                # arguments sent as a JSON string, and the whole reply would be lost.
-                response = await self.client._request_raw(  # type: ignore[no-untyped-call]
-                    "POST", "/api/chat", json=request
-                )
-            return response.json()
-        except CHAT_FAILURES as exc:
-            raise self._unavailable(exc) from exc
-
-    def _unavailable(self, exc: BaseException) -> ModelUnavailable:
-        """What a failed chat call tells the turn; the model is marked down when it is
-        unreachable or failing, not when one reply was unreadable."""
-        if isinstance(exc, ollama.ResponseError):
-            if exc.status_code == 404:
-                return ModelUnavailable(
-                    f"model {self.settings.model} is not installed: "
-                    f"run `ollama pull {self.settings.model}`"
-                )
-            if exc.status_code >= 500:
-                self._mark_down(exc)
-            return ModelUnavailable(f"the model failed: {exc.error}")
-        if isinstance(exc, TimeoutError | httpx.TransportError | ConnectionError):
-            self._mark_down(exc)
-            return ModelUnavailable("the model is unreachable or timed out")
-        if isinstance(exc, RecursionError):
-            return ModelUnavailable("the model sent a reply nested too deeply to read")
-        # Not JSON, not UTF-8, a body httpx cannot decode, or one pydantic rejects.
-        return ModelUnavailable(f"the model sent an unreadable reply ({type(exc).__name__})")
-
-    def _mark_down(self, exc: BaseException) -> None:
-        self._backoff = min(BACKOFF_MAX_S, self._backoff * 2 or BACKOFF_START_S)
-        self._down_until = self._monotonic() + self._backoff
-        _log.warning(
-            "model %s at %s unavailable (%s: %s); retrying in %.0f s",
-            self.settings.model, self.settings.host, type(exc).__name__, exc, self._backoff,
+    def _mark_down(self, exc: ModelUnavailable) -> None:
+        delay = self.backoff.next_delay()
+        now = self.monotonic()
+        self._down_until = now + delay
+        self._checked_at, self._problem = now, exc
+        self._changed.set()
+        # Said once per outage; the repeats are for whoever looks closer.
+        log = _log.warning if self.backoff.failures == 1 else _log.info
+        log(
+            "model %s unavailable: %s; answering from memory, asking again in %.0f s",
+            self.settings.model, exc, delay,
         )  # fmt: skip
 
     def _mark_up(self) -> None:
-        if self._backoff:
+        if self.backoff.failures:
             _log.info("model %s is reachable again", self.settings.model)
-        self._backoff = 0.0
+        self.backoff.reset()
         self._down_until = 0.0
+        self._checked_at, self._problem = self.monotonic(), None
 
     async def close(self) -> None:
-        await self.client.close()  # type: ignore[no-untyped-call]
+        """Close the connections to Ollama; safe to call twice."""
+        await self.client.close()
 
 
 def parse_chat_reply(data: Any) -> ChatResult:

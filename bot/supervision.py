@@ -55,10 +55,13 @@ class Supervisor:
         return deaf
 
     async def report(self) -> tuple[bool, dict[str, Any]]:
+        """Healthy while every adapter is connected; the model is reported reachable only
+        when its latest probe or call was answered. Without the model lorebot still answers
+        from memory, so an unreachable model alone does not make it unhealthy."""
         deaf = self.deaf_adapters()
         details = {
             "adapters": {name: a.connected for name, a in self.adapters.items()},
-            "model": {"name": self.model.info.name, "reachable": self.model.available},
+            "model": await self.model.fetch_health(),
             "loop_lag_s": round(self.loop_lag, 4),
         }
         return not deaf, details

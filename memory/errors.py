@@ -35,4 +35,9 @@ class EmbeddingMismatch(StoreError):
 
 
 class EmbedderUnavailable(StoreError):
-    """The embedding model cannot answer now; notes wait in the queue for it."""
+    """The embedding model cannot answer now; notes wait in the queue for it.
+    `retry_after`: seconds to wait before asking again, when the embedder knows."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from bot.ollama_client import OllamaEmbedder
 from memory import Database, NoteDraft, NoteStore, Scope, Viewer, explicit, visibility_for
 from memory.conversations import ConversationLog, LogEntry
-from memory.embedder import OllamaEmbedder
 from memory.errors import EmbeddingMismatch
 from memory.vectors import MESSAGE, NOTE, EmbeddingState, VectorIndex, note_text
 from tests.conftest import FakeClock

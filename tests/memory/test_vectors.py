@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from bot.ollama_client import OllamaEmbedder
 from memory import (
     Database,
     NoteDraft,
@@ -31,7 +32,6 @@ from memory import (
     visibility_for,
 )
 from memory.conversations import ConversationLog, LogEntry
-from memory.embedder import OllamaEmbedder
 from memory.errors import EmbeddingMismatch
 from memory.fusion import fuse, rrf, weighted
 from memory.reembed import reembed

@@ -1,0 +1,277 @@
+"""lorebot's one connection to Ollama: the client, the capability probe, chat, embeddings,
+the backoff between failed attempts, and the one place Ollama's errors are read.
+
+The probe has a short timeout of its own (`ollama.probe_timeout_s`), so a server that takes
+connections and never answers is found out in seconds; a chat answer gets the generation
+timeout (`ollama.timeout_s`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal, TypeVar
+
+import httpx
+import ollama
+
+from bot.backoff import Backoff
+from bot.config import OllamaSettings
+from bot.errors import LorebotError
+from memory.embedder import model_name
+from memory.errors import EmbedderUnavailable, StoreError
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_CONTEXT = 8192
+PROBE_TIMEOUT_S = 5.0
+BACKOFF_FIRST_S = 2.0
+BACKOFF_MAX_S = 60.0
+UNREACHABLE_FIX = (
+    "start Ollama (`ollama serve`), or set ollama.host (LOREBOT_OLLAMA__HOST, or OLLAMA_HOST) "
+    "to where it runs; lorebot still answers from memory without it"
+)
+
+Kind = Literal["unreachable", "missing", "failing", "refused", "unreadable"]
+# What says the server or the model is out of order, rather than one request or reply bad.
+BACKS_OFF: frozenset[Kind] = frozenset({"unreachable", "missing", "failing"})
+# Everything a call can raise that means "no usable answer"; read in `unavailable`.
+FAILURES = (
+    ollama.ResponseError,
+    httpx.HTTPError,
+    ConnectionError,
+    TimeoutError,
+    ValueError,
+    RecursionError,
+)
+
+T = TypeVar("T")
+
+
+class ModelUnavailable(LorebotError):
+    """The model cannot answer now: `kind` says why (unreachable, missing, failing,
+    refused or unreadable) and `fix` what an operator can do about it."""
+
+    def __init__(self, detail: str, *, kind: Kind = "unreachable", fix: str = "") -> None:
+        super().__init__(detail)
+        self.kind: Kind = kind
+        self.fix = fix
+
+    @property
+    def backs_off(self) -> bool:
+        """Whether asking again at once would only fail again."""
+        return self.kind in BACKS_OFF
+
+
+@dataclass(frozen=True, slots=True)
+class ModelInfo:
+    """What the probe learnt about a model."""
+
+    name: str
+    context_length: int
+    supports_tools: bool
+    supports_thinking: bool
+
+
+def new_backoff(rng: random.Random | None = None) -> Backoff:
+    """The delays between attempts at an Ollama that keeps failing, for chat and embeddings."""
+    return Backoff(BACKOFF_FIRST_S, BACKOFF_MAX_S, rng=rng)
+
+
+def unavailable(exc: BaseException, *, host: str, model: str, within: float) -> ModelUnavailable:
+    """What a failed call to Ollama means to lorebot; `within` is the call's timeout."""
+    status, error = _status(exc)
+    if status == 404:
+        return ModelUnavailable(
+            f"{model} is not installed at {host}", kind="missing", fix=f"ollama pull {model}"
+        )
+    if status is not None and (status >= 500 or status < 0):
+        return ModelUnavailable(f"Ollama at {host} failed: {error}", kind="failing")
+    if status is not None:
+        return ModelUnavailable(f"Ollama refused the request ({status}): {error}", kind="refused")
+    if isinstance(exc, TimeoutError | httpx.TimeoutException):
+        return _unreachable(host, f"no answer within {within:g} s")
+    if isinstance(exc, ConnectionError | httpx.ConnectError):
+        return _unreachable(host, "cannot connect")
+    if isinstance(exc, httpx.TransportError):
+        return _unreachable(host, f"the connection broke: {type(exc).__name__}")
+    if isinstance(exc, RecursionError):
+        why = "a reply nested too deeply to read"
+    else:  # not JSON, not UTF-8, a body httpx cannot decode, or one pydantic rejects
+        why = f"an unreadable reply ({type(exc).__name__})"
+    return ModelUnavailable(f"{model} sent {why}", kind="unreadable")
+
+
+def _unreachable(host: str, why: str) -> ModelUnavailable:
+    return ModelUnavailable(f"unreachable at {host} ({why})", fix=UNREACHABLE_FIX)
+
+
+def _status(exc: BaseException) -> tuple[int | None, str]:
+    """The HTTP status and error message of an answer Ollama gave, if it gave one."""
+    if isinstance(exc, ollama.ResponseError):
+        return exc.status_code, exc.error
+    if isinstance(exc, httpx.HTTPStatusError):
+        try:
+            error = str(json.loads(exc.response.text)["error"])
+        except (ValueError, KeyError, TypeError):
+            error = exc.response.text[:200]
+        return exc.response.status_code, error
+    return None, ""
+
+
+def model_info(model: str, shown: ollama.ShowResponse) -> ModelInfo:
+    """Context length, tool and thinking support from `/api/show`; a model that lists no
+    capabilities is taken to support tools."""
+    capabilities = set(shown.capabilities or [])
+    context = next(
+        (
+            value
+            for key, value in (shown.modelinfo or {}).items()
+            if key.endswith(".context_length") and isinstance(value, int) and value > 0
+        ),
+        DEFAULT_CONTEXT,
+    )
+    return ModelInfo(
+        model, context, "tools" in capabilities or not capabilities, "thinking" in capabilities
+    )
+
+
+class OllamaClient:
+    """One Ollama server: a model's capabilities, chat and embeddings, each call bounded by
+    its timeout and each failure raised as `ModelUnavailable`. Close it (or use `async
+    with`) to close its connections."""
+
+    def __init__(
+        self, host: str, *, timeout_s: float, probe_timeout_s: float = PROBE_TIMEOUT_S
+    ) -> None:
+        self.host = host
+        self.timeout_s = timeout_s
+        self.probe_timeout_s = probe_timeout_s
+        # Each call is bounded as a whole by asyncio.timeout; connecting never takes long.
+        timeouts = httpx.Timeout(None, connect=probe_timeout_s)
+        self._api = ollama.AsyncClient(host=host, timeout=timeouts)
+        # /api/chat is read here rather than by ollama's ChatResponse, which rejects
+        # tool-call arguments sent as a JSON string: the whole reply would be lost.
+        self._http = httpx.AsyncClient(base_url=host, timeout=timeouts)
+        self._closed = False
+
+    @classmethod
+    def for_settings(cls, settings: OllamaSettings) -> OllamaClient:
+        """The client of the configured Ollama, with its two timeouts."""
+        return cls(
+            settings.host, timeout_s=settings.timeout_s, probe_timeout_s=settings.probe_timeout_s
+        )
+
+    async def fetch_model_info(self, model: str) -> ModelInfo:
+        """Probe `model` (`/api/show`) within the probe timeout."""
+
+        async def show() -> ModelInfo:
+            return model_info(model, await self._api.show(model))
+
+        return await self._call(show(), model, self.probe_timeout_s)
+
+    async def fetch_chat(self, request: Mapping[str, Any]) -> Any:
+        """The decoded body of one non-streaming `/api/chat` call, within the generation
+        timeout."""
+
+        async def post() -> Any:
+            response = await self._http.post("/api/chat", json=dict(request))
+            response.raise_for_status()
+            return response.json()
+
+        return await self._call(post(), str(request.get("model", "")), self.timeout_s)
+
+    async def fetch_embeddings(
+        self, model: str, texts: Sequence[str], *, timeout_s: float | None = None
+    ) -> list[list[float]]:
+        """One vector per text from `/api/embed`, within `timeout_s` (default: the
+        generation timeout)."""
+
+        async def embed() -> list[list[float]]:
+            response = await self._api.embed(model=model, input=list(texts))
+            return [list(vector) for vector in response.embeddings]
+
+        return await self._call(embed(), model, timeout_s or self.timeout_s)
+
+    async def _call(self, call: Awaitable[T], model: str, within: float) -> T:
+        try:
+            async with asyncio.timeout(within):
+                return await call
+        except FAILURES as exc:
+            raise unavailable(exc, host=self.host, model=model, within=within) from exc
+
+    async def close(self) -> None:
+        """Close the connections; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._http.aclose()
+        await self._api.close()  # type: ignore[no-untyped-call]  # public, untyped in 0.6
+
+    async def __aenter__(self) -> OllamaClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class OllamaEmbedder:
+    """lorebot's `Embedder`: vectors from Ollama's `/api/embed`, batched by the caller. A
+    failure says in `retry_after` when to ask again. Until the model has answered (and
+    after it failed) calls get the short probe timeout, so a server that never answers
+    holds nobody up for long."""
+
+    def __init__(
+        self,
+        host: str,
+        model: str,
+        *,
+        timeout_s: float = 60.0,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self._model = model_name(model)
+        self._client = OllamaClient(host, timeout_s=timeout_s, probe_timeout_s=probe_timeout_s)
+        self.backoff = backoff or new_backoff()
+        self._answering = False
+
+    @property
+    def model(self) -> str:
+        """The model's full name, as recorded with its vectors."""
+        return self._model
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text; `EmbedderUnavailable` (with `retry_after`) when Ollama
+        cannot give them now."""
+        if not texts:
+            return []
+        client = self._client
+        within = client.timeout_s if self._answering else client.probe_timeout_s
+        try:
+            vectors = await client.fetch_embeddings(self._model, texts, timeout_s=within)
+        except ModelUnavailable as exc:
+            self._answering = False
+            fix = f": run `{exc.fix}`" if exc.kind == "missing" else ""
+            raise EmbedderUnavailable(
+                f"no embeddings from {self._model}: {exc}{fix}",
+                retry_after=self.backoff.next_delay(),
+            ) from exc
+        self._answering = True
+        self.backoff.reset()
+        if len(vectors) != len(texts):
+            raise StoreError(f"Ollama returned {len(vectors)} vectors for {len(texts)} texts")
+        return vectors
+
+    async def aclose(self) -> None:
+        """Close the connections; safe to call twice."""
+        await self._client.close()
