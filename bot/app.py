@@ -135,8 +135,8 @@ class Bot:
         self._stack.push_async_callback(self.tasks.cancel_all)
         if self.vectors.embedder is not None and self.daemon:
             self.tasks.spawn(self.vectors.run(), name="embedding")
-        if await self.model.probe() is None:
-            _log.warning("starting without the model: answers come from memory until it is back")
+        if self.daemon:  # start-up never waits for the model: it is probed meanwhile
+            self.tasks.spawn(self.model.watch(), name="model probe")
         for adapter in self.adapters.values():
             self._stack.push_async_callback(adapter.close)
             await adapter.start(self.dispatcher.submit)

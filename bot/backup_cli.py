@@ -19,7 +19,7 @@ def add_parsers(commands: Any) -> None:
     p.add_argument("dest", type=Path, metavar="DEST", help="a file, or a folder for a dated file")
     p.set_defaults(command=cmd_backup)
     p = commands.add_parser("restore", help="replace the database with a backup (lorebot stopped)")
-    p.add_argument("source", type=Path, metavar="SRC")
+    p.add_argument("source", type=Path, metavar="SRC", help="a backup file that `backup` wrote")
     p.set_defaults(command=cmd_restore)
 
 

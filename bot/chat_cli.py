@@ -35,7 +35,9 @@ def add_parsers(commands: Any) -> None:
     p.set_defaults(command=cmd_proposals_list)
     for name, approve in (("approve", True), ("reject", False)):
         p = sub.add_parser(name, help=f"{name} a pending proposal as an admin")
-        p.add_argument("proposal_id", type=int)
+        p.add_argument(
+            "proposal_id", type=int, help="the proposal's number, as `proposals list` shows it"
+        )
         p.set_defaults(command=cmd_decide, approve=approve)
 
 

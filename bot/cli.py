@@ -5,25 +5,32 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
+import signal
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+import shtab
 
 from bot import (
     __version__,
     actions_cli,
     backup_cli,
     chat_cli,
+    config_cli,
     doctor_cli,
+    history_cli,
     jobs_cli,
     notes_cli,
     run_cli,
     skills_cli,
 )
 from bot.config import Settings, load_settings
-from bot.errors import user_message
+from bot.errors import ConfigError, user_message
 from bot.logs import configure_logging
+from bot.memory_setup import check_database, existing_database_only
 
 _log = logging.getLogger(__name__)
 
@@ -31,6 +38,20 @@ Command = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for `lorebot … | head`
+
+# Commands that act on the database as it is: without one they say where they looked
+# instead of starting an empty one (when they open it, after checking their arguments).
+EXISTING_DATABASE = frozenset({
+    "notes list", "notes show", "notes search", "notes history", "notes export",
+    "notes reembed", "notes forget", "notes revert", "notes undo",
+    "proposals list", "proposals approve", "proposals reject",
+    "actions list", "actions allowances", "actions revoke",
+    "jobs list", "jobs run", "backup",
+})  # fmt: skip
+# Commands that touch the database's folder before `open_memory` would check it (a copy,
+# a lock file), so the check comes first: command -> whether it may start a database.
+CHECKED_FIRST = {"backup": False, "chat": True, "run": True}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,13 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="A self-hosted chat-ops bot with reviewed memory, for Slack and Discord.",
     )
     parser.add_argument("--version", action="version", version=f"lorebot {__version__}")
-    parser.add_argument(
-        "--config", type=Path, metavar="FILE", help="TOML config file (or LOREBOT_CONFIG)"
-    )
-    parser.add_argument("--debug", action="store_true", help="debug logs and full tracebacks")
-    parser.add_argument("--log-format", choices=["text", "json"], help="log lines as text or JSON")
+    _add_common_options(parser, top=True)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     notes_cli.add_parser(commands)
+    history_cli.add_parser(commands)
     chat_cli.add_parsers(commands)
     run_cli.add_parser(commands)
     skills_cli.add_parser(commands)
@@ -53,30 +71,113 @@ def build_parser() -> argparse.ArgumentParser:
     backup_cli.add_parsers(commands)
     actions_cli.add_parser(commands)
     doctor_cli.add_parser(commands)
+    config_cli.add_parser(commands)
+    completion = commands.add_parser("completion", help="print a shell completion script")
+    completion.add_argument(
+        "shell", choices=["bash", "zsh"], help="the shell: bash or zsh (see the README)"
+    )
+    completion.set_defaults(standalone=_print_completion)
+    for path, sub in _subparsers(parser):
+        _add_common_options(sub, top=False)
+        sub.set_defaults(command_path=" ".join(path))
     return parser
+
+
+def _add_common_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
+    """The options every command takes, before or after its name; a subcommand sets them
+    only when given, so `lorebot --debug notes list` keeps its `--debug`."""
+    unset: Any = None if top else argparse.SUPPRESS
+    config = parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        default=unset,
+        help="TOML config file (or LOREBOT_CONFIG; else ~/.config/lorebot/config.toml, "
+        "then /etc/lorebot/config.toml)",
+    )
+    config.complete = shtab.FILE  # type: ignore[attr-defined]
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        default=False if top else argparse.SUPPRESS,
+        help="debug logs and full tracebacks",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default=unset,
+        help="log lines as text or JSON (default: observability.log_format)",
+    )
+
+
+def _subparsers(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every subcommand's parser with its path, e.g. `("notes", "list")`."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from _subparsers(sub, (*path, name))
+
+
+def _print_completion(args: argparse.Namespace) -> int:
+    print(shtab.complete(build_parser(), shell=args.shell))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `lorebot` console script."""
-    args = build_parser().parse_args(argv)
     try:
+        try:
+            return _main(argv)
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (`lorebot … | head`): say nothing, and keep Python's exit-time
+        # flush from failing again (see "Note on SIGPIPE" in the signal module's docs).
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+
+
+def _discard_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout without a file, as under pytest
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    args = build_parser().parse_args(argv)
+    standalone: Callable[[argparse.Namespace], int] | None = getattr(args, "standalone", None)
+    try:
+        if standalone is not None:  # needs no settings, so it works while they are broken
+            return standalone(args)
         settings = load_settings(args.config)
         log_format = args.log_format or settings.observability.log_format
         level = logging.DEBUG if args.debug else logging.getLevelName(settings.log_level)
         if not args.debug and not getattr(args, "daemon", False):
             level = max(level, logging.WARNING)  # one-shot commands: only what goes wrong
         configure_logging(level, log_format, settings.secrets())
+        path = getattr(args, "command_path", "")
+        if path in CHECKED_FIRST:
+            check_database(settings, create=CHECKED_FIRST[path])
         command: Command = args.command
-        return asyncio.run(command(args, settings))
+        with existing_database_only(path in EXISTING_DATABASE):
+            return asyncio.run(command(args, settings))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise
+    except ConfigError as exc:
+        if getattr(args, "command", None) is doctor_cli.cmd_doctor:
+            return _doctor_config_problems(exc)
+        return _user_error(exc, str(exc), args.debug)
     except Exception as exc:
         message = user_message(exc)
         if message is not None:
-            if args.debug:
-                _log.exception("user error")
-            print(f"lorebot: {message}", file=sys.stderr)
-            return EXIT_USER_ERROR
+            return _user_error(exc, message, args.debug)
         if args.debug:
             raise
         print(
@@ -85,6 +186,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL_ERROR
+
+
+def _user_error(exc: Exception, message: str, debug: bool) -> int:
+    if debug:
+        _log.exception("user error")
+    for line in message.splitlines():  # a configuration may have several problems
+        print(f"lorebot: {line}", file=sys.stderr)
+    return EXIT_USER_ERROR
+
+
+def _doctor_config_problems(exc: ConfigError) -> int:
+    """`lorebot doctor` with settings that do not load: each problem as a failed check."""
+    problems = str(exc).splitlines()
+    for problem in problems:
+        print(doctor_cli.line(doctor_cli.Check(False, "config", problem)))
+    print(f"0 of {len(problems)} checks passed (fix the configuration for the other checks)")
+    return EXIT_USER_ERROR
 
 
 if __name__ == "__main__":

@@ -1,39 +1,116 @@
 """Configuration: one frozen settings object read once at start and passed in.
 
 Sources, highest priority first: environment variables `LOREBOT_…` (nested with `__`,
-e.g. `LOREBOT_OLLAMA__MODEL`), a `.env` file, then a TOML file given by `--config` or
-`LOREBOT_CONFIG`. This is the only module that reads the environment.
+e.g. `LOREBOT_OLLAMA__MODEL`), a `.env` file in the working directory, then a TOML file:
+`--config`, else `LOREBOT_CONFIG`, else the first of `$XDG_CONFIG_HOME/lorebot/config.toml`
+and `/etc/lorebot/config.toml` that exists. This is the only module that reads the
+environment.
 """
 
 from __future__ import annotations
 
+import difflib
+import json
 import os
 import re
 import tomllib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from zoneinfo import ZoneInfo
 
+from apscheduler.triggers.cron import CronTrigger
+from dotenv import dotenv_values
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
     StringConstraints,
     ValidationError,
+    field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 from bot.errors import ConfigError
 
+ENV_PREFIX = "LOREBOT_"
+DOTENV_FILE = Path(".env")
+SYSTEM_CONFIG = Path("/etc/lorebot/config.toml")
+
+
+def _home() -> Path:
+    try:
+        return Path.home()
+    except RuntimeError:  # no HOME and no password entry, as for some service users
+        return Path("/")
+
+
+def _xdg_dir(variable: str, fallback: str) -> Path:
+    """An XDG base directory; relative values are ignored, as the specification says."""
+    value = os.environ.get(variable, "")
+    return Path(value) if os.path.isabs(value) else _home() / fallback
+
+
+def state_directory() -> Path | None:
+    """The first of systemd's `$STATE_DIRECTORY` folders, when running as a service."""
+    first = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
+    return Path(first).absolute() if first else None
+
 
 def default_database_path() -> Path:
-    """`$STATE_DIRECTORY/lorebot.db` under systemd, otherwise `./lorebot.db`."""
-    state_dirs = os.environ.get("STATE_DIRECTORY", "")
-    if state_dirs:
-        return Path(state_dirs.split(":")[0]) / "lorebot.db"
-    return Path("lorebot.db")
+    """`$STATE_DIRECTORY/lorebot.db` under systemd, else `$XDG_DATA_HOME/lorebot/lorebot.db`."""
+    state = state_directory()
+    if state is not None:
+        return state / "lorebot.db"
+    return _xdg_dir("XDG_DATA_HOME", ".local/share") / "lorebot" / "lorebot.db"
+
+
+def user_config_path() -> Path:
+    """Where this user's config file is looked for: `$XDG_CONFIG_HOME/lorebot/config.toml`."""
+    return _xdg_dir("XDG_CONFIG_HOME", ".config") / "lorebot" / "config.toml"
+
+
+def find_config_file(explicit: Path | None = None) -> Path | None:
+    """The config file in use: `explicit` (`--config`), `$LOREBOT_CONFIG`, else the first
+    of the user's and the system's config files that exists."""
+    if explicit is None and os.environ.get(ENV_PREFIX + "CONFIG"):
+        explicit = Path(os.environ[ENV_PREFIX + "CONFIG"])
+    if explicit is not None:
+        return _absolute(explicit)
+    return next((p for p in (user_config_path(), SYSTEM_CONFIG) if p.is_file()), None)
+
+
+def _absolute(path: Path) -> Path:
+    """The path as lorebot prints it: `~` expanded and made absolute (not resolved)."""
+    return path if str(path) == ":memory:" else path.expanduser().absolute()
+
+
+def old_database_hint(database: Path) -> str | None:
+    """How to move `./lorebot.db`, where lorebot kept its database before, when it exists
+    and `database` (the default) does not yet."""
+    old = Path("lorebot.db").absolute()
+    if database != default_database_path() or old == database or database.exists():
+        return None
+    if not old.is_file():
+        return None
+    return (
+        f"{old} is from an older lorebot, which kept its database in the working folder: "
+        f"move it with `mkdir -p {database.parent} && mv {old} {database}` while lorebot "
+        f"is stopped, or keep it there with LOREBOT_DATABASE__PATH={old}"
+    )
 
 
 class _Section(BaseModel):
@@ -41,39 +118,90 @@ class _Section(BaseModel):
 
 
 class DatabaseSettings(_Section):
-    path: Path = Field(default_factory=default_database_path)
-    busy_timeout_ms: int = Field(5000, ge=0)
+    path: Path = Field(
+        default_factory=default_database_path,
+        description="the SQLite database; by default $STATE_DIRECTORY/lorebot.db under "
+        "systemd, else $XDG_DATA_HOME/lorebot/lorebot.db (~/.local/share/lorebot/lorebot.db)",
+    )
+    busy_timeout_ms: int = Field(5000, ge=0, description="how long to wait for a lock")
+
+    @field_validator("path")
+    @classmethod
+    def _absolute_path(cls, path: Path) -> Path:
+        return _absolute(path)
 
 
 class MemorySettings(_Section):
-    max_note_bytes: int = Field(4096, ge=64, le=1_000_000)
-    index_max_lines: int = Field(40, ge=1)
-    index_max_bytes: int = Field(2048, ge=64)
-    turn_max_bytes: int = Field(6144, ge=64)
+    max_note_bytes: int = Field(4096, ge=64, le=1_000_000, description="largest note body")
+    index_max_lines: int = Field(40, ge=1, description="lines per scope index")
+    index_max_bytes: int = Field(2048, ge=64, description="bytes per scope index")
+    turn_max_bytes: int = Field(6144, ge=64, description="bytes of all indexes in one turn")
     token_budget: int = Field(2000, ge=100, description="tokens of memory per prompt")
-    recall_k: int = Field(5, ge=0, le=50)
+    recall_k: int = Field(5, ge=0, le=50, description="notes recalled next to each message")
+
+
+def _default_ollama_host() -> str:
+    """Ollama's own `OLLAMA_HOST`, as the `ollama` command reads it, else the local server."""
+    return os.environ.get("OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434"
+
+
+def ollama_url(host: str) -> str:
+    """A host as Ollama reads it (`0.0.0.0`, `name:port` or a URL) as the URL to call:
+    http, and port 11434, unless given."""
+    from urllib.parse import urlsplit
+
+    scheme, given, rest = host.strip().partition("://")
+    if not given:
+        scheme, rest = "http", host.strip()
+    if scheme not in ("http", "https"):
+        raise ValueError(f"{host!r} is not an http:// or https:// URL")
+    parts = urlsplit(f"{scheme}://{rest}")
+    port = parts.port or (443 if scheme == "https" else 80 if given else 11434)
+    name = parts.hostname or "127.0.0.1"
+    name = f"[{name}]" if ":" in name else name
+    return f"{scheme}://{name}:{port}{parts.path.rstrip('/')}"
 
 
 class OllamaSettings(_Section):
-    host: str = "http://127.0.0.1:11434"
+    host: str = Field(
+        default_factory=_default_ollama_host,
+        validate_default=True,
+        description="where Ollama listens; default: $OLLAMA_HOST, else http://127.0.0.1:11434",
+    )
     model: str = "qwen3:8b"
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float = Field(120.0, gt=0, description="how long one model answer may take")
+    probe_timeout_s: float = Field(
+        5.0, gt=0, description="how long asking Ollama about the model (and connecting) may take"
+    )
     reasoning_effort: str | None = Field(None, pattern="^(low|medium|high|none)$")
     show_thinking: bool = False
     embed_model: str | None = None
 
+    @field_validator("host")
+    @classmethod
+    def _url(cls, host: str) -> str:
+        return ollama_url(host)
+
 
 class BotSettings(_Section):
-    name: str = "lorebot"
-    admins: tuple[str, ...] = ()
-    allowed_users: tuple[str, ...] = ()
-    allowed_channels: tuple[str, ...] = ()
-    read_only_channels: tuple[str, ...] = ()
-    proposal_ttl_hours: float = Field(24.0, gt=0)
-    max_concurrent_model_calls: int = Field(2, ge=1)
-    queue_size: int = Field(100, ge=1)
-    tool_timeout_s: float = Field(20.0, gt=0)
-    max_tool_rounds: int = Field(4, ge=1, le=20)
+    name: str = Field("lorebot", description="how the bot calls itself")
+    admins: tuple[str, ...] = Field(
+        (), description="user scopes that may decide any card, e.g. user:slack/U024BE7LH"
+    )
+    allowed_users: tuple[str, ...] = Field(
+        (), description="if set, only these user scopes are heard"
+    )
+    allowed_channels: tuple[str, ...] = Field(
+        (), description="if set, only these channel scopes (DMs always)"
+    )
+    read_only_channels: tuple[str, ...] = Field(
+        (), description="channel scopes whose memory cannot be changed from chat"
+    )
+    proposal_ttl_hours: float = Field(24.0, gt=0, description="when an undecided card expires")
+    max_concurrent_model_calls: int = Field(2, ge=1, description="model calls in flight")
+    queue_size: int = Field(100, ge=1, description="waiting events before the bot is busy")
+    tool_timeout_s: float = Field(20.0, gt=0, description="longest run of one tool call")
+    max_tool_rounds: int = Field(4, ge=1, le=20, description="model calls per turn")
     max_tool_calls_per_round: int = Field(
         8, ge=1, le=100, description="calls of one model answer that run; the rest get an error"
     )
@@ -91,11 +219,15 @@ class SlackSettings(_Section):
     """Socket Mode with `bot_token` and `app_token`; HTTP Events mode when
     `signing_secret` and `listen` are set."""
 
-    bot_token: SecretStr | None = None
-    app_token: SecretStr | None = None
-    signing_secret: SecretStr | None = None
-    listen: str | None = Field(None, pattern=r"^[^:\s]*:\d{1,5}$", description="host:port")
-    events_path: str = "/slack/events"
+    bot_token: SecretStr | None = Field(None, description="the Bot User OAuth Token, xoxb-…")
+    app_token: SecretStr | None = Field(
+        None, description="an app-level token, xapp-…, for Socket Mode"
+    )
+    signing_secret: SecretStr | None = Field(None, description="for HTTP Events mode")
+    listen: str | None = Field(
+        None, pattern=r"^[^:\s]*:\d{1,5}$", description="host:port, for HTTP Events mode"
+    )
+    events_path: str = Field("/slack/events", description="the path Slack posts events to")
     api_base_url: str = "https://slack.com/api/"
 
     @property
@@ -107,7 +239,7 @@ class SlackSettings(_Section):
 
 
 class DiscordSettings(_Section):
-    token: SecretStr | None = None
+    token: SecretStr | None = Field(None, description="the bot token")
     api_base_url: str = "https://discord.com/api/v10"
     gateway_url: str | None = Field(None, description="override for tests and proxies")
 
@@ -117,15 +249,17 @@ class DiscordSettings(_Section):
 
 
 def _home_skills() -> Path:
-    return Path.home() / ".agents" / "skills"
+    return _home() / ".agents" / "skills"
 
 
 def _user_skills() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "lorebot" / "skills"
+    # A service's home is read-only: skills it writes belong in its state directory.
+    state = state_directory()
+    if state is not None:
+        return state / "skills"
+    return _xdg_dir("XDG_CONFIG_HOME", ".config") / "lorebot" / "skills"
 
 
-# An environment variable's name.
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
 
@@ -178,11 +312,11 @@ class McpServerSettings(_Section):
     name a secret of lorebot's environment as `${NAME}`."""
 
     name: str = Field(pattern=r"^[a-z][a-z0-9-]{0,31}$", description="its tools are NAME__TOOL")
-    command: str | None = None
+    command: str | None = Field(None, description="a stdio server's program")
     args: tuple[str, ...] = ()
     cwd: Path | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    url: str | None = Field(None, pattern=r"^https?://")
+    env: dict[str, str] = Field(default_factory=dict, description="its only variables")
+    url: str | None = Field(None, pattern=r"^https?://", description="a Streamable HTTP server")
     headers: dict[str, str] = Field(default_factory=dict)
     trust: Literal["untrusted", "trusted"] = "untrusted"
     allow: tuple[str, ...] = Field((), description="tools that run without a card")
@@ -207,9 +341,13 @@ class McpSettings(_Section):
     """The operator's MCP servers, whose tools the model may call (each run approved on a
     card unless exempted)."""
 
-    servers: tuple[McpServerSettings, ...] = ()
+    servers: tuple[McpServerSettings, ...] = Field(
+        (), description="the MCP servers whose tools the model may call"
+    )
     result_max_chars: int = Field(4000, ge=200, description="of a tool's output, for the model")
-    connect_timeout_s: float = Field(20.0, gt=0)
+    connect_timeout_s: float = Field(
+        20.0, gt=0, description="how long a server may take to start and list its tools"
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> McpSettings:
@@ -219,35 +357,65 @@ class McpSettings(_Section):
         return self
 
 
+def _check_cron(expression: str) -> str:
+    try:
+        CronTrigger.from_crontab(expression, timezone="UTC")
+    except ValueError as exc:
+        raise ValueError(
+            f"{expression!r} is not a cron expression ({exc}): write five fields, minute "
+            "hour day month weekday, e.g. '30 23 * * *'"
+        ) from None
+    return expression
+
+
+def _check_timezone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ValueError, LookupError):
+        raise ValueError(
+            f"unknown time zone {name!r}: use an IANA name such as 'UTC' or 'Europe/Berlin'"
+        ) from None
+    return name
+
+
+Cron = Annotated[str, AfterValidator(_check_cron)]
+TimeZone = Annotated[str, AfterValidator(_check_timezone)]
+
+
 class DigestSettings(_Section):
     channel: str = Field(description="the channel scope to post in, e.g. channel:slack/C0123")
-    cron: str = "0 9 * * 1-5"
+    cron: Cron = Field("0 9 * * 1-5", description="when to post")
 
 
 class JobsSettings(_Section):
     """Scheduled jobs; cron expressions are read in `timezone`."""
 
-    enabled: bool = True
-    timezone: str = "UTC"
-    reflection_cron: str = "30 23 * * *"
-    patterns_cron: str = "0 3 * * *"
-    maintenance_cron: str = "5 * * * *"
-    digests: tuple[DigestSettings, ...] = ()
+    enabled: bool = Field(True, description="run the scheduled jobs")
+    timezone: TimeZone = Field("UTC", description="the zone cron expressions are read in")
+    reflection_cron: Cron = Field("30 23 * * *", description="daily reflection")
+    patterns_cron: Cron = Field("0 3 * * *", description="nightly pattern extraction")
+    maintenance_cron: Cron = Field("5 * * * *", description="hourly maintenance")
+    digests: tuple[DigestSettings, ...] = Field((), description="one digest per channel")
     grace_minutes: int = Field(360, ge=0, description="how late a missed run may still run")
     retry_minutes: int = Field(15, ge=1)
-    min_samples: int = Field(5, ge=2)
-    window_days: int = Field(30, ge=1)
+    min_samples: int = Field(5, ge=2, description="repeats before an action is a pattern")
+    window_days: int = Field(30, ge=1, description="how far back patterns look")
     reflection_ttl_days: int = Field(30, ge=1)
     reflection_min_overlap: float = Field(0.5, ge=0, le=1)
-    backup_dir: Path | None = None
-    backup_keep: int = Field(7, ge=1)
+    backup_dir: Path | None = Field(None, description="daily backups by the maintenance job")
+    backup_keep: int = Field(7, ge=1, description="backups kept")
+
+    @field_validator("backup_dir")
+    @classmethod
+    def _absolute_dir(cls, path: Path | None) -> Path | None:
+        return None if path is None else _absolute(path)
 
 
 class ObservabilitySettings(_Section):
     listen: str | None = Field(
         None, pattern=r"^[^:\s]*:\d{1,5}$", description="host:port for /healthz and /metrics"
     )
-    log_format: str = Field("text", pattern="^(text|json)$")
+    log_format: Literal["text", "json"] = Field("text", description="log lines as text or JSON")
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,14 +439,19 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         frozen=True,
         extra="forbid",
-        env_prefix="LOREBOT_",
+        env_prefix=ENV_PREFIX,
         env_nested_delimiter="__",
-        env_file=".env",
+        env_file=DOTENV_FILE,
         env_file_encoding="utf-8",
+        # Other programs' keys in .env are theirs; lorebot's own typos are reported by
+        # `unknown_variables` instead.
+        dotenv_filtering="only_existing",
     )
 
     config: Path | None = Field(None, description="the TOML file these settings came from")
-    log_level: str = Field("INFO", pattern="^(DEBUG|INFO|WARNING|ERROR)$")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", description="DEBUG, INFO, WARNING or ERROR"
+    )
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
@@ -311,7 +484,17 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The TOML file arrives as init values, so the environment overrides it.
-        return env_settings, dotenv_settings, init_settings
+        return _EnvSource(settings_cls), _DotEnvSource(settings_cls), init_settings
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_case_level(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("config")
+    @classmethod
+    def _absolute_config(cls, path: Path | None) -> Path | None:
+        return None if path is None else _absolute(path)
 
 
 def _resolved_or_none(value: str) -> str | None:
@@ -322,17 +505,23 @@ def _resolved_or_none(value: str) -> str | None:
 
 
 def load_settings(config_file: Path | None = None) -> Settings:
-    """Read the settings once; any problem becomes a one-line `ConfigError`."""
-    if config_file is None and os.environ.get("LOREBOT_CONFIG"):
-        config_file = Path(os.environ["LOREBOT_CONFIG"])
-    values: dict[str, Any] = {}
-    if config_file is not None:
-        values = _read_toml(config_file)
-        values["config"] = config_file
+    """Read the settings once; every problem becomes one line of one `ConfigError`."""
+    inputs = read_inputs(config_file)
+    problems = unknown_variables(inputs)
+    values: dict[str, Any] = dict(inputs.file_values)
+    if inputs.config_file is not None:
+        values["config"] = inputs.config_file
     try:
-        return Settings(**values)
+        settings = Settings(**values)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc, config_file)) from None
+        problems += describe_errors(exc, inputs)
+    except SettingsError as exc:
+        cause = f": {exc.__cause__}" if exc.__cause__ else ""
+        problems.append(f"{exc}{cause}")
+    if problems:
+        raise ConfigError("\n".join(problems))
+    # The file actually read, even when LOREBOT_CONFIG names another beside --config.
+    return settings.model_copy(update={"config": inputs.config_file})
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -347,11 +536,239 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
 
 
-def _describe(exc: ValidationError, config_file: Path | None) -> str:
+# --- Where each setting comes from, and the names that exist ------------------------
+
+
+Origin = Literal["default", "file", "environment", ".env"]
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where one setting's value came from."""
+
+    origin: Origin
+    variable: str | None = None
+    file: Path | None = None
+
+    def __str__(self) -> str:
+        if self.origin == "environment":
+            return f"{self.variable} in the environment"
+        if self.origin == ".env":
+            return f"{self.variable} in {self.file}"
+        return str(self.file) if self.origin == "file" else "default"
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsInputs:
+    """What the settings are read from: the config file's values and lorebot's variables
+    of the environment and of `.env` (names in upper case)."""
+
+    config_file: Path | None
+    file_values: Mapping[str, Any]
+    environ: Mapping[str, str]
+    dotenv_file: Path
+    dotenv: Mapping[str, str]
+
+    def source_of(self, path: Sequence[str | int]) -> Source:
+        """The source that gives the setting at `path` (as in a validation error's loc)."""
+        keys: list[str] = []
+        for part in path:  # a list item is set with its whole list
+            if not isinstance(part, str):
+                break
+            keys.append(part)
+        variables: list[tuple[Origin, Mapping[str, str], Path | None]] = [
+            ("environment", self.environ, None),
+            (".env", self.dotenv, self.dotenv_file),
+        ]
+        for origin, names, file in variables:
+            variable = _variable_for(keys, names)
+            if variable is not None:
+                return Source(origin, variable, file)
+        node: Any = self.file_values
+        for key in keys:
+            if not isinstance(node, dict) or key not in node:
+                return Source("default")
+            node = node[key]
+        return Source("file", file=self.config_file)
+
+
+def read_inputs(config_file: Path | None = None) -> SettingsInputs:
+    """Find the config file and read it, lorebot's environment variables and `.env`."""
+    path = find_config_file(config_file)
+    environ = {k.upper(): v for k, v in os.environ.items() if k.upper().startswith(ENV_PREFIX)}
+    dotenv_file = DOTENV_FILE.absolute()
+    dotenv: dict[str, str] = {}
+    if dotenv_file.is_file():
+        found = dotenv_values(dotenv_file, encoding="utf-8").items()
+        dotenv = {k.upper(): v or "" for k, v in found if k.upper().startswith(ENV_PREFIX)}
+    values = _read_toml(path) if path is not None else {}
+    return SettingsInputs(path, values, environ, dotenv_file, dotenv)
+
+
+def _variable_for(keys: Sequence[str], variables: Mapping[str, str]) -> str | None:
+    """The variable that sets `keys`: its own, one inside it (a table's key), or that of
+    a table around it (given whole, as JSON)."""
+    if not keys:
+        return None
+    name = variable_name(keys)
+    inside = sorted(v for v in variables if v.startswith(name + "__"))
+    if name in variables or inside:
+        return name if name in variables else inside[0]
+    return next(
+        (variable_name(keys[:n]) for n in range(len(keys) - 1, 0, -1)
+         if variable_name(keys[:n]) in variables),
+        None,
+    )  # fmt: skip
+
+
+def variable_name(path: Sequence[str]) -> str:
+    """The environment variable of a setting: `ollama.model` is `LOREBOT_OLLAMA__MODEL`."""
+    return ENV_PREFIX + "__".join(path).upper()
+
+
+def section_model(field: FieldInfo) -> type[BaseModel] | None:
+    """The model of a section field (e.g. `[ollama]`), else None."""
+    annotation = field.annotation
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def item_model(field: FieldInfo) -> type[BaseModel] | None:
+    """The model of a list of tables (e.g. `[[mcp.servers]]`), else None."""
+    if get_origin(field.annotation) not in (tuple, list):
+        return None
+    item = get_args(field.annotation)[0]
+    return item if isinstance(item, type) and issubclass(item, BaseModel) else None
+
+
+def setting_fields(
+    model: type[BaseModel] | None = None, prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], FieldInfo]]:
+    """Every setting and section as its path and field, in the order they are declared."""
+    for name, field in (model or Settings).model_fields.items():
+        path = (*prefix, name)
+        yield path, field
+        section = section_model(field)
+        if section is not None:
+            yield from setting_fields(section, path)
+
+
+def _dotted_names() -> list[str]:
+    names = []
+    for path, field in setting_fields():
+        names.append(".".join(path))
+        item = item_model(field)
+        if item is not None:
+            names += [".".join((*path, name)) for name in item.model_fields]
+    return names
+
+
+def unknown_variables(inputs: SettingsInputs) -> list[str]:
+    """One line for each `LOREBOT_…` variable that names no setting, with the nearest."""
+    fields = list(setting_fields())
+    names = [variable_name(path) for path, _ in fields]
+    open_prefixes = tuple(
+        variable_name(path) + "__" for path, f in fields if get_origin(f.annotation) is dict
+    )
     problems = []
+    for origin, variables in (("the environment", inputs.environ),
+                              (str(inputs.dotenv_file), inputs.dotenv)):  # fmt: skip
+        for name in sorted(variables):
+            if name in names or name.startswith(open_prefixes):
+                continue
+            problems.append(f"{name} in {origin} is not a lorebot setting: {_nearest(name, names)}")
+    return problems
+
+
+def _nearest(name: str, names: list[str]) -> str:
+    match = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    if match:
+        return f"did you mean {match[0]}?"
+    return "remove it (`lorebot config init -` prints every setting)"
+
+
+def _field_at(path: Sequence[str | int]) -> FieldInfo | None:
+    model: type[BaseModel] | None = Settings
+    field = None
+    for part in path:
+        if isinstance(part, int):
+            continue
+        if model is None or part not in model.model_fields:
+            return None
+        field = model.model_fields[part]
+        model = section_model(field) or item_model(field)
+    return field
+
+
+def describe_errors(exc: ValidationError, inputs: SettingsInputs) -> list[str]:
+    """One line per invalid value: the setting, where it was set, and what it should be."""
+    lines = []
     for error in exc.errors():
-        key = ".".join(str(part) for part in error["loc"])
-        env = "LOREBOT_" + "__".join(str(p) for p in error["loc"]).upper()
-        problems.append(f"{key} (or {env}): {error['msg']}")
-    where = f" in {config_file}" if config_file else ""
-    return f"invalid configuration{where}: " + "; ".join(problems)
+        loc = error["loc"]
+        key = ".".join(str(part) for part in loc)
+        source = inputs.source_of(loc)
+        if error["type"] == "extra_forbidden":
+            dotted = ".".join(str(p) for p in loc if isinstance(p, str))
+            lines.append(f"{key} in {source} is not a lorebot setting: "
+                         f"{_nearest(dotted, _dotted_names())}")  # fmt: skip
+            continue
+        message = error["msg"].removeprefix("Value error, ")
+        field = _field_at(loc)
+        if error["type"] == "string_pattern_mismatch" and field and field.description:
+            message = f"should be {field.description}, not {error['input']!r}"
+        keys = [p for p in loc if isinstance(p, str)]
+        where = f"or {variable_name(keys)}" if source.origin == "default" else str(source)
+        lines.append(f"{key} ({where}): {message}")
+    return lines
+
+
+# --- Environment text for list settings --------------------------------------------
+
+
+def _is_text_list(annotation: Any) -> bool:
+    if get_origin(annotation) not in (tuple, list):
+        return False
+    items = [item for item in get_args(annotation) if item is not Ellipsis]
+    return bool(items) and all(item in (str, Path) for item in items)
+
+
+def _split_list(text: str) -> list[str]:
+    """`a, b` as a list; also `[a, b]`, which is what systemd leaves of `["a", "b"]` in an
+    EnvironmentFile once it has taken the quotes away."""
+    text = text.strip()
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    items = (item.strip().strip("\"'").strip() for item in text.split(","))
+    return [item for item in items if item]
+
+
+def _variable_of(field: FieldInfo) -> str:
+    path = next((p for p, f in setting_fields() if f is field), None)
+    return variable_name(path) if path else "a LOREBOT_ variable"
+
+
+def _decode(field: FieldInfo | None, value: Any, origin: str) -> Any:
+    """JSON, as pydantic-settings reads it; a list of text also takes `a,b,c`, and other
+    text that is not JSON is one line naming the variable."""
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        if field is None or get_origin(field.annotation) in (UnionType, Union):
+            raise  # pydantic-settings keeps the text as it is
+        if _is_text_list(field.annotation):
+            return _split_list(str(value))
+        raise ConfigError(
+            f"{_variable_of(field)} in {origin} is not valid JSON ({exc}): write it as JSON, "
+            'e.g. \'["a", "b"]\' for a list or \'{"key": "value"}\' for a table'
+        ) from None
+
+
+class _EnvSource(EnvSettingsSource):
+    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
+        return _decode(field, value, "the environment")
+
+
+class _DotEnvSource(DotEnvSettingsSource):
+    def decode_complex_value(self, field_name: str, field: FieldInfo, value: Any) -> Any:
+        return _decode(field, value, str(DOTENV_FILE.absolute()))

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
-
-import httpx
-import ollama
 
 from adapters.diagnosis import Finding
 from bot.config import Settings
 from bot.mcp_servers import McpServer
 from bot.memory_setup import open_memory
+from bot.ollama_client import ModelUnavailable, OllamaClient
 from bot.skill_use import build_catalog
 from memory import Database, StoreError, driver
 from memory.errors import EmbeddingMismatch
@@ -38,8 +35,10 @@ def add_parser(commands: Any) -> None:
 
 async def check_database(settings: Settings) -> list[Check]:
     path = settings.database.path
+    # Doctor only reads: without a database it checks the driver on a throwaway one.
+    exists = path.exists()
     try:
-        db = await Database.open(path)
+        db = await Database.open(path if exists else ":memory:", create=False)
     except StoreError as exc:
         return [
             Check(False, "database", str(exc), "point LOREBOT_DATABASE__PATH at a lorebot database")
@@ -51,6 +50,10 @@ async def check_database(settings: Settings) -> list[Check]:
         notes = await db.scalar("SELECT count(*) FROM notes")
     finally:
         await db.close()
+    if not exists:
+        detail = (f"none yet at {path} (`lorebot chat` or `lorebot run` starts it; "
+                  "LOREBOT_DATABASE__PATH names another); FTS5 works")  # fmt: skip
+        return [Check(True, "database", detail)]
     if integrity != "ok":
         return [Check(False, "database", f"{path}: integrity check says {integrity}",
                       "restore a backup with `lorebot restore SRC`")]  # fmt: skip
@@ -59,29 +62,18 @@ async def check_database(settings: Settings) -> list[Check]:
 
 
 async def check_ollama(settings: Settings) -> list[Check]:
+    """The model probed as the daemon probes it, within `ollama.probe_timeout_s`."""
     config = settings.ollama
-    client = ollama.AsyncClient(host=config.host)
-    try:
-        async with asyncio.timeout(min(config.timeout_s, 10)):
-            shown = await client.show(config.model)
-    except ollama.ResponseError as exc:
-        if exc.status_code == 404:
-            return [Check(False, "model", f"{config.model} is not installed at {config.host}",
-                          f"ollama pull {config.model}")]  # fmt: skip
-        return [Check(False, "model", f"Ollama answered {exc.status_code}: {exc.error}")]
-    except (ConnectionError, httpx.TransportError, TimeoutError):
-        return [Check(False, "ollama", f"unreachable at {config.host}",
-                      "start Ollama (`ollama serve`) or set LOREBOT_OLLAMA__HOST; lorebot "
-                      "still answers from memory without it")]  # fmt: skip
-    finally:
-        await client._client.aclose()
-    capabilities = set(shown.capabilities or [])
-    context = next(
-        (v for k, v in (shown.modelinfo or {}).items() if k.endswith(".context_length")), "?"
-    )
-    checks = [Check(True, "model", f"{config.model} at {config.host}, context {context} tokens, "
-                    f"thinking {'yes' if 'thinking' in capabilities else 'no'}")]  # fmt: skip
-    if capabilities and "tools" not in capabilities:
+    async with OllamaClient.for_settings(config) as client:
+        try:
+            info = await client.fetch_model_info(config.model)
+        except ModelUnavailable as exc:
+            name = "ollama" if exc.kind == "unreachable" else "model"
+            return [Check(False, name, str(exc), exc.fix)]
+    checks = [Check(True, "model", f"{config.model} at {config.host}, context "
+                    f"{info.context_length} tokens, thinking "
+                    f"{'yes' if info.supports_thinking else 'no'}")]  # fmt: skip
+    if not info.supports_tools:
         checks.append(Check(False, "model tools", f"{config.model} does not support tools",
                             "pick a model with tool support (e.g. qwen3:8b); without it lorebot "
                             "answers with recall only"))  # fmt: skip
@@ -93,8 +85,10 @@ async def check_vectors(settings: Settings) -> list[Check]:
     vectors, and how many notes and messages wait for theirs."""
     if not settings.ollama.embed_model:
         return [Check(True, "vectors", f"off (no ollama.embed_model); {driver.driver_name()}")]
+    if not settings.database.path.exists():
+        return [Check(True, "vectors", f"{settings.ollama.embed_model}; no database yet")]
     try:
-        memory = await open_memory(settings)
+        memory = await open_memory(settings, create=False)
     except EmbeddingMismatch as exc:
         return [Check(False, "vectors", str(exc).split(". ")[0],
                       "lorebot notes reembed, or set ollama.embed_model back")]  # fmt: skip

@@ -4,16 +4,25 @@ conversation log."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
-from bot.config import Settings
+from bot.config import Settings, old_database_hint, read_inputs
+from bot.errors import UserError
+from bot.ollama_client import OllamaEmbedder
 from memory import Database, NoteStore
 from memory.conversations import ConversationLog
 from memory.db import Clock, utc_now
-from memory.embedder import Embedder, OllamaEmbedder
+from memory.embedder import Embedder
 from memory.vectors import VectorIndex
 
 EMBED_TIMEOUT_S = 30.0
+
+# Whether `open_memory` may start a new database; the command line clears it for the
+# commands that act on the database as it is.
+_may_create: ContextVar[bool] = ContextVar("may_create_database", default=True)
 
 
 def embedder_for(settings: Settings) -> Embedder | None:
@@ -23,7 +32,40 @@ def embedder_for(settings: Settings) -> Embedder | None:
         return None
     # Queries wait on embeddings, so they get less time than a chat answer.
     timeout_s = min(ollama.timeout_s, EMBED_TIMEOUT_S)
-    return OllamaEmbedder(ollama.host, ollama.embed_model, timeout_s=timeout_s)
+    return OllamaEmbedder(
+        ollama.host,
+        ollama.embed_model,
+        timeout_s=timeout_s,
+        probe_timeout_s=min(ollama.probe_timeout_s, timeout_s),
+    )
+
+
+def check_database(settings: Settings, *, create: bool) -> None:
+    """Stop with one line when the database is not where a command needs it: an older
+    lorebot's `./lorebot.db` waits to be moved, or (unless `create`) none exists yet."""
+    path = settings.database.path
+    hint = old_database_hint(path)
+    if hint is not None:
+        raise UserError(hint)
+    if create or path.exists():
+        return
+    source = read_inputs(settings.config).source_of(("database", "path"))
+    origin = "the default" if source.origin == "default" else f"set by {source}"
+    raise UserError(
+        f"there is no lorebot database at {path} ({origin}): to use another one, set "
+        "LOREBOT_DATABASE__PATH or database.path in the config file"
+    )
+
+
+@contextmanager
+def existing_database_only(only: bool = True) -> Iterator[None]:
+    """Within it (when `only`), opening the memory without a database says where lorebot
+    looked instead of starting an empty one."""
+    token = _may_create.set(not only)
+    try:
+        yield
+    finally:
+        _may_create.reset(token)
 
 
 @dataclass
@@ -45,15 +87,21 @@ async def open_memory(
     clock: Clock = utc_now,
     embedder: Embedder | None = None,
     prepare: bool = True,
+    create: bool | None = None,
 ) -> Memory:
     """Open and migrate the database and check the embedding model against the stored
     vectors (`EmbeddingMismatch` stops here, nothing changed). `embedder` defaults to the
-    configured one; `prepare=False` skips the model check (for `notes reembed`)."""
+    configured one; `prepare=False` skips the model check (for `notes reembed`);
+    `create=False` (by default: within `existing_database_only`) refuses to start a new
+    database, in a `UserError` that says where lorebot looked."""
+    create = _may_create.get() if create is None else create
+    check_database(settings, create=create)
     embedder = embedder or embedder_for(settings)
     db = await Database.open(
         settings.database.path,
         busy_timeout_ms=settings.database.busy_timeout_ms,
         want_vectors=embedder is not None,
+        create=create,
     )
     try:
         vectors = VectorIndex(db, embedder)

@@ -20,16 +20,18 @@ def add_parser(commands: Any) -> None:
     sub = skills.add_subparsers(title="skills commands", metavar="ACTION", required=True)
     p = sub.add_parser("list", help="every skill with its source, shadowing and warnings")
     p.add_argument("--dir", type=Path, action="append", default=[], help="an extra root")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print a JSON object")
     p.set_defaults(command=cmd_list)
     p = sub.add_parser("show", help="show one skill in full")
-    p.add_argument("name")
+    p.add_argument("name", help="the skill's name, as `skills list` shows it")
     p.add_argument("--dir", type=Path, action="append", default=[], help="an extra root")
     p.set_defaults(command=cmd_show)
     p = sub.add_parser(
         "validate", help="check skills strictly against the Agent Skills rules (exit 1 if any fail)"
     )
-    p.add_argument("paths", type=Path, nargs="+", metavar="PATH")
+    p.add_argument(
+        "paths", type=Path, nargs="+", metavar="PATH", help="a skill folder, or a folder of them"
+    )
     p.set_defaults(command=cmd_validate)
 
 

@@ -171,9 +171,7 @@ class ActionLog:
         return found is not None
 
     async def allowances(self) -> list[Allowance]:
-        async with self.db.conn.execute(
-            "SELECT * FROM action_allowances ORDER BY id"
-        ) as cursor:
+        async with self.db.conn.execute("SELECT * FROM action_allowances ORDER BY id") as cursor:
             rows = await cursor.fetchall()
         return [
             Allowance(r["id"], r["channel_scope"], r["tool"], r["granted_by"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime
@@ -38,6 +39,13 @@ def from_db_time(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text)
 
 
+def _create_private(path: Path) -> None:
+    """Create `path` empty and readable only by its owner unless it exists; SQLite gives
+    the WAL and shared-memory files the permissions of their database file."""
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 class Database:
     """One aiosqlite connection shared by readers and the single writer.
 
@@ -59,13 +67,22 @@ class Database:
 
     @classmethod
     async def open(
-        cls, path: Path | str, *, busy_timeout_ms: int = 5000, want_vectors: bool = False
+        cls,
+        path: Path | str,
+        *,
+        busy_timeout_ms: int = 5000,
+        want_vectors: bool = False,
+        create: bool = True,
     ) -> Database:
-        """Open (creating if needed) and migrate the database at `path`. The driver's
-        self-test runs first: FTS5 must work, and sqlite-vec too when `want_vectors`."""
+        """Open (creating if needed, unless not `create`) and migrate the database at `path`.
+        The driver's self-test runs first: FTS5 must work, and sqlite-vec too when
+        `want_vectors`."""
         path = Path(path)
         if str(path) != ":memory:":
+            if not create and not path.exists():
+                raise StoreError(f"there is no database at {path}")
             path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(path)
         try:
             conn = driver.connect(path)
             await conn
@@ -170,6 +187,7 @@ class Database:
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".partial")
         partial.unlink(missing_ok=True)
+        _create_private(partial)
         async with driver.connect(partial) as copy:
             await self.conn.backup(copy)
         partial.replace(target)

@@ -86,6 +86,10 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
         if key.startswith("LOREBOT_") or key == "STATE_DIRECTORY":
             monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)
+    # No config file of the machine's user or of the machine itself is read.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setattr("bot.config.SYSTEM_CONFIG", tmp_path / "etc-lorebot" / "config.toml")
     monkeypatch.setenv("LOREBOT_DATABASE__PATH", str(tmp_path / "cli.db"))
     monkeypatch.setenv("LOREBOT_SKILLS__HOME_ROOT", str(tmp_path / "home-skills"))
     monkeypatch.setenv("LOREBOT_SKILLS__USER_ROOT", str(tmp_path / "user-skills"))

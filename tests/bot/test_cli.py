@@ -64,6 +64,7 @@ def test_walkthrough_add_search_isolation_undo_export_import(
 def test_user_errors_exit_1_with_one_line_and_no_traceback(
     env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    run(capsys, "notes", "add", "channel:slack/C1", "other", "another note")
     code, _, err = run(capsys, "notes", "show", "channel:slack/C1", "nope")
     assert code == 1 and err.strip() == "lorebot: there is no note 'nope' in channel:slack/C1"
     code, _, err = run(capsys, "notes", "add", "channel:slack/C1", "creds", "x",
@@ -112,7 +113,8 @@ def test_database_defaults_to_the_systemd_state_directory(
     from bot.config import load_settings
 
     monkeypatch.delenv("LOREBOT_DATABASE__PATH")
-    assert load_settings().database.path == Path("lorebot.db")
+    monkeypatch.setenv("XDG_DATA_HOME", str(env / "data"))
+    assert load_settings().database.path == env / "data" / "lorebot" / "lorebot.db"
     monkeypatch.setenv("STATE_DIRECTORY", "/var/lib/lorebot")
     assert load_settings().database.path == Path("/var/lib/lorebot/lorebot.db")
 

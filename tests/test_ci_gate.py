@@ -1,0 +1,34 @@
+"""CI runs what the README tells developers and newcomers to run, word for word."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_commands(section: str) -> list[str]:
+    """The `sh` code blocks of one README section."""
+    text = (ROOT / "README.md").read_text()
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return [block.strip() for block in re.findall(r"```sh\n(.*?)```", body, re.DOTALL)]
+
+
+def test_ci_runs_the_readmes_development_gate_verbatim() -> None:
+    [gate] = readme_commands("Development")
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert gate in ci
+    for step in ("ruff check", "ruff format --check", "mypy", "pytest"):
+        assert f".venv/bin/{step}" in gate
+
+
+def test_the_quickstart_installs_into_its_own_virtual_environment() -> None:
+    clone, chat, tests = readme_commands("Quickstart")[:3]
+    assert clone.startswith("git clone ")
+    assert chat == "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/lorebot chat"
+    assert tests == (
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/pytest"
+    )
+    [gate] = readme_commands("Development")
+    assert gate.endswith("&& .venv/bin/pytest")  # the test command's last step, in CI too
