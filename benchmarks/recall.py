@@ -4,9 +4,12 @@ For each corpus size it builds a fresh store from generated ops-team notes, then
 import throughput (`NoteStore.import_drafts` in batches of 10k), database bytes per note
 (file plus WAL after a checkpoint) and recall latency: p50/p99 of `NoteStore.search` as
 the bot calls it (k=10, including its access-count bump), each query from a random
-channel viewer. The same notes and queries then go through a LanceDB table with an FTS
-index on topic+summary+body, a BTree index on scope and a prefilter admitting the same
-scopes; its import time covers building the Arrow table and both indexes.
+channel viewer, and overlap@10: the share of an exact bm25 ranking's top 10 (every word of
+the query, lorebot's column weights, the same visible notes, no shortcut) that lorebot's
+top 10 holds, so a faster ranking that drops results shows. The same notes and queries
+then go through a LanceDB table with an FTS index on topic+summary+body, a BTree index on
+scope and a prefilter admitting the same scopes; its import time covers building the
+Arrow table and both indexes.
 
 Run by hand, not in CI (1M notes take several minutes and ~4 GB of disk under $TMPDIR):
 
@@ -15,6 +18,7 @@ Run by hand, not in CI (1M notes take several minutes and ~4 GB of disk under $T
     python benchmarks/recall.py                        # 1k, 10k, 100k and 1M notes
     python benchmarks/recall.py --sizes 1k,10k --queries 100 --skip-lancedb
     python benchmarks/recall.py --json /tmp/recall.json
+    python benchmarks/recall.py --sizes 100k --phrased  # queries asked as questions
 
 LanceDB runs in a forked child process with a per-size time limit (`--lancedb-timeout`),
 so a size it cannot handle is reported as timed out instead of hanging the run.
@@ -45,7 +49,9 @@ from pathlib import Path
 from typing import Any
 
 from memory import Category, Database, NoteDraft, NoteStore, Scope, Viewer, visibility_for
-from memory.fts import STOPWORDS
+from memory.fts import STOPWORDS, match_terms
+from memory.store import _BM25 as BM25_WEIGHTS
+from memory.visibility import scope_match
 
 # --- corpus shape ---------------------------------------------------------------------
 
@@ -370,8 +376,15 @@ def query_vocabulary(corpus: Corpus, rng: random.Random) -> Zipf:
     return Zipf([w for w, _ in counts.most_common()], rng)
 
 
-def generate_queries(corpus: Corpus, count: int, seed: int) -> list[Query]:
-    """2-6 words each: 1-3 from a note the viewer may read, 0-3 from the vocabulary."""
+QUESTION_FRAMES = ("what is the", "how do we", "where is the", "who owns the", "when did we",
+                   "why is the", "is there a", "what did we decide about the")  # fmt: skip
+
+
+def generate_queries(
+    corpus: Corpus, count: int, seed: int, *, phrased: bool = False
+) -> list[Query]:
+    """2-6 words each: 1-3 from a note the viewer may read, 0-3 from the vocabulary;
+    `phrased` puts each in a question's frame ("how do we …"), stopwords and all."""
     rng = random.Random(seed + 1)
     vocabulary = query_vocabulary(corpus, rng)
     queries: list[Query] = []
@@ -393,7 +406,9 @@ def generate_queries(corpus: Corpus, count: int, seed: int) -> list[Query]:
         words = list(dict.fromkeys(words))[:6]
         if len(words) >= 2:
             rng.shuffle(words)
-            queries.append(Query(" ".join(words), team, channel, user))
+            frame = f"{rng.choice(QUESTION_FRAMES)} " if phrased else ""
+            queries.append(Query(frame + " ".join(words) + ("?" if phrased else ""),
+                                 team, channel, user))  # fmt: skip
     return queries
 
 
@@ -410,6 +425,7 @@ class EngineResult:
     p99_ms: float = 0.0
     max_ms: float = 0.0
     mean_hits: float = 0.0
+    exact_overlap: float | None = None  # mean share of the exact bm25 top 10 returned
     error: str = ""
     latencies_ms: list[float] = field(default_factory=list, repr=False)
     hit_keys: list[list[str]] = field(default_factory=list, repr=False)
@@ -479,10 +495,57 @@ async def bench_lorebot(
             hits = await store.search(query.text, visibility, k=RECALL_K)
             result.latencies_ms.append((time.perf_counter() - start) * 1000)
             result.hit_keys.append([f"{h.note.scope}/{h.note.topic}" for h in hits])
+        exact = [await exact_bm25(db, q) for q in queries]
+        result.exact_overlap = exact_agreement(result.hit_keys, exact)
     finally:
         await db.close()
     summarize(result, len(corpus.notes))
     return result
+
+
+async def exact_bm25(db: Database, query: Query, k: int = RECALL_K) -> list[tuple[str, float]]:
+    """The top of an exhaustive bm25 ranking, with scores (the k best and some after them,
+    for ties): every word of the query ORed, lorebot's column weights, every visible live
+    note considered, no limit before the filter."""
+    words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", query.text)))
+    if not words:
+        return []
+    visibility = visibility_for(viewer_of(query))
+    match = f"{scope_match(visibility)} AND {match_terms(words)}"
+    full = [str(s) for s in visibility.full]
+    public = [str(s) for s in visibility.public_only]
+    # The MATCH runs once, first (MATERIALIZED): joined row by row it would run per note.
+    sql = (
+        f"WITH m AS MATERIALIZED (SELECT rowid AS id, {BM25_WEIGHTS} AS score FROM notes_fts "
+        "WHERE notes_fts MATCH ?) SELECT n.scope, n.topic, m.score FROM m JOIN notes AS n "
+        "ON n.id = m.id "
+        f"WHERE (n.scope IN ({', '.join('?' for _ in full)}) OR "
+        f"(n.scope IN ({', '.join('?' for _ in public)}) AND n.private = 0)) "
+        "AND (n.expires_at IS NULL OR n.expires_at > strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+        "ORDER BY m.score LIMIT ?"
+    )
+    async with db.conn.execute(sql, (match, *full, *public, k + 20)) as cursor:
+        return [(f"{r[0]}/{r[1]}", float(r[2])) for r in await cursor.fetchall()]
+
+
+TIE = 1e-5
+
+
+def exact_agreement(
+    found: Sequence[Sequence[str]], exact: Sequence[Sequence[tuple[str, float]]], k: int = RECALL_K
+) -> float:
+    """Mean share of each exact top k that the ranking measured also returned; a note tied
+    with the exact k-th counts as agreeing (ties may come in either order), and so does one
+    within TIE of it: words held by half the notes or more add millionths to a score."""
+    shares = []
+    for got, best in zip(found, exact, strict=True):
+        if not best:
+            continue
+        top = best[:k]
+        last = top[-1][1]
+        allowed = {key for key, score in best if score <= last + TIE}
+        shares.append(len(set(got[:k]) & allowed) / len(top))
+    return statistics.fmean(shares) if shares else 1.0
 
 
 # --- LanceDB (runs in a forked child) -------------------------------------------------
@@ -619,7 +682,7 @@ def print_row(cells: Sequence[str], widths: Sequence[int]) -> None:
 def print_table(results: Sequence[SizeResult]) -> None:
     header = [
         "notes", "engine", "import s", "notes/s", "bytes/note", "p50 ms", "p99 ms",
-        "max ms", "hits", "p50 ratio", "p99 ratio", "overlap", "targets",
+        "max ms", "hits", "exact@10", "p50 ratio", "p99 ratio", "overlap", "targets",
     ]  # fmt: skip
     rows: list[list[str]] = []
     for r in results:
@@ -628,7 +691,7 @@ def print_table(results: Sequence[SizeResult]) -> None:
         if r.lancedb is None:
             continue
         if r.lancedb.error:
-            rows.append([size_label(r.size), "lancedb", r.lancedb.error, *[""] * 10])
+            rows.append([size_label(r.size), "lancedb", r.lancedb.error, *[""] * 11])
             continue
         ratio50 = f"{r.lorebot.p50_ms / r.lancedb.p50_ms:.2f}"
         ratio99 = f"{r.lorebot.p99_ms / r.lancedb.p99_ms:.2f}"
@@ -639,14 +702,17 @@ def print_table(results: Sequence[SizeResult]) -> None:
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in rows:
         print_row(row, widths)
-    print("ratios are lorebot / LanceDB (below 1: lorebot faster); overlap: share of "
-          "lorebot's top-10 that LanceDB also returned")  # fmt: skip
+    print("exact@10: share of an exhaustive bm25 ranking's top 10 (every query word, the "
+          "same visible notes) that the engine returned; ratios are lorebot / LanceDB "
+          "(below 1: lorebot faster); overlap: share of lorebot's top-10 that LanceDB also "
+          "returned")  # fmt: skip
 
 
 def engine_cells(e: EngineResult) -> list[str]:
     return [
         e.engine, f"{e.import_s:.1f}", f"{e.notes_per_s:,.0f}", f"{e.bytes_per_note:,.0f}",
         f"{e.p50_ms:.2f}", f"{e.p99_ms:.2f}", f"{e.max_ms:.1f}", f"{e.mean_hits:.1f}",
+        "" if e.exact_overlap is None else f"{e.exact_overlap:.1%}",
     ]  # fmt: skip
 
 
@@ -665,6 +731,7 @@ def write_json(path: Path, args: argparse.Namespace, results: Sequence[SizeResul
         "python": sys.version.split()[0],
         "command": " ".join(sys.argv),
         "queries": args.queries,
+        "phrased": args.phrased,
         "seed": args.seed,
         "results": [
             {
@@ -697,6 +764,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--skip-lancedb", action="store_true", help="measure lorebot only")
     parser.add_argument(
+        "--phrased", action="store_true",
+        help="ask each query as a question (\"how do we …?\"), stopwords included",
+    )  # fmt: skip
+    parser.add_argument(
         "--lancedb-timeout", type=float, default=900.0,
         help="seconds LanceDB may take per size, import and queries (default: 900)",
     )  # fmt: skip
@@ -708,7 +779,9 @@ def run_size(size: int, args: argparse.Namespace, with_lancedb: bool) -> SizeRes
     log(f"{label}: generating notes and queries")
     start = time.perf_counter()
     corpus = generate_corpus(size, args.seed)
-    all_queries = generate_queries(corpus, WARMUP_QUERIES + args.queries, args.seed)
+    all_queries = generate_queries(
+        corpus, WARMUP_QUERIES + args.queries, args.seed, phrased=args.phrased
+    )
     warmup, queries = all_queries[:WARMUP_QUERIES], all_queries[WARMUP_QUERIES:]
     generate_s = time.perf_counter() - start
     with tempfile.TemporaryDirectory(prefix="lorebot-recall-") as tmp:

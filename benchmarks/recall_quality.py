@@ -28,6 +28,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -169,12 +170,30 @@ async def build(path: Path, embedder: MiniLMEmbedder) -> EvalStore:
             "SELECT id, topic, summary, body, scope_keys FROM notes"
         )
         await conn.execute(
-            "CREATE VIRTUAL TABLE messages_fts_plain USING fts5(content, context, author, "
-            "scope_keys, tokenize = 'unicode61')"
+            "CREATE VIRTUAL TABLE messages_fts_plain USING fts5(content, context_before, "
+            "context_after, author, scope_keys, tokenize = 'unicode61')"
         )
         await conn.execute(
-            "INSERT INTO messages_fts_plain (rowid, content, context, author, scope_keys) "
-            "SELECT rowid, content, context, author, scope_keys FROM messages_fts"
+            "INSERT INTO messages_fts_plain (rowid, content, context_before, context_after, "
+            "author, scope_keys) SELECT rowid, content, context_before, context_after, author, "
+            "scope_keys FROM messages_fts"
+        )
+        # The reference: plain single-column FTS5 (porter) over the same text.
+        await conn.execute(
+            "CREATE VIRTUAL TABLE ref_notes USING fts5(text, scope_keys, "
+            "tokenize = 'porter unicode61')"
+        )
+        await conn.execute(
+            "INSERT INTO ref_notes (rowid, text, scope_keys) SELECT id, topic || ' ' || "
+            "summary || ' ' || body, scope_keys FROM notes"
+        )
+        await conn.execute(
+            "CREATE VIRTUAL TABLE ref_messages USING fts5(text, scope_keys, "
+            "tokenize = 'porter unicode61')"
+        )
+        await conn.execute(
+            "INSERT INTO ref_messages (rowid, text, scope_keys) SELECT rowid, content, "
+            "scope_keys FROM messages_fts"
         )
     started = time.perf_counter()
     embedded = await vectors.backfill(batch_size=64)
@@ -235,7 +254,7 @@ async def note_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[str,
         return rank
 
     async def unstemmed(q: Question) -> list[str]:
-        match = match_terms(query_terms(q.text))
+        match = match_terms(fts.ranking_terms(q.text))
         if match is None:
             return []
         sql = (
@@ -246,9 +265,14 @@ async def note_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[str,
         async with es.db.conn.execute(sql, (where, K)) as cursor:
             return [es.note_key[r[0]] for r in await cursor.fetchall()]
 
+    async def reference(q: Question) -> list[str]:
+        ids = await plain_bm25(es.db, "ref_notes", q.text, scope_match(q.visibility))
+        return [es.note_key[i] for i in ids]
+
     rankers: dict[str, Ranker] = {
+        "plain FTS5 BM25 (reference)": reference,
         "FTS5 alone": words,
-        "FTS5, stopwords kept": keep_stopwords(words),
+        "FTS5, stopwords dropped (as before)": drop_stopwords(es),
         "FTS5, no stemming": unstemmed,
         "vectors alone": vectors,
     }
@@ -260,10 +284,11 @@ async def note_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[str,
 
 async def message_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[str, Ranker]:
     def words(context: float, author: float, vector: bool, method: fusion.Method = "weighted",
-              weight: float | None = None) -> Ranker:  # fmt: skip
+              weight: float | None = None, after: float = 0.0) -> Ranker:  # fmt: skip
         async def rank(q: Question) -> list[str]:
-            message_search.CONTEXT_WEIGHT, message_search.AUTHOR_WEIGHT = context, author
-            fusion.KEYWORD_WEIGHT = weight if weight is not None else DEFAULT_WEIGHT
+            message_search.BEFORE_WEIGHT, message_search.AUTHOR_WEIGHT = context, author
+            message_search.AFTER_WEIGHT = after
+            fusion.MESSAGE_KEYWORD_WEIGHT = weight if weight is not None else MESSAGE_WEIGHT
             hits = await search_messages(
                 es.db.conn, query_terms(q.text), q.visibility, k=K, vectors=es.vectors,
                 vector=qvec[q.id] if vector else None, fusion=method,
@@ -277,11 +302,11 @@ async def message_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[s
         return [es.message_key[i] for i, _ in near]
 
     async def unstemmed(q: Question) -> list[str]:
-        words = match_terms(query_terms(q.text), columns="content context author")
+        words = match_terms(query_terms(q.text), columns=message_search._COLUMNS)
         if words is None:
             return []
         match = f"{scope_match(explicit(q.visibility.full))} AND {words}"
-        weights = f"1.0, {DEFAULT_CONTEXT}, 1.0, 0.0"
+        weights = f"1.0, {DEFAULT_CONTEXT}, {DEFAULT_AFTER}, {DEFAULT_AUTHOR}, 0.0"
         async with es.db.conn.execute(
             "SELECT rowid FROM messages_fts_plain WHERE messages_fts_plain MATCH ? "
             f"ORDER BY bm25(messages_fts_plain, {weights}) LIMIT ?",
@@ -289,24 +314,55 @@ async def message_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[s
         ) as cursor:
             return [es.message_key[r[0]] for r in await cursor.fetchall()]
 
+    async def reference(q: Question) -> list[str]:
+        match = scope_match(explicit(q.visibility.full))
+        return [es.message_key[i] for i in await plain_bm25(es.db, "ref_messages", q.text, match)]
+
     rankers: dict[str, Ranker] = {
+        "plain FTS5 BM25 (reference)": reference,
         "FTS5, content only": words(0.0, 0.0, False),
         "FTS5 + author column (1.0)": words(0.0, 1.0, False),
     }
     for context in CONTEXT_WEIGHTS:
         rankers[f"FTS5 + context column ({context}) + author (1.0)"] = words(context, 1.0, False)
-    rankers["FTS5, context 0.5 + author, stopwords kept"] = keep_stopwords(
-        words(DEFAULT_CONTEXT, 1.0, False)
+    rankers[LOREBOT_MESSAGES] = words(DEFAULT_CONTEXT, DEFAULT_AUTHOR, False, after=DEFAULT_AFTER)
+    rankers["lorebot's message words, stopwords kept"] = keep_stopwords(
+        words(DEFAULT_CONTEXT, DEFAULT_AUTHOR, False, after=DEFAULT_AFTER)
     )
-    rankers["FTS5, context 0.5 + author, no stemming"] = unstemmed
+    rankers["lorebot's message words, no stemming"] = unstemmed
     rankers["vectors alone"] = vectors
-    best_context = DEFAULT_CONTEXT
-    rankers["fusion: reciprocal rank (k=60)"] = words(best_context, 1.0, True, "rrf")
+    rankers["fusion: reciprocal rank (k=60)"] = words(
+        DEFAULT_CONTEXT, DEFAULT_AUTHOR, True, "rrf", after=DEFAULT_AFTER
+    )
     for weight in WEIGHTS:
         rankers[f"fusion: weighted, keyword weight {weight}"] = words(
-            best_context, 1.0, True, "weighted", weight
+            DEFAULT_CONTEXT, DEFAULT_AUTHOR, True, "weighted", weight, after=DEFAULT_AFTER
         )
     return rankers
+
+
+async def plain_bm25(db: Database, table: str, text: str, scopes: str) -> list[int]:
+    """Plain bm25 over one column: every word of `text` ORed, within `scopes`."""
+    words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", text)))
+    if not words:
+        return []
+    match = f"{scopes} AND ({{text}} : (" + " OR ".join(fts.quote(w) for w in words) + "))"
+    async with db.conn.execute(
+        f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table}, 1.0, 0.0) LIMIT ?",
+        (match, K),
+    ) as cursor:
+        return [int(r[0]) for r in await cursor.fetchall()]
+
+
+def drop_stopwords(es: EvalStore) -> Ranker:
+    """lorebot's note words with the stopwords left out of the query, as before."""
+
+    async def rank(q: Question) -> list[str]:
+        text = " ".join(query_terms(q.text))
+        hits = await es.words.search(text, q.visibility, k=K, bump=False, snippets=False)
+        return [es.note_key[h.note.id] for h in hits]
+
+    return rank
 
 
 def keep_stopwords(ranker: Ranker) -> Ranker:
@@ -320,10 +376,14 @@ def keep_stopwords(ranker: Ranker) -> Ranker:
     return rank
 
 
-WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7)
+WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 CONTEXT_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
 DEFAULT_WEIGHT = fusion.KEYWORD_WEIGHT
-DEFAULT_CONTEXT = message_search.CONTEXT_WEIGHT
+MESSAGE_WEIGHT = fusion.MESSAGE_KEYWORD_WEIGHT
+DEFAULT_CONTEXT = message_search.BEFORE_WEIGHT
+DEFAULT_AFTER = message_search.AFTER_WEIGHT
+DEFAULT_AUTHOR = message_search.AUTHOR_WEIGHT
+LOREBOT_MESSAGES = "lorebot's message words (both neighbours and author)"
 
 
 async def quality(es: EvalStore, embedder: MiniLMEmbedder) -> dict[str, Any]:
@@ -343,7 +403,7 @@ async def quality(es: EvalStore, embedder: MiniLMEmbedder) -> dict[str, Any]:
             result = score(rankings, qs)
             report[label][name] = result.__dict__
             print(result.row(name))
-            if name in ("FTS5 alone", "FTS5 + context column (0.5) + author (1.0)") or (
+            if name in ("plain FTS5 BM25 (reference)", "FTS5 alone", LOREBOT_MESSAGES) or (
                 name == f"fusion: weighted, keyword weight {DEFAULT_WEIGHT}"
             ):
                 kinds = sorted({q.kind for q in qs})
@@ -355,8 +415,10 @@ async def quality(es: EvalStore, embedder: MiniLMEmbedder) -> dict[str, Any]:
                     for kind in kinds
                 }
     fusion.KEYWORD_WEIGHT = DEFAULT_WEIGHT
-    message_search.CONTEXT_WEIGHT = DEFAULT_CONTEXT
-    message_search.AUTHOR_WEIGHT = 1.0
+    fusion.MESSAGE_KEYWORD_WEIGHT = MESSAGE_WEIGHT
+    message_search.BEFORE_WEIGHT = DEFAULT_CONTEXT
+    message_search.AFTER_WEIGHT = DEFAULT_AFTER
+    message_search.AUTHOR_WEIGHT = DEFAULT_AUTHOR
     print("\nhit@10 by kind of question:")
     for name, kinds in report["by_kind"].items():
         print(f"  {name}: " + ", ".join(f"{k} {v:.0%}" for k, v in kinds.items()))

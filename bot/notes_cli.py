@@ -33,6 +33,7 @@ from memory.errors import EmbedderUnavailable
 from memory.reembed import reembed
 from memory.transfer import export_notes, import_notes
 from memory.types import Category, parse_category
+from memory.vectors import MESSAGE, NOTE, VectorIndex
 
 
 def add_parser(commands: Any) -> None:
@@ -44,8 +45,8 @@ def add_parser(commands: Any) -> None:
     p.set_defaults(command=cmd_list)
 
     p = sub.add_parser("show", help="show one note in full")
-    p.add_argument("scope", type=_scope)
-    p.add_argument("topic")
+    p.add_argument("scope", type=_scope, help="e.g. channel:slack/C0123 or user:slack/U0123")
+    p.add_argument("topic", help="the note's topic, e.g. staging-db")
     p.set_defaults(command=cmd_show)
 
     p = sub.add_parser(
@@ -54,11 +55,22 @@ def add_parser(commands: Any) -> None:
         description="Search explicit scopes (--scope), or what a person sees in a "
         "conversation (--as USER [--in CHANNEL] [--team TEAM]; without --in it is a DM).",
     )
-    p.add_argument("query")
-    p.add_argument("--scope", type=_scope, action="append", default=[], dest="scopes")
-    p.add_argument("--as", type=_scope, dest="speaker", metavar="USER_SCOPE")
-    p.add_argument("--in", type=_scope, dest="channel", metavar="CHANNEL_SCOPE")
-    p.add_argument("--team", type=_scope, metavar="TEAM_SCOPE")
+    p.add_argument("query", help="words or a question, e.g. 'where is the staging database'")
+    p.add_argument(
+        "--scope",
+        type=_scope,
+        action="append",
+        default=[],
+        dest="scopes",
+        help="search this scope (repeatable)",
+    )
+    p.add_argument(
+        "--as", type=_scope, dest="speaker", metavar="USER_SCOPE", help="what this person sees"
+    )
+    p.add_argument(
+        "--in", type=_scope, dest="channel", metavar="CHANNEL_SCOPE", help="in this channel"
+    )
+    p.add_argument("--team", type=_scope, metavar="TEAM_SCOPE", help="of this team")
     p.add_argument("-k", type=int, default=10, help="how many results (default 10)")
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.add_argument("--history", action="store_true", help="search past messages instead of notes")
@@ -75,40 +87,47 @@ def add_parser(commands: Any) -> None:
     p.set_defaults(command=cmd_reembed)
 
     p = sub.add_parser("add", help="save a note (or update the note of that topic)")
-    p.add_argument("scope", type=_scope)
-    p.add_argument("topic")
+    p.add_argument("scope", type=_scope, help="e.g. channel:slack/C0123 or user:slack/U0123")
+    p.add_argument("topic", help="the note's topic, e.g. staging-db")
     p.add_argument("summary", help="one line shown in the index")
     p.add_argument("--body", default="", help="the details; '-' reads them from stdin")
-    p.add_argument("--category", default=Category.FACT.value, type=_category)
+    p.add_argument(
+        "--category",
+        default=Category.FACT.value,
+        type=_category,
+        help="one of " + ", ".join(c.value for c in Category) + " (default fact)",
+    )
     p.add_argument("--private", action="store_true", help="never shown in channels")
     p.add_argument("--pinned", action="store_true", help="always first in the index")
     p.set_defaults(command=cmd_add)
 
     p = sub.add_parser("forget", help="delete a note (revertible)")
-    p.add_argument("scope", type=_scope)
-    p.add_argument("topic")
+    p.add_argument("scope", type=_scope, help="e.g. channel:slack/C0123 or user:slack/U0123")
+    p.add_argument("topic", help="the note's topic, e.g. staging-db")
     p.set_defaults(command=cmd_forget)
 
     p = sub.add_parser("history", help="list change sets, newest first")
-    p.add_argument("--scope", type=_scope)
-    p.add_argument("--topic")
+    p.add_argument("--scope", type=_scope, help="only changes in this scope")
+    p.add_argument("--topic", help="only changes of this topic")
     p.add_argument("-n", type=int, default=20, help="how many (default 20)")
     p.set_defaults(command=cmd_history)
 
     p = sub.add_parser("revert", help="restore a note to its state before a change")
-    p.add_argument("change_id", type=int)
+    p.add_argument("change_id", type=int, help="the change's number, as `notes history` shows")
     p.set_defaults(command=cmd_revert)
 
     p = sub.add_parser("undo", help="revert your latest change")
     p.set_defaults(command=cmd_undo)
 
     p = sub.add_parser("import", help="import JSON Lines or an export folder (all or nothing)")
-    p.add_argument("source", type=Path, metavar="FILE|DIR")
+    p.add_argument(
+        "source", type=Path, metavar="FILE|DIR", help="a JSON Lines file, or a folder from export"
+    )
     p.set_defaults(command=cmd_import)
 
     p = sub.add_parser("export", help="write notes as Markdown: KIND/PLATFORM/ID/TOPIC.md")
-    p.add_argument("target", type=Path, metavar="DIR")
-    p.add_argument("--scope", type=_scope)
+    p.add_argument("target", type=Path, metavar="DIR", help="the folder to write")
+    p.add_argument("--scope", type=_scope, help="only this scope")
     p.set_defaults(command=cmd_export)
 
 
@@ -135,9 +154,12 @@ def cli_actor() -> str:
 
 
 @asynccontextmanager
-async def open_store(settings: Settings, *, vectors: bool = False) -> AsyncIterator[NoteStore]:
-    """The note store; `vectors` checks the embedding model and searches with it."""
-    memory = await open_memory(settings, prepare=vectors)
+async def open_store(
+    settings: Settings, *, vectors: bool = False, create: bool | None = None
+) -> AsyncIterator[NoteStore]:
+    """The note store; `vectors` checks the embedding model and searches with it;
+    `create` is as for `open_memory`."""
+    memory = await open_memory(settings, prepare=vectors, create=create)
     try:
         yield memory.notes
     finally:
@@ -213,7 +235,8 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
     if args.history:
         return await _search_history(args, settings, visibility)
     async with open_store(settings, vectors=True) as store:
-        hits = await store.search(args.query, visibility, k=args.k)
+        vector = await _query_vector(store.vectors, args.query, NOTE)
+        hits = await store.search(args.query, visibility, k=args.k, vector=vector)
     found = [
         (
             {
@@ -228,6 +251,29 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
         for h in hits
     ]
     return _print_found(found, as_json=args.json)
+
+
+async def _query_vector(vectors: VectorIndex | None, query: str, kind: str) -> list[float] | None:
+    """The query's vector when an embedding model is set, saying on stderr when the ranking
+    is by words alone, or when only some notes (or messages) have a vector yet."""
+    if vectors is None or vectors.embedder is None:
+        return None
+    items = "notes" if kind == NOTE else "messages"
+    coverage = await vectors.coverage(kind)
+    vector = await vectors.query_vector(query)
+    if vector is None and coverage.total:
+        model = vectors.embedder.model
+        _say(f"ranked by words alone: the embedding model {model} did not answer")
+    elif coverage.partial:
+        _say(
+            f"vectors for {coverage.embedded:,} of {coverage.total:,} {items}; the rest are "
+            "ranked by their words alone until lorebot has embedded them"
+        )
+    return vector
+
+
+def _say(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr)
 
 
 def _print_found(found: list[tuple[dict[str, Any], str]], *, as_json: bool) -> int:
@@ -247,7 +293,10 @@ async def _search_history(
 ) -> int:
     memory = await open_memory(settings)
     try:
-        hits = await memory.log.search(args.query, visibility, k=args.k, vectors=memory.vectors)
+        vector = await _query_vector(memory.vectors, args.query, MESSAGE)
+        hits = await memory.log.search(
+            args.query, visibility, k=args.k, vectors=memory.vectors, vector=vector
+        )
     finally:
         await memory.close()
     found = [

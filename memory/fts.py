@@ -30,6 +30,17 @@ def query_terms(text: str) -> list[str]:
     return list(seen)[:MAX_QUERY_TERMS]
 
 
+def ranking_terms(text: str) -> list[str]:
+    """Distinct lowercase words of `text` for a bm25 ranking, stopwords included: bm25
+    already weighs a common word by how rare it is, and dropping them measured worse than
+    plain bm25 (benchmarks/recall_eval.py). Past MAX_QUERY_TERMS, content words come first."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD_RE.findall(text)))
+    if len(words) <= MAX_QUERY_TERMS:
+        return words
+    content = [w for w in words if w not in STOPWORDS]
+    return (content + [w for w in words if w in STOPWORDS])[:MAX_QUERY_TERMS]
+
+
 def quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 

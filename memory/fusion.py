@@ -13,8 +13,10 @@ from typing import Literal
 Ranking = Sequence[tuple[int, float]]
 Method = Literal["weighted", "rrf"]
 
-# Share of the keyword score in `weighted` fusion; the rest is the vector score.
-KEYWORD_WEIGHT = 0.4
+# Share of the keyword score in `weighted` fusion (the rest is the vector score), for notes
+# and for messages: chosen by benchmarks/recall_eval.py --sweep on its first half.
+KEYWORD_WEIGHT = 0.8
+MESSAGE_KEYWORD_WEIGHT = 0.9
 RRF_K = 60
 
 
@@ -49,9 +51,16 @@ def rrf(keyword: Ranking, vector: Ranking, k: int = RRF_K) -> Ranking:
     return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
 
 
-def fuse(keyword: Ranking, vector: Ranking, method: Method = "weighted") -> Ranking:
+def fuse(
+    keyword: Ranking,
+    vector: Ranking,
+    method: Method = "weighted",
+    keyword_weight: float | None = None,
+) -> Ranking:
+    """One ranking, best first, from bm25 scores and cosine distances (`keyword_weight`:
+    see `weighted`)."""
     if not vector:
         return [(i, -score) for i, score in keyword]
     if method == "rrf":
         return rrf(keyword, vector)
-    return weighted(keyword, vector)
+    return weighted(keyword, vector, keyword_weight)

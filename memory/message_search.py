@@ -1,11 +1,13 @@
-"""Searching past messages: a word index with each message's predecessor and author, fused
+"""Searching past messages: a word index with each message's neighbours and author, fused
 with message vectors when they are on.
 
-A message is indexed with the text of the message before it in a `context` column at half
-weight, so a short reply ("yep, 8443") is found by the question it answered; and with its
-author's name in a column of its own ("what did Priya say…"). (The message after it too
-measured no better in benchmarks/recall_quality.py and would mean re-indexing the
-previous message on every new one.)
+A message is indexed with the text of the message before it and the message after it in
+its conversation, each in a column of its own at a lower weight, so a short reply ("yep,
+8443") is found by the question it answered and a question by the answer it got; and with
+its author's name in a column of its own ("what did Priya say…"). The message after is
+known only when it arrives, so logging a message also fills in the row of the one before.
+The weights were chosen on the first half of benchmarks/data/ops_eval
+(benchmarks/recall_eval.py --sweep).
 A conversation reads only messages of its own scopes: a channel its channel's, a DM the
 person's own DMs; never another person's or another channel's.
 """
@@ -18,16 +20,19 @@ from typing import Any
 
 import aiosqlite
 
+from memory import fusion as fusion_weights
 from memory.fts import match_terms
 from memory.fusion import Method, fuse
 from memory.types import Scope
 from memory.vectors import MESSAGE, PREVIOUS_CHARS, VectorIndex
 from memory.visibility import Visibility, explicit, scope_keys, scope_match
 
-# bm25 weights of content, context, author, scope keys: set by benchmarks/recall_quality.py.
+# bm25 weights of content, the message before, the message after, author (scope keys: 0).
 CONTENT_WEIGHT = 1.0
-CONTEXT_WEIGHT = 0.5
+BEFORE_WEIGHT = 0.75
+AFTER_WEIGHT = 0.5
 AUTHOR_WEIGHT = 1.0
+_COLUMNS = "content context_before context_after author"
 _POOL = 20
 
 
@@ -48,18 +53,41 @@ async def index_new(
     conn: aiosqlite.Connection, conversation: str, scope: str, after: int | None = None
 ) -> None:
     """Index the messages of `conversation` after message id `after` (by default: those
-    logged since the last indexing), each with the message before it as context, in one
-    statement, so a turn's history write stays cheap."""
-    since = "(SELECT coalesce(max(rowid), 0) FROM messages_fts)" if after is None else "?"
+    logged since the last indexing), each with its neighbours as context, and give the
+    message before them its new neighbour: three statements, so a turn's history write
+    stays cheap."""
+    if after is None:
+        after = int(await _scalar(conn, "SELECT coalesce(max(rowid), 0) FROM messages_fts"))
     await conn.execute(
-        "INSERT INTO messages_fts (rowid, content, context, author, scope_keys) "
-        "SELECT m.id, m.content, coalesce(substr((SELECT p.content FROM messages AS p "
-        "WHERE p.conversation = m.conversation AND p.id < m.id ORDER BY p.id DESC LIMIT 1), "
-        f"1, ?), ''), m.author_name, ? FROM messages AS m WHERE m.conversation = ? "
-        f"AND m.scope = ? AND m.id > {since}",
-        (PREVIOUS_CHARS, scope_keys(Scope.parse(scope), True), conversation, scope)
-        + (() if after is None else (after,)),
+        "UPDATE messages_fts SET context_after = coalesce(substr((SELECT n.content FROM "
+        "messages AS n WHERE n.conversation = ? AND n.scope = ? AND n.id > messages_fts.rowid "
+        "ORDER BY n.id LIMIT 1), 1, ?), '') WHERE rowid = (SELECT max(p.id) FROM messages "
+        "AS p WHERE p.conversation = ? AND p.scope = ? AND p.id <= ?)",
+        (conversation, scope, PREVIOUS_CHARS, conversation, scope, after),
     )
+    await conn.execute(
+        "INSERT INTO messages_fts (rowid, content, context_before, context_after, author, "
+        f"scope_keys) SELECT m.id, m.content, {_NEIGHBOUR.format(op='<', order='DESC')}, "
+        f"{_NEIGHBOUR.format(op='>', order='')}, m.author_name, ? FROM messages AS m "
+        "WHERE m.conversation = ? AND m.scope = ? AND m.id > ?",
+        (PREVIOUS_CHARS, PREVIOUS_CHARS, scope_keys(Scope.parse(scope), True), conversation,
+         scope, after),
+    )  # fmt: skip
+
+
+# The text of the message just before or after m in its conversation, cut, or ''. Within
+# its scope: an imported DM is stored once for each of its people.
+_NEIGHBOUR = (
+    "coalesce(substr((SELECT o.content FROM messages AS o WHERE o.conversation = "
+    "m.conversation AND o.scope = m.scope AND o.id {op} m.id ORDER BY o.id {order} LIMIT 1), "
+    "1, ?), '')"
+)
+
+
+async def _scalar(conn: aiosqlite.Connection, sql: str) -> Any:
+    async with conn.execute(sql) as cursor:
+        row = await cursor.fetchone()
+    return None if row is None else row[0]
 
 
 async def search_messages(
@@ -77,11 +105,11 @@ async def search_messages(
     if not scopes or k <= 0:
         return []
     keyword: list[tuple[int, float]] = []
-    words = match_terms(list(terms), columns="content context author")
+    words = match_terms(list(terms), columns=_COLUMNS)
     if words is not None:
         # Only the conversation's own scopes: no public keys of anyone's DMs.
         match = f"{scope_match(explicit(visibility.full))} AND {words}"
-        weights = f"{CONTENT_WEIGHT}, {CONTEXT_WEIGHT}, {AUTHOR_WEIGHT}, 0.0"
+        weights = f"{CONTENT_WEIGHT}, {BEFORE_WEIGHT}, {AFTER_WEIGHT}, {AUTHOR_WEIGHT}, 0.0"
         async with conn.execute(
             f"SELECT rowid, bm25(messages_fts, {weights}) AS score FROM messages_fts "
             "WHERE messages_fts MATCH ? ORDER BY score LIMIT ?",
@@ -91,7 +119,7 @@ async def search_messages(
     near: list[tuple[int, float]] = []
     if vector is not None and vectors is not None:
         near = await vectors.nearest(MESSAGE, vector, visibility, max(k * 4, _POOL))
-    ranked = fuse(keyword, near, fusion)
+    ranked = fuse(keyword, near, fusion, fusion_weights.MESSAGE_KEYWORD_WEIGHT)
     return await _read(conn, ranked, scopes, k)
 
 

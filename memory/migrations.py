@@ -264,6 +264,33 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (channel_scope, tool)
     );
     """,
+    # 9: messages imported from Slack and Discord exports carry their platform message id,
+    # so importing the same export again adds nothing (one copy per scope: a DM between
+    # two people is stored once for each of them). A message's neighbours are found by
+    # conversation and scope: through the scope index alone, finding them walked every
+    # message of the channel's other threads.
+    """
+    ALTER TABLE messages ADD COLUMN source_id TEXT;
+    CREATE UNIQUE INDEX messages_by_source ON messages (source_id, scope)
+        WHERE source_id IS NOT NULL;
+    CREATE INDEX messages_by_thread ON messages (conversation, scope, id);
+    """,
+    # 10: a message is indexed with the message after it too (found by the answer it got),
+    # each neighbour in a column of its own; the index is rebuilt from the old one.
+    """
+    ALTER TABLE messages_fts RENAME TO messages_fts_old;
+    CREATE VIRTUAL TABLE messages_fts USING fts5 (
+        content, context_before, context_after, author, scope_keys,
+        tokenize = 'porter unicode61'
+    );
+    INSERT INTO messages_fts (rowid, content, context_before, context_after, author, scope_keys)
+    SELECT o.rowid, o.content, o.context, coalesce(substr((SELECT n.content FROM messages AS n
+        WHERE n.conversation = m.conversation AND n.scope = m.scope AND n.id > m.id
+        ORDER BY n.id LIMIT 1), 1, 400),
+        ''), o.author, o.scope_keys
+    FROM messages_fts_old AS o JOIN messages AS m ON m.id = o.rowid;
+    DROP TABLE messages_fts_old;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -19,7 +19,7 @@ import aiosqlite
 from memory import rows
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.errors import Conflict, InvalidInput, NotFound
-from memory.fts import match_terms, query_terms
+from memory.fts import match_terms, ranking_terms
 from memory.fusion import Method, fuse
 from memory.index import INDEX_MAX_BYTES, INDEX_MAX_LINES, ScopeIndex, build_index, fit_turn
 from memory.secrets import find_secret
@@ -43,9 +43,16 @@ _log = logging.getLogger(__name__)
 DEFAULT_MAX_NOTE_BYTES = 4096
 # How many ranked notes of a scope are considered for its index; more never fit 40 lines.
 _INDEX_CANDIDATES = 400
-# bm25 column weights: topic, summary, body, scope keys (never matched by words).
+# bm25 column weights: topic, summary, body, scope keys (never matched by words); best or
+# tied among the weights benchmarks/recall_eval.py --sweep tried on its first half.
 _BM25 = "bm25(notes_fts, 4.0, 2.0, 1.0, 0.0)"
+# Candidates beyond k, for expired notes the maintenance job has not purged yet; when more
+# than these drop out, the ranking is read again further down.
 _SPARE = 5
+# Below this, a bm25 score comes only from words held by about half the notes or more,
+# which bm25 weighs 1e-6 (at most ~2e-6 per word and note): the order of such notes needs
+# every word of the query.
+_UNWEIGHED_SCORE = 1e-3
 # Candidates each ranking brings to a fusion.
 FUSION_POOL = 20
 _IMPORT_CHUNK = 1000
@@ -207,17 +214,18 @@ class NoteStore:
 
         With vectors on, the word ranking and the nearest vectors are fused (`vector` is
         the query's, when the caller has it already); otherwise words alone rank. Any text
-        is a valid query. Ranking runs on note ids only; notes and snippets are read for
-        the top k alone."""
+        is a valid query: every word of it counts, as in a plain bm25 query, weighed by
+        how rare it is. Ranking runs on note ids only; notes and snippets are read for the
+        top k alone."""
         if k <= 0:
             return []
-        terms = await self.term_stats.informative(query_terms(query))
-        words = match_terms(terms)
+        terms = ranking_terms(query)
+        words = _Words(match_terms(await self.term_stats.weighed(terms)), match_terms(terms))
         if vector is None and self.vectors is not None and self.vectors.enabled:
             vector = await self.vectors.query_vector(query)
         if vector is not None:
             found = await self._hybrid(words, vector, visibility, k, snippets)
-        elif words is None:
+        elif words.every is None:
             return []
         else:
             found = await self._by_words(words, visibility, k, snippets)
@@ -227,7 +235,7 @@ class NoteStore:
 
     async def _hybrid(
         self,
-        words: str | None,
+        words: _Words,
         vector: Sequence[float],
         visibility: Visibility,
         k: int,
@@ -240,18 +248,19 @@ class NoteStore:
             self.vectors.nearest(NOTE, vector, visibility, pool, on_reader=True)
         )
         try:
-            by_words = await self._ranked_by_words(words, visibility, pool) if words else []
+            by_words = await self._ranked(words, visibility, pool)
         finally:
             near = await nearest
         notes = {note.id: note for note, _ in by_words}
         keyword = [(note.id, score) for note, score in by_words]
-        ranked = fuse(keyword, near, self.fusion)[: k + _SPARE]
+        ranked = fuse(keyword, near, self.fusion)
+        # Nearest vectors may belong to expired notes: check every candidate, not a prefix.
         missing = [i for i, _ in ranked if i not in notes]
         notes.update(await self._visible_by_id(missing, visibility))
         found = [(notes[i], score) for i, score in ranked if i in notes][:k]
         marked = {}
-        if snippets and words is not None:
-            marked = await self._snippets(words, [n.id for n, _ in found])
+        if snippets and words.shown is not None:
+            marked = await self._snippets(words.shown, [n.id for n, _ in found])
         return [SearchHit(n, score, marked.get(n.id) or n.summary) for n, score in found]
 
     async def _visible_by_id(self, ids: list[int], visibility: Visibility) -> dict[int, Note]:
@@ -268,11 +277,27 @@ class NoteStore:
             return {r["id"]: rows.note_from_row(r) for r in await cur.fetchall()}
 
     async def _by_words(
-        self, words: str, visibility: Visibility, k: int, snippets: bool
+        self, words: _Words, visibility: Visibility, k: int, snippets: bool
     ) -> list[SearchHit]:
-        ranked = await self._ranked_by_words(words, visibility, k)
-        marked = await self._snippets(words, [n.id for n, _ in ranked]) if snippets else {}
+        ranked = await self._ranked(words, visibility, k)
+        ids = [n.id for n, _ in ranked]
+        marked = await self._snippets(words.shown, ids) if snippets and words.shown else {}
         return [SearchHit(note, -score, marked.get(note.id, "")) for note, score in ranked]
+
+    async def _ranked(
+        self, words: _Words, visibility: Visibility, k: int
+    ) -> list[tuple[Note, float]]:
+        """The bm25 top k: by the weighed words when they find k notes that match one of
+        them for real (the other words would only add millionths), else by every word, as
+        plain bm25 would."""
+        ranked: list[tuple[Note, float]] = []
+        if words.weighed is not None:
+            ranked = await self._ranked_by_words(words.weighed, visibility, k)
+            if len(ranked) == k and -ranked[-1][1] > _UNWEIGHED_SCORE:
+                return ranked
+        if words.every is not None and words.every != words.weighed:
+            ranked = await self._ranked_by_words(words.every, visibility, k)
+        return ranked
 
     async def _ranked_by_words(
         self, words: str, visibility: Visibility, k: int
@@ -285,15 +310,21 @@ class NoteStore:
         sql = (
             f"WITH top AS (SELECT rowid AS id, {_BM25} AS score FROM notes_fts "
             "WHERE notes_fts MATCH ? ORDER BY score LIMIT ?) "
-            f"SELECT {_prefixed('n.')}, top.score FROM top JOIN notes n ON n.id = top.id "
-            f"WHERE ({where}) AND (n.expires_at IS NULL OR n.expires_at > ?) "
-            "ORDER BY top.score LIMIT ?"
+            f"SELECT {_prefixed('n.')}, top.score, ({where}) AND "
+            "(n.expires_at IS NULL OR n.expires_at > ?) AS readable "
+            "FROM top JOIN notes n ON n.id = top.id ORDER BY top.score"
         )
-        # A few spare candidates stand in for expired notes the maintenance job has not
-        # purged yet; the WHERE clause re-checks visibility after the MATCH did.
-        params_all = (match, k + _SPARE, *params, now, k)
-        async with self.db.conn.execute(sql, params_all) as cursor:
-            return [(rows.note_from_row(r), float(r["score"])) for r in await cursor.fetchall()]
+        # The MATCH admits the visible scopes already; the SELECT re-checks visibility and
+        # drops expired notes. Should more than the spare candidates drop out, the ranking
+        # is read again further down, so no match is ever lost to them.
+        limit = k + _SPARE
+        while True:
+            async with self.db.conn.execute(sql, (match, limit, *params, now)) as cursor:
+                found = list(await cursor.fetchall())
+            kept = [(rows.note_from_row(r), float(r["score"])) for r in found if r["readable"]]
+            if len(kept) >= k or len(found) < limit:
+                return kept[:k]
+            limit *= 4
 
     async def _snippets(self, words: str, ids: list[int]) -> dict[int, str]:
         if not ids:
@@ -693,6 +724,19 @@ class NoteStore:
             "UPDATE notes SET access_count = access_count + 1, last_access = ? WHERE id = ?",
             [(now, n.id) for n in notes],
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Words:
+    """A query's FTS5 expressions: of the words bm25 weighs here, and of every word."""
+
+    weighed: str | None
+    every: str | None
+
+    @property
+    def shown(self) -> str | None:
+        """The words a snippet marks."""
+        return self.weighed or self.every
 
 
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"

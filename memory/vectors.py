@@ -27,7 +27,7 @@ import aiosqlite
 
 from memory.db import Database
 from memory.embedder import Embedder, model_name
-from memory.errors import EmbeddingMismatch, StoreError
+from memory.errors import EmbedderUnavailable, EmbeddingMismatch, StoreError
 from memory.visibility import Visibility
 
 _log = logging.getLogger(__name__)
@@ -39,9 +39,8 @@ BATCH_SIZE = 32
 EMBED_MAX_CHARS = 2000
 # Characters of the previous message a message carries, in its vector and word index.
 PREVIOUS_CHARS = 400
-RETRY_START_S = 5.0
-RETRY_MAX_S = 300.0
-QUERY_BACKOFF_S = 30.0
+# How long to wait after a failure when the embedder does not say (its `retry_after`).
+RETRY_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +56,18 @@ class EmbeddingState:
 
     def describe(self) -> str:
         return f"{self.model} ({self.dim} dimensions)"
+
+
+@dataclass(frozen=True, slots=True)
+class Coverage:
+    """Items of one kind with an up-to-date vector, of all that should have one."""
+
+    embedded: int
+    total: int
+
+    @property
+    def partial(self) -> bool:
+        return self.embedded < self.total
 
 
 def note_text(topic: str, summary: str, body: str) -> str:
@@ -158,6 +169,12 @@ async def store_vectors(
     )
 
 
+def retry_after(exc: StoreError) -> float:
+    """Seconds to wait before asking the embedder again after `exc`."""
+    delay = exc.retry_after if isinstance(exc, EmbedderUnavailable) else None
+    return RETRY_S if delay is None else delay
+
+
 async def embed_items(
     embedder: Embedder, items: dict[int, tuple[str, int, str]]
 ) -> dict[int, list[float]]:
@@ -186,6 +203,19 @@ class VectorIndex:
         """Check the configured model against the stored vectors, and set the store up for
         it on first use (every note and message is queued). Raises `EmbeddingMismatch`
         with the database untouched when the model differs."""
+        try:
+            await self._prepare()
+        except EmbeddingMismatch:
+            raise
+        except StoreError as exc:  # unreachable, or the model is not pulled yet
+            if self.state is None:
+                _log.warning("vectors wait until the embedding model answers: %s", exc)
+            else:
+                _log.warning("embedding model unreachable, new notes are queued: %s", exc)
+
+    async def _prepare(self) -> None:
+        """`prepare`, raising the embedder's error when it does not answer (the stored
+        state is taken up first, so new notes are queued meanwhile)."""
         stored = await read_state(self.db.conn)
         if self.embedder is None:
             if stored is not None:
@@ -196,13 +226,9 @@ class VectorIndex:
             raise EmbeddingMismatch(_mismatch(stored, wanted))
         try:
             probe = await self.embedder.embed(["lorebot dimension probe"])
-        except StoreError as exc:  # unreachable, or the model is not pulled yet
-            if stored is None:
-                _log.warning("vectors wait until the embedding model answers: %s", exc)
-            else:
-                self.state = stored
-                _log.warning("embedding model unreachable, new notes are queued: %s", exc)
-            return
+        except StoreError:
+            self.state = stored
+            raise
         dim = len(probe[0])
         if stored is not None:
             if stored.dim != dim:
@@ -232,8 +258,9 @@ class VectorIndex:
         try:
             [vector] = await self.embedder.embed([text[:EMBED_MAX_CHARS]])
         except StoreError as exc:  # unreachable, or the model is gone
-            _log.warning("searching by words alone for %.0f s: %s", QUERY_BACKOFF_S, exc)
-            self._query_backoff_until = time.monotonic() + QUERY_BACKOFF_S
+            delay = retry_after(exc)
+            _log.warning("searching by words alone for %.0f s: %s", delay, exc)
+            self._query_backoff_until = time.monotonic() + delay
             return None
         if len(vector) != self.state.dim:
             _log.error(_mismatch(self.state, model_name(self.embedder.model), len(vector)))
@@ -275,6 +302,20 @@ class VectorIndex:
 
     async def pending(self) -> int:
         return int(await self.db.scalar("SELECT count(*) FROM embed_queue"))
+
+    async def coverage(self, kind: str) -> Coverage:
+        """How many notes (or searchable messages) have an up-to-date vector, of how many:
+        the others wait in the queue (or all do, before the model first answered)."""
+        table, where = ("notes", "1") if kind == NOTE else ("messages", "scope != ''")
+        total = int(await self.db.scalar(f"SELECT count(*) FROM {table} WHERE {where}"))
+        if self.state is None:
+            return Coverage(0, total)
+        waiting = await self.db.scalar(
+            f"SELECT count(*) FROM embed_queue AS q JOIN {table} AS t ON t.id = q.item_id "
+            f"WHERE q.kind = ? AND {where}",
+            (kind,),
+        )
+        return Coverage(total - int(waiting), total)
 
     async def backfill(self, *, batch_size: int = BATCH_SIZE, limit: int | None = None) -> int:
         """Embed queued items until the queue is empty (or `limit` were done); returns how
@@ -319,24 +360,24 @@ class VectorIndex:
         return len(ids)
 
     async def run(self, *, idle_s: float = 2.0) -> None:
-        """Keep the vectors up to date until cancelled, waiting out an unreachable model."""
-        delay = RETRY_START_S
+        """Keep the vectors up to date until cancelled, waiting out an unreachable model
+        for as long as the embedder says."""
+        if self.embedder is None:
+            return
         while True:
             try:
                 if self.state is None:
-                    await self.prepare()
-                if self.state is not None:
-                    if await self.backfill():
-                        delay = RETRY_START_S
-                    await self.db.wait_for_commit(idle_s)
-                    continue
+                    await self._prepare()
+                await self.backfill()
+                await self.db.wait_for_commit(idle_s)
+                continue
             except EmbeddingMismatch as exc:
                 _log.error("embedding stopped: %s", exc)
                 return
             except StoreError as exc:  # unreachable, or the model is not pulled yet
+                delay = retry_after(exc)
                 _log.warning("embedding paused for %.0f s: %s", delay, exc)
             await asyncio.sleep(delay)
-            delay = min(delay * 2, RETRY_MAX_S)
 
 
 def _mismatch(stored: EmbeddingState, model: str, dim: int | None = None) -> str:

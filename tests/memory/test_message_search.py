@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from bot.ollama_client import OllamaEmbedder
 from memory import Database, Scope, Viewer, explicit, visibility_for
 from memory.conversations import ConversationLog, LogEntry
 from memory.driver import sqlite_module
-from memory.embedder import OllamaEmbedder
 from memory.message_search import MessageHit
 from memory.migrations import MIGRATIONS
 from memory.vectors import MESSAGE, VectorIndex
@@ -81,8 +81,8 @@ async def test_a_reply_logged_later_is_found_by_the_question_before_it(
 
     links = {h.content: h.link for h in by_question}
     assert links == {QUESTION: LINK_Q, REPLY: LINK_R}
-    # The context is the message before: the question is not indexed with its reply.
-    assert contents(by_number) == [REPLY]
+    # The question is now indexed with the reply it got, below the reply itself.
+    assert contents(by_number) == [REPLY, QUESTION]
     assert by_number[0].created_at == "2026-11-02T09:03:00.000000Z"
 
 
