@@ -33,6 +33,7 @@ from memory import Category, InvalidInput, NoteStore, SearchHit
 from memory.conversations import ConversationLog, LogEntry
 from memory.events import EventLog
 from memory.fts import term_overlap
+from memory.message_search import MessageHit
 from memory.proposals import Proposal
 from memory.secrets import redact_value
 from skills.types import SkillError
@@ -141,10 +142,12 @@ class Agent:
         """The tools this turn offers the model."""
         return self.toolbox.for_turn(ctx)
 
-    async def recall(self, ctx: TurnContext, text: str) -> list[SearchHit]:
+    async def recall(
+        self, ctx: TurnContext, text: str, vector: Sequence[float] | None = None
+    ) -> list[SearchHit]:
         """Notes for the message; a reflection only when it clearly concerns the message."""
         hits = await self.notes.search(
-            text, ctx.visibility, k=self.settings.memory.recall_k, snippets=False
+            text, ctx.visibility, k=self.settings.memory.recall_k, snippets=False, vector=vector
         )
         gate = self.settings.jobs.reflection_min_overlap
         return [
@@ -154,14 +157,37 @@ class Agent:
             or term_overlap(text, f"{hit.note.summary} {hit.note.body}") >= gate
         ]
 
+    async def recall_messages(
+        self, ctx: TurnContext, text: str, vector: Sequence[float] | None = None
+    ) -> list[MessageHit]:
+        """Past messages this conversation may read that match the message, leaving out
+        those its history already puts in the prompt."""
+        k = self.settings.memory.recall_k
+        if k <= 0:
+            return []
+        shown = {entry.id for entry in (await self.log.history(ctx.history_key)).entries}
+        # Twice as many as wanted, since some may be in the history already: fewer than k
+        # may remain, and a larger pool made every turn measurably slower.
+        found = await self.log.search(
+            text, ctx.visibility, k=2 * k, vectors=self.notes.vectors, vector=vector
+        )
+        return [hit for hit in found if hit.id not in shown][:k]
+
+    async def _query_vector(self, text: str) -> list[float] | None:
+        """The message's vector, computed once for both recalls (None without vectors)."""
+        vectors = self.notes.vectors
+        return await vectors.query_vector(text) if vectors is not None and vectors.enabled else None
+
     def recall_budget(self, index_bytes: int) -> int:
         """Bytes left for recalled notes once the indexes took their share of the budget."""
         return max(0, self.settings.memory.token_budget * BYTES_PER_TOKEN - index_bytes)
 
     async def run(self, ctx: TurnContext, text: str) -> TurnResult:
         prefix, index_bytes = await self.build_prefix(ctx)
-        hits = await self.recall(ctx, text)
-        tail = user_turn(text, hits, self.recall_budget(index_bytes))
+        vector = await self._query_vector(text)
+        hits = await self.recall(ctx, text, vector)
+        said = await self.recall_messages(ctx, text, vector)
+        tail = user_turn(text, hits, self.recall_budget(index_bytes), said)
         question = LogEntry("user", text, ctx.author.scope, ctx.author.name)
         try:
             history = await self._history_messages(ctx, prefix)

@@ -11,9 +11,13 @@ from collections.abc import Sequence
 
 from memory import SearchHit
 from memory.index import ScopeIndex
+from memory.message_search import MessageHit
 from memory.types import ScopeKind
 
 BYTES_PER_TOKEN = 4
+# How much of one past message recall shows, and the line that introduces them.
+MESSAGE_CHARS = 300
+PAST_MESSAGES = "Past messages (date UTC, author: text):"
 
 SYSTEM_INSTRUCTION = """\
 You are {name}, a helpful chat-ops assistant in a team chat. Answer briefly and concretely. \
@@ -62,32 +66,63 @@ def render_prefix(
     return "\n\n".join(parts)
 
 
-def render_memories(hits: Sequence[SearchHit], budget_bytes: int) -> str:
-    """The `<relevant-memories>` block, best hits first, within `budget_bytes`."""
-    if not hits or budget_bytes <= 0:
+def render_memories(
+    hits: Sequence[SearchHit], budget_bytes: int, messages: Sequence[MessageHit] = ()
+) -> str:
+    """The `<relevant-memories>` block within `budget_bytes`: the best notes first, then the
+    past messages (each with its date and author). Messages keep up to a third of the
+    budget when the notes would take it all."""
+    if not (hits or messages) or budget_bytes <= 0:
         return ""
-    lines: list[str] = []
-    used = len("<relevant-memories>\n</relevant-memories>\n")
-    for hit in hits:
-        note = hit.note
-        body = " ".join(note.body.split())
-        line = f"- [{note.scope}] {note.topic}: {note.summary}" + (f" — {body}" if body else "")
-        room = budget_bytes - used - 1
-        if room < 40:
-            break
-        encoded = line.encode()
-        if len(encoded) > room:
-            line = encoded[: room - 3].decode(errors="ignore") + "…"
-        lines.append(line)
-        used += len(line.encode()) + 1
+    room = budget_bytes - len("<relevant-memories>\n</relevant-memories>\n")
+    said = [_message_line(m) for m in messages]
+    wanted = sum(len(line.encode()) + 1 for line in said) + len(PAST_MESSAGES) + 1
+    reserve = min(wanted, budget_bytes // 3) if said else 0
+    lines = _fit([_note_line(hit) for hit in hits], room - reserve)
+    room -= sum(len(line.encode()) + 1 for line in lines)
+    past = _fit(said, room - len(PAST_MESSAGES) - 1)
+    if past:
+        lines += [PAST_MESSAGES, *past]
     if not lines:
         return ""
     return "<relevant-memories>\n" + "\n".join(lines) + "\n</relevant-memories>\n"
 
 
-def user_turn(text: str, hits: Sequence[SearchHit], budget_bytes: int) -> str:
-    """The user's message with recalled notes right before it."""
-    memories = render_memories(hits, budget_bytes)
+def _note_line(hit: SearchHit) -> str:
+    note = hit.note
+    body = " ".join(note.body.split())
+    return f"- [{note.scope}] {note.topic}: {note.summary}" + (f" — {body}" if body else "")
+
+
+def _message_line(message: MessageHit) -> str:
+    when = message.created_at[:16].replace("T", " ")
+    text = " ".join(message.content.split())
+    if len(text) > MESSAGE_CHARS:
+        text = text[:MESSAGE_CHARS] + "…"
+    where = f" ({message.link})" if message.link else ""
+    return f"- {when} {message.author_name or 'someone'}: {text}{where}"
+
+
+def _fit(lines: Sequence[str], room: int) -> list[str]:
+    """The lines that fit in `room` bytes (one newline each), the last one cut if needed."""
+    kept: list[str] = []
+    for line in lines:
+        space = room - 1
+        if space < 40:
+            break
+        encoded = line.encode()
+        if len(encoded) > space:
+            line = encoded[: space - 3].decode(errors="ignore") + "…"
+        kept.append(line)
+        room -= len(line.encode()) + 1
+    return kept
+
+
+def user_turn(
+    text: str, hits: Sequence[SearchHit], budget_bytes: int, messages: Sequence[MessageHit] = ()
+) -> str:
+    """The user's message with recalled notes and past messages right before it."""
+    memories = render_memories(hits, budget_bytes, messages)
     return f"{memories}\n{text}" if memories else text
 
 

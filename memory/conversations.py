@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+
+import aiosqlite
 
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.fts import query_terms
 from memory.message_search import MessageHit, index_new, search_messages
 from memory.secrets import redact
-from memory.vectors import VectorIndex
-from memory.visibility import Visibility
+from memory.types import Scope
+from memory.vectors import PREVIOUS_CHARS, VectorIndex
+from memory.visibility import Visibility, scope_keys
+
+# Messages per batch of an import: written while the next is read and redacted, with a
+# pause every few messages so the writer's statements start without waiting for the batch.
+IMPORT_BATCH = 2000
+_YIELD_EVERY = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +32,23 @@ class LogEntry:
     content: str
     author: str = ""
     author_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PastMessage:
+    """A message from another record of a conversation (a Slack or Discord export).
+
+    `source_id` is its platform id (`slack/C0123/1700000000.000100`): stored once per
+    `scope`, so importing it again changes nothing."""
+
+    source_id: str
+    conversation: str
+    scope: str
+    author: str
+    author_name: str
+    content: str
+    created_at: datetime
+    link: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +117,54 @@ class ConversationLog:
             )
             if scope:
                 await index_new(conn, conversation, scope)
+
+    async def import_messages(
+        self,
+        messages: Iterable[PastMessage],
+        *,
+        batch: int = IMPORT_BATCH,
+    ) -> int:
+        """Add past messages in one transaction, credentials redacted as on `append`, and
+        index them for search as live ones are; a message whose source id is stored for its
+        scope already is skipped. Returns how many were new; any exception (a malformed
+        file met while `messages` is read) leaves nothing behind.
+
+        Each conversation's messages should come oldest first: history, and the neighbours
+        a message is searched with, follow insertion order. While one batch is written,
+        the next is read and redacted here."""
+        async with self.db.transaction() as conn:
+            start = int(await self.db.scalar("SELECT coalesce(max(id), 0) FROM messages"))
+            await conn.create_function(_SCOPE_KEYS, 1, _message_scope_keys, deterministic=True)
+            writing: asyncio.Future[None] | None = None
+            rows: list[tuple[str, ...]] = []
+            try:
+                for message in messages:
+                    rows.append(self._imported_row(message))
+                    if len(rows) % _YIELD_EVERY == 0:
+                        await asyncio.sleep(0)  # the writer's next statement can start
+                    if len(rows) >= batch:
+                        writing = asyncio.ensure_future(_write_imported(conn, rows, writing))
+                        rows = []
+                writing = asyncio.ensure_future(_write_imported(conn, rows, writing))
+                await writing
+            except BaseException:
+                # The writer must be done before the rollback, or it would write after it.
+                if writing is not None:
+                    await asyncio.gather(writing, return_exceptions=True)
+                raise
+            return int(await self.db.scalar("SELECT count(*) FROM messages WHERE id > ?", (start,)))
+
+    def _imported_row(self, m: PastMessage) -> tuple[str, ...]:
+        return (
+            m.conversation,
+            redact(m.content, self.secrets),
+            m.author,
+            m.author_name,
+            m.scope,
+            m.link,
+            to_db_time(m.created_at),
+            m.source_id,
+        )
 
     async def search(
         self,
@@ -194,10 +269,12 @@ class ConversationLog:
             return {row[0]: row[1] for row in await cursor.fetchall()}
 
     async def messages_between(self, start: datetime, end: datetime) -> list[LoggedMessage]:
-        """Every logged message in [start, end), by conversation then time."""
+        """Every message lorebot logged in [start, end) (imported history is not a
+        conversation with lorebot), by conversation then time."""
         async with self.db.conn.execute(
             "SELECT conversation, role, author, content, created_at FROM messages "
-            "WHERE created_at >= ? AND created_at < ? ORDER BY conversation, id",
+            "WHERE created_at >= ? AND created_at < ? AND source_id IS NULL "
+            "ORDER BY conversation, id",
             (to_db_time(start), to_db_time(end)),
         ) as cursor:
             return [LoggedMessage(*row) for row in await cursor.fetchall()]
@@ -208,7 +285,7 @@ class ConversationLog:
         """People's messages to the model in conversations whose key starts with the prefix."""
         count = await self.db.scalar(
             "SELECT count(*) FROM messages WHERE role = 'user' AND substr(conversation, 1, ?) = ? "
-            "AND created_at >= ? AND created_at < ?",
+            "AND created_at >= ? AND created_at < ? AND source_id IS NULL",
             (len(conversation_prefix), conversation_prefix, to_db_time(start), to_db_time(end)),
         )
         return int(count or 0)
@@ -231,3 +308,57 @@ class ConversationLog:
             (conversation, *wanted),
         ) as cursor:
             return {date.fromisoformat(day): content for day, content in await cursor.fetchall()}
+
+
+_SCOPE_KEYS = "lorebot_message_scope_keys"
+# The text of the message just before or after m in its conversation and scope, cut, or ''.
+_NEIGHBOUR = (
+    "coalesce(substr((SELECT o.content FROM messages AS o WHERE o.conversation = "
+    "m.conversation AND o.scope = m.scope AND o.id {op} m.id ORDER BY o.id {order} LIMIT 1), "
+    f"1, {PREVIOUS_CHARS}), '')"
+)
+
+
+@functools.lru_cache(maxsize=65536)
+def _message_scope_keys(scope: str) -> str:
+    return scope_keys(Scope.parse(scope), True)
+
+
+async def _write_imported(
+    conn: aiosqlite.Connection,
+    rows: list[tuple[str, ...]],
+    previous: asyncio.Future[None] | None,
+) -> None:
+    """Store one batch after the one before it, and index it as `index_new` indexes live
+    messages (tests/memory/test_history_import.py compares the two), but for all of the
+    batch's conversations at once: an export has thousands of threads, and one statement
+    per thread would be most of an import's time."""
+    if previous is not None:
+        await previous
+    if not rows:
+        return
+    async with conn.execute("SELECT coalesce(max(id), 0) FROM messages") as cursor:
+        row = await cursor.fetchone()
+    last = int(row[0]) if row else 0
+    await conn.executemany(
+        "INSERT OR IGNORE INTO messages (conversation, role, content, author, author_name, "
+        "scope, link, created_at, source_id) VALUES (?, 'user', ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    # The message before each conversation's first new one gets its new neighbour.
+    await conn.execute(
+        "UPDATE messages_fts SET context_after = coalesce(substr((SELECT n.content FROM "
+        "messages AS n, messages AS p WHERE p.id = messages_fts.rowid AND n.conversation = "
+        "p.conversation AND n.scope = p.scope AND n.id > p.id ORDER BY n.id LIMIT 1), 1, ?), "
+        "'') WHERE rowid IN (SELECT (SELECT max(p.id) FROM messages AS p WHERE p.conversation "
+        "= g.conversation AND p.scope = g.scope AND p.id <= ?) FROM (SELECT DISTINCT "
+        "conversation, scope FROM messages NOT INDEXED WHERE id > ? AND scope != '') AS g)",
+        (PREVIOUS_CHARS, last, last),
+    )
+    await conn.execute(
+        "INSERT INTO messages_fts (rowid, content, context_before, context_after, author, "
+        f"scope_keys) SELECT m.id, m.content, {_NEIGHBOUR.format(op='<', order='DESC')}, "
+        f"{_NEIGHBOUR.format(op='>', order='')}, m.author_name, {_SCOPE_KEYS}(m.scope) "
+        "FROM messages AS m WHERE m.id > ? AND m.scope != ''",
+        (last,),
+    )
