@@ -1,0 +1,28 @@
+"""Edges of isolation that the property test does not reach: a person's private notes must
+not even compete for a channel's search results."""
+
+from __future__ import annotations
+
+from memory import NoteDraft, NoteStore, Scope, Viewer, visibility_for
+
+ALICE = Scope.parse("user:slack/U1")
+CHANNEL = Scope.parse("channel:slack/C1")
+
+
+async def test_private_notes_never_crowd_a_channel_note_out_of_channel_search(
+    store: NoteStore,
+) -> None:
+    """Many private notes that match better must not take the places a channel's search
+    has, or the channel's own note would go missing."""
+    for n in range(12):
+        draft = NoteDraft(ALICE, f"deploy-{n}", "deploy deploy deploy", private=True)
+        await store.save(draft, actor="alice")
+    body = "the release train leaves on thursday; " * 8 + "ask in the channel to deploy"
+    await store.save(NoteDraft(CHANNEL, "release", "release train", body), actor="alice")
+
+    in_channel = visibility_for(Viewer(ALICE, CHANNEL))
+    hits = await store.search("deploy", in_channel, k=1)
+    assert [(h.note.scope, h.note.topic) for h in hits] == [(CHANNEL, "release")]
+
+    in_dm = visibility_for(Viewer(ALICE))
+    assert len(await store.search("deploy", in_dm, k=20)) == 12
