@@ -42,10 +42,12 @@ MODULES: dict[str, tuple[str, ...]] = {
     ),
     "memory/proposals.py": (
         "tests/bot/test_core_e2e.py", "tests/bot/test_approval_hardening.py",
-        "tests/bot/test_chat_cli.py", "tests/bot/test_tools.py", "tests/bot/test_jobs.py",
+        "tests/bot/test_approval_edges.py", "tests/bot/test_chat_cli.py",
+        "tests/bot/test_tools.py", "tests/bot/test_jobs.py",
     ),
     "bot/approvals.py": (
         "tests/bot/test_core_e2e.py", "tests/bot/test_approval_hardening.py",
+        "tests/bot/test_approval_edges.py",
         "tests/bot/test_chat_cli.py", "tests/bot/test_tools.py", "tests/bot/test_actions.py",
         "tests/bot/test_skills_e2e.py",
     ),

@@ -94,17 +94,32 @@ async def test_an_adapter_down_within_its_grace_period_is_still_healthy(
             assert (await response.json())["adapters"] == {"test": False}
 
 
-async def test_a_bot_without_adapters_tells_systemd_so(
-    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+class OtherPlatform(RecordingAdapter):
+    platform = "other"
+
+
+@pytest.mark.parametrize(
+    ("adapters", "status"),
+    [
+        ([], "running with no adapters"),
+        ([RecordingAdapter(), OtherPlatform()], "running with test, other"),
+    ],
+)
+async def test_readiness_names_the_adapters_to_systemd(
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    clock: FakeClock,
+    adapters: list[RecordingAdapter],
+    status: str,
 ) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as notify:
         notify.bind(str(tmp_path / "notify.sock"))
         settings = make_settings(tmp_path / "bot.db", fake_ollama.url)
         systemd = SystemdEnvironment(str(tmp_path / "notify.sock"), watchdog_usec=None)
-        bot = Bot(settings, [], clock=clock, systemd=systemd)
+        bot = Bot(settings, adapters, clock=clock, systemd=systemd)
         await bot.start()
         await bot.stop()
-        assert notify.recv(4096).decode() == "READY=1\nSTATUS=running with no adapters"
+        assert notify.recv(4096).decode() == f"READY=1\nSTATUS={status}"
 
 
 async def test_metrics_are_served_as_prometheus_text(
