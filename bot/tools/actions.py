@@ -44,6 +44,22 @@ def call_hash(server: str, tool: str, arguments: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+async def close_unapproved(
+    actions: ActionLog,
+    approvals: ApprovalService,
+    proposal: Proposal,
+    *,
+    declined: str,
+    expired: str,
+) -> str:
+    """Record an action whose card was declined or expired, finish its card, and return
+    what the model is told (`declined` or `expired`)."""
+    outcome = "expired" if proposal.status == "expired" else "declined"
+    await actions.close(int(proposal.payload["action_id"]), outcome, proposal.decided_by)
+    await approvals.update_card(proposal)
+    return expired if outcome == "expired" else declined
+
+
 def format_arguments(arguments: dict[str, Any]) -> str:
     """The arguments as a person reads them on a card: complete, secrets redacted."""
     return json.dumps(redact_value(arguments), indent=2, ensure_ascii=False, sort_keys=True)
@@ -161,10 +177,9 @@ class McpTool:
         payload = proposal.payload
         action_id = int(payload["action_id"])
         if proposal.status != "approved":
-            outcome = "expired" if proposal.status == "expired" else "declined"
-            await self.actions.close(action_id, outcome, proposal.decided_by)
-            await self.approvals.update_card(proposal)
-            return EXPIRED if outcome == "expired" else DECLINED
+            return await close_unapproved(
+                self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
+            )
         arguments = payload["arguments"]
         if payload.get("held"):
             arguments = self.server.held.pop(payload["hash"], None)

@@ -24,6 +24,7 @@ from bot.config import Settings, resolve_secret
 from bot.errors import ConfigError
 from bot.script_runner import Limits, ScriptError, ScriptResult, run_script, script_sandbox_problem
 from bot.skill_use import SkillUse
+from bot.tools.actions import close_unapproved
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
 from bot.turn_context import TurnContext
 from memory.actions import BY_CARD, ActionLog
@@ -184,10 +185,9 @@ class SkillScripts:
         payload = proposal.payload
         action_id = int(payload["action_id"])
         if proposal.status != "approved":
-            outcome = "expired" if proposal.status == "expired" else "declined"
-            await self.actions.close(action_id, outcome, proposal.decided_by)
-            await self.approvals.update_card(proposal)
-            return EXPIRED if outcome == "expired" else DECLINED
+            return await close_unapproved(
+                self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
+            )
         try:
             skill, script = self._approved_script(payload)
         except (ScriptError, SkillError) as exc:
