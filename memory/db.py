@@ -178,9 +178,21 @@ class Database:
                 await self._committed.wait()
         self._committed.clear()
 
-    async def checkpoint(self) -> None:
-        """Fold the WAL back into the database file."""
-        await self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    async def checkpoint(self, *, attempts: int = 5, pause_s: float = 0.05) -> bool:
+        """Fold the WAL back into the database file; False when the connection stayed busy,
+        which leaves it for the next time."""
+        # SQLite refuses a checkpoint as "locked" while another task has a statement or a
+        # transaction open on the shared connection; those end within moments. (On a
+        # connection of its own, the checkpoint would make the bot's writes fail instead.)
+        for _ in range(attempts):
+            try:
+                await self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                return True
+            except driver.Error as exc:
+                if "locked" not in str(exc):
+                    raise
+            await asyncio.sleep(pause_s)
+        return False
 
     async def backup_to(self, target: Path) -> None:
         """An online copy of the database at `target`, written atomically."""

@@ -3,15 +3,10 @@ and keep daily online backups when a backup folder is configured."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timedelta
 
 from bot.jobs.context import JobContext
 from bot.jobs.runner import ALL
-from memory import driver
-
-CHECKPOINT_ATTEMPTS = 5
-CHECKPOINT_PAUSE_S = 0.05
 
 
 class MaintenanceJob:
@@ -31,28 +26,16 @@ class MaintenanceJob:
         expired = await self.ctx.approvals.expire()
         purged = await self.ctx.notes.purge_expired()
         forgotten = await self.ctx.log.forget_seen_before(timedelta(days=1))
-        wal = "" if await self.checkpoint() else ", WAL checkpoint left for the next run (busy)"
+        wal = (
+            ""
+            if await self.ctx.notes.db.checkpoint()
+            else ", WAL checkpoint left for the next run (busy)"
+        )
         backup = await self.backup(fire_time)
         return (
             f"expired {expired} proposals, purged {purged} notes, dropped {forgotten} "
             f"event ids{wal}{backup}"
         )
-
-    async def checkpoint(self) -> bool:
-        """Fold the WAL into the database file; False when the connection stayed busy, which
-        leaves it for the next run."""
-        # SQLite refuses a checkpoint as "locked" while another task has a statement or a
-        # transaction open on the shared connection; those end within moments. (On a
-        # connection of its own, the checkpoint would make the bot's writes fail instead.)
-        for _ in range(CHECKPOINT_ATTEMPTS):
-            try:
-                await self.ctx.notes.db.checkpoint()
-                return True
-            except driver.Error as exc:
-                if "locked" not in str(exc):
-                    raise
-            await asyncio.sleep(CHECKPOINT_PAUSE_S)
-        return False
 
     async def backup(self, fire_time: datetime) -> str:
         folder = self.ctx.settings.backup_dir
