@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from adapters.base import Adapter
@@ -32,6 +32,7 @@ class Supervisor:
         model: Model,
         *,
         monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.settings = settings
         self.adapters = adapters
@@ -39,6 +40,7 @@ class Supervisor:
         self.notifier = Notifier(systemd.notify_socket)
         self.watchdog_s = systemd.watchdog_usec / 1e6 if systemd.watchdog_usec else None
         self.monotonic = monotonic
+        self.sleep = sleep
         self._last_connected = {name: monotonic() for name in adapters}
         self.loop_lag = 0.0
         self.health: HealthServer | None = None
@@ -82,7 +84,7 @@ class Supervisor:
         interval = self.watchdog_s / 3
         while True:
             started = self.monotonic()
-            await asyncio.sleep(interval)
+            await self.sleep(interval)
             self.loop_lag = max(0.0, self.monotonic() - started - interval)
             deaf = self.deaf_adapters()
             if deaf:
@@ -90,6 +92,12 @@ class Supervisor:
                 _log.warning("watchdog not fed: %s disconnected too long", ", ".join(deaf))
             elif self.loop_lag < interval:
                 self.notifier.watchdog()
+            else:  # systemd restarts a loop that stays this slow: say why beforehand
+                _log.warning(
+                    "watchdog not fed: the event loop lagged %.1f s (more than %.1f s)",
+                    self.loop_lag,
+                    interval,
+                )
 
     async def stop(self) -> None:
         self.notifier.stopping()
