@@ -21,7 +21,6 @@ from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from zoneinfo import ZoneInfo
 
-from apscheduler.triggers.cron import CronTrigger
 from dotenv import dotenv_values
 from pydantic import (
     AfterValidator,
@@ -358,6 +357,8 @@ class McpSettings(_Section):
 
 
 def _check_cron(expression: str) -> str:
+    from apscheduler.triggers.cron import CronTrigger  # only for a cron given in settings
+
     try:
         CronTrigger.from_crontab(expression, timezone="UTC")
     except ValueError as exc:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from bot.config import Settings, old_database_hint, read_inputs
 from bot.errors import UserError
-from bot.ollama_client import OllamaEmbedder
 from memory import Database, NoteStore
 from memory.conversations import ConversationLog
 from memory.db import Clock, utc_now
@@ -32,6 +31,8 @@ def embedder_for(settings: Settings) -> Embedder | None:
         return None
     # Queries wait on embeddings, so they get less time than a chat answer.
     timeout_s = min(ollama.timeout_s, EMBED_TIMEOUT_S)
+    from bot.ollama_client import OllamaEmbedder  # the model client, only when configured
+
     return OllamaEmbedder(
         ollama.host,
         ollama.embed_model,
@@ -77,6 +78,10 @@ class Memory:
 
     async def close(self) -> None:
         await self.db.close()
+        if self.vectors.embedder is None:
+            return
+        from bot.ollama_client import OllamaEmbedder  # loaded already by `embedder_for`
+
         if isinstance(self.vectors.embedder, OllamaEmbedder):
             await self.vectors.embedder.aclose()
 

@@ -6,12 +6,12 @@ import argparse
 import asyncio
 import logging
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.app import Bot
-from bot.config import Settings, systemd_environment
 from bot.errors import UserError
-from bot.wiring import build_adapters
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 _log = logging.getLogger(__name__)
 
@@ -28,6 +28,10 @@ def add_parser(commands: Any) -> None:
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.app import Bot
+    from bot.config import systemd_environment
+    from bot.wiring import build_adapters
+
     adapters = build_adapters(settings)
     if not adapters:
         raise UserError(NO_ADAPTERS)

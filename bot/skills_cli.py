@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.config import Settings
 from bot.errors import UserError
-from bot.skill_use import build_catalog
-from skills.catalog import Catalog
-from skills.parse import SKILL_FILE, check_strict, normalise_name
-from skills.resources import list_resources, list_scripts
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from skills.catalog import Catalog
 
 
 def add_parser(commands: Any) -> None:
@@ -36,6 +35,8 @@ def add_parser(commands: Any) -> None:
 
 
 def _catalog(settings: Settings, extra: list[Path]) -> Catalog:
+    from bot.skill_use import build_catalog
+
     roots = settings.skills.model_copy(update={"dirs": (*settings.skills.dirs, *extra)})
     catalog = build_catalog(roots)
     catalog.refresh()
@@ -74,6 +75,9 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    from skills.parse import normalise_name
+    from skills.resources import list_resources, list_scripts
+
     skill = _catalog(settings, args.dir).get(normalise_name(args.name))
     if skill is None:
         raise UserError(f"there is no skill named {args.name!r} (see `lorebot skills list`)")
@@ -93,6 +97,8 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
 
 def _skill_folders(path: Path) -> list[Path]:
     """`path` itself when it is a skill folder, else the skill folders inside it."""
+    from skills.parse import SKILL_FILE
+
     if (path / SKILL_FILE).exists() or path.name == SKILL_FILE:
         return [path.parent if path.name == SKILL_FILE else path]
     if not path.is_dir():
@@ -102,6 +108,8 @@ def _skill_folders(path: Path) -> list[Path]:
 
 def _nothing_found(path: Path) -> str:
     """Why `path` holds no skill to validate, with the likely fix."""
+    from skills.parse import SKILL_FILE
+
     if (path / SKILL_FILE.lower()).is_file():
         return (
             f"{path}: no skill found: it holds {SKILL_FILE.lower()}, but a skill's file "
@@ -111,6 +119,8 @@ def _nothing_found(path: Path) -> str:
 
 
 async def cmd_validate(args: argparse.Namespace, settings: Settings) -> int:
+    from skills.parse import check_strict
+
     failed = checked = 0
     empty = False
     for path in args.paths:

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from bot.cli import build_parser
-from bot.config_cli import render_env
+from bot.config_render import render_env
 from tests.bot.fresh_shell import ROOT, Shell
 
 SECRET = "xoxb-1234-very-secret-token"
