@@ -293,15 +293,16 @@ class SkillsSettings(_Section):
 _SECRET_REF = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
-def resolve_secret(value: str) -> str:
+def resolve_secret(value: str, where: str = "mcp settings") -> str:
     """`${NAME}` stands for the variable NAME of lorebot's own environment (a secret kept
-    out of the config file); any other value is taken as written."""
+    out of the config file); any other value is taken as written. `where` names the
+    settings that use it, for the error when NAME is not set."""
     match = _SECRET_REF.match(value)
     if match is None:
         return value
     found = os.environ.get(match.group(1))
     if found is None:
-        raise ConfigError(f"{value} is used in the mcp settings but {match.group(1)} is not set")
+        raise ConfigError(f"{value} is used in the {where} but {match.group(1)} is not set")
     return found
 
 
@@ -469,10 +470,12 @@ class Settings(BaseSettings):
         values = [self.slack.bot_token, self.slack.app_token, self.slack.signing_secret,
                   self.discord.token]  # fmt: skip
         found = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+        references = [*self.skills.script_env.values()]
         for server in self.mcp.servers:
-            for value in (*server.env.values(), *server.headers.values()):
-                if _SECRET_REF.match(value) and (resolved := _resolved_or_none(value)):
-                    found.append(resolved)
+            references += [*server.env.values(), *server.headers.values()]
+        for value in references:
+            if _SECRET_REF.match(value) and (resolved := _resolved_or_none(value)):
+                found.append(resolved)
         return found
 
     @classmethod

@@ -234,7 +234,10 @@ class SkillScripts:
     async def _run(self, action_id: int, skill: Skill, script: ScriptFile, args: list[str]) -> str:
         """Run it once and record the outcome: ok on exit status 0, otherwise error."""
         try:
-            env = {k: resolve_secret(v) for k, v in self.settings.skills.script_env.items()}
+            env = {
+                key: resolve_secret(value, "skills.script_env setting")
+                for key, value in self.settings.skills.script_env.items()
+            }
         except ConfigError as exc:
             await self.actions.finish(action_id, "error", f"not run: {exc}", 0)
             return f"error: the script was not run: {exc}"
