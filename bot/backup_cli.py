@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bot import backups
 from bot.config import Settings
 from bot.errors import UserError
 from bot.lockfile import DatabaseLock
@@ -16,27 +20,69 @@ from memory.migrations import SCHEMA_VERSION
 
 def add_parsers(commands: Any) -> None:
     p = commands.add_parser("backup", help="copy the database while lorebot runs")
-    p.add_argument("dest", type=Path, metavar="DEST", help="a file, or a folder for a dated file")
+    p.add_argument(
+        "dest",
+        metavar="DEST",
+        help="a file, or a folder (existing, or written with a trailing /) for a dated file; "
+        "a folder keeps the newest jobs.backup_keep dated backups",
+    )
     p.set_defaults(command=cmd_backup)
     p = commands.add_parser("restore", help="replace the database with a backup (lorebot stopped)")
     p.add_argument("source", type=Path, metavar="SRC", help="a backup file that `backup` wrote")
     p.set_defaults(command=cmd_restore)
 
 
-def _backup_target(database: Path, dest: Path) -> Path:
+@dataclass(frozen=True, slots=True)
+class BackupTarget:
+    """Where a backup goes, and the folder to prune when it is a dated file in a folder."""
+
+    path: Path
+    folder: Path | None
+
+
+def _backup_target(database: Path, dest: str, now: datetime) -> BackupTarget:
     if not database.exists():
         raise UserError(f"there is no database at {database} to back up")
-    return dest / f"{database.stem}-backup.db" if dest.is_dir() else dest
+    path = Path(dest)
+    if path.is_dir() or dest.endswith(os.sep):
+        return BackupTarget(path / backups.stamped_name(now), path)
+    return BackupTarget(path, None)
+
+
+def _check_writable(target: Path, database: Path) -> None:
+    """A UserError naming what is wrong when `target` cannot become a backup file."""
+    parent = target.parent
+    if not parent.exists():
+        raise _cannot_write(target, f"the folder {parent} does not exist")
+    if not parent.is_dir():
+        raise _cannot_write(target, f"{parent} is not a folder")
+    if target.is_dir():
+        raise _cannot_write(target, "it is a folder")
+    if target.exists() and target.resolve() == database.resolve():
+        raise _cannot_write(target, "it is the database itself")
+
+
+def _cannot_write(target: Path, reason: str) -> UserError:
+    return UserError(f"cannot write the backup to {target}: {reason}")
 
 
 async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
-    dest = _backup_target(settings.database.path, args.dest)
-    db = await Database.open(settings.database.path)
+    database = settings.database.path
+    target = _backup_target(database, args.dest, datetime.now(UTC))
+    _check_writable(target.path, database)
+    db = await Database.open(database)
     try:
-        await db.backup_to(dest)
+        await db.backup_to(target.path)
+    except OSError as exc:
+        raise _cannot_write(target.path, (exc.strerror or str(exc)).lower()) from None
     finally:
         await db.close()
-    print(f"backed up {settings.database.path} to {dest}")
+    print(f"backed up {database} to {target.path}")
+    if target.folder is not None:
+        keep = settings.jobs.backup_keep
+        if removed := backups.prune(target.folder, keep):
+            noun = "backup" if len(removed) == 1 else "backups"
+            print(f"removed {len(removed)} older {noun} (jobs.backup_keep = {keep})")
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot import backups
 from bot.jobs.context import JobContext
 from bot.jobs.runner import ALL
 
@@ -41,11 +42,9 @@ class MaintenanceJob:
         folder = self.ctx.settings.backup_dir
         if folder is None:
             return ""
-        target = folder / f"lorebot-{fire_time:%Y-%m-%d}.db"
+        target = folder / backups.daily_name(fire_time)
         if target.exists():
             return ""
         await self.ctx.notes.db.backup_to(target)
-        kept = sorted(folder.glob("lorebot-*.db"))
-        for old in kept[: -self.ctx.settings.backup_keep]:
-            old.unlink()
+        backups.prune(folder, self.ctx.settings.backup_keep)
         return f", backed up to {target}"
