@@ -8,8 +8,8 @@ from typing import Any
 
 from bot.config import Settings
 from bot.errors import UserError
-from bot.notes_cli import open_store
-from memory.actions import Action, ActionLog
+from bot.notes_cli import iso_z, open_store, print_json
+from memory.actions import Action, ActionLog, Allowance
 
 
 def add_parser(commands: Any) -> None:
@@ -22,6 +22,12 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON array")
     p.set_defaults(command=cmd_list)
     p = sub.add_parser("allowances", help="tools an admin allowed without a card (♾️)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON array, one object per allowance: id, tool, channel, granted_by, "
+        "created_at",
+    )
     p.set_defaults(command=cmd_allowances)
     p = sub.add_parser("revoke", help="revoke an allowance: the tool asks on a card again")
     p.add_argument("allowance_id", type=int, help="the ID `actions allowances` shows")
@@ -65,9 +71,22 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _allowance_json(allowance: Allowance) -> dict[str, Any]:
+    return {
+        "id": allowance.id,
+        "tool": allowance.tool,
+        "channel": allowance.channel_scope,
+        "granted_by": allowance.granted_by,
+        "created_at": iso_z(allowance.created_at),
+    }
+
+
 async def cmd_allowances(args: argparse.Namespace, settings: Settings) -> int:
     async with open_store(settings) as store:
         found = await ActionLog(store.db).allowances()
+    if args.json:
+        print_json([_allowance_json(a) for a in found])
+        return 0
     if not found:
         print("no allowances: every action that is not exempt asks on a card")
     for a in found:

@@ -1,44 +1,34 @@
-"""`lorebot chat`: the whole core in the terminal, and `lorebot proposals` for admins."""
+"""`lorebot chat`: the whole core in the terminal."""
 
 from __future__ import annotations
 
 import argparse
 import getpass
+from pathlib import Path
 from typing import Any
 
-from adapters.console import ConsoleAdapter
+from adapters.console import ConsoleAdapter, OpenCard
 from bot.app import Bot
-from bot.approvals import build_approvals
+from bot.approvals import ACTION
 from bot.config import Settings
-from bot.lockfile import DatabaseLock
-from bot.notes_cli import cli_actor, open_store
-from memory.events import EventLog
-from memory.proposals import ProposalStore
+from memory.proposals import NOTE_FORGET, NOTE_SAVE, SKILL_CREATE, SKILL_LOAD, Proposal
 
 
 def add_parsers(commands: Any) -> None:
     chat = commands.add_parser(
         "chat",
         help="talk to lorebot in the terminal (reads piped stdin too)",
-        description="Talk to lorebot in the terminal. Cards are answered with y (✅) or n (❌).",
+        description="Talk to lorebot in the terminal. Cards are answered with y (✅) or n "
+        "(❌), which answer the newest card of this chat, or with y 12 or n 12, which answer "
+        "card #12, also one left open by an earlier chat. At a terminal, Ctrl-C clears the "
+        "line (or stops waiting for an answer), Ctrl-D on an empty line ends the chat, and "
+        "the lines you type are kept in chat-history beside the database.",
     )
     chat.add_argument("--user", default=None, help="your name (default: your login)")
     where = chat.add_mutually_exclusive_group()
     where.add_argument("--channel", help="speak in this channel instead of a DM")
     where.add_argument("--dm", action="store_true", help="a direct conversation (default)")
     chat.set_defaults(command=cmd_chat)
-
-    proposals = commands.add_parser("proposals", help="list and decide pending proposals")
-    sub = proposals.add_subparsers(title="proposals commands", metavar="ACTION", required=True)
-    p = sub.add_parser("list", help="list proposals, newest first")
-    p.add_argument("--all", action="store_true", help="include decided ones")
-    p.set_defaults(command=cmd_proposals_list)
-    for name, approve in (("approve", True), ("reject", False)):
-        p = sub.add_parser(name, help=f"{name} a pending proposal as an admin")
-        p.add_argument(
-            "proposal_id", type=int, help="the proposal's number, as `proposals list` shows it"
-        )
-        p.set_defaults(command=cmd_decide, approve=approve)
 
 
 def _login() -> str:
@@ -49,42 +39,42 @@ def _login() -> str:
 
 
 async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
-    console = ConsoleAdapter(args.user or _login(), args.channel, bot_name=settings.bot.name)
+    console = ConsoleAdapter(
+        args.user or _login(),
+        args.channel,
+        bot_name=settings.bot.name,
+        history=_chat_history(settings),
+    )
     async with Bot(settings, [console]) as bot:
-        await console.run(bot.dispatcher.wait_idle)
+
+        async def open_cards() -> list[OpenCard]:
+            pending = await bot.proposals.pending_in("console", console.conversation.channel_id)
+            return [_open_card(p) for p in pending if p.card_message_id is not None]
+
+        await console.run(bot.dispatcher.wait_idle, open_cards)
     return 0
 
 
-async def cmd_proposals_list(args: argparse.Namespace, settings: Settings) -> int:
-    async with open_store(settings) as notes:
-        proposals = ProposalStore(notes)
-        await proposals.expire_due()
-        found = await proposals.list_recent(None if args.all else "pending")
-    if not found:
-        print("no proposals" if args.all else "no pending proposals")
-    for p in found:
-        what = p.payload.get("topic", "")
-        where = p.payload.get("scope", "")
-        print(
-            f"#{p.id:<5} {p.status:<8} {p.kind:<12} {where} / {what}  by {p.requester}  "
-            f"expires {p.expires_at:%Y-%m-%d %H:%M}Z" + (f"  ({p.outcome})" if p.outcome else "")
-        )
-    return 0
+def _chat_history(settings: Settings) -> Path | None:
+    """The terminal chat's history file, beside the database (none for `:memory:`)."""
+    path = settings.database.path
+    return None if str(path) == ":memory:" else path.parent / "chat-history"
 
 
-async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
-    """Decide a proposal as an admin, as a reaction would; the card and the waiting turn
-    are finished by the daemon, which holds the platform connections."""
-    async with open_store(settings) as notes:
-        proposals = ProposalStore(notes)
-        service = build_approvals(settings, proposals, {}, EventLog(notes.db, clock=notes.clock))
-        proposal = await service.decide(args.proposal_id, approve=args.approve, by=cli_actor())
-        print(await service.outcome_text(proposal))
-    if DatabaseLock(settings.database.path).held_elsewhere():
-        print("The running lorebot will update the card and continue any waiting turn.")
-    else:
-        print(
-            "lorebot is not running: the card will be updated, and any waiting turn "
-            "continued, when it next starts."
-        )
-    return 0
+_CARD_VERBS = {
+    NOTE_SAVE: "save",
+    NOTE_FORGET: "forget",
+    SKILL_LOAD: "load the skill",
+    SKILL_CREATE: "create the skill",
+    ACTION: "run",
+}
+
+
+def _open_card(proposal: Proposal) -> OpenCard:
+    """A pending proposal as the console lists it: `save `staging-db``."""
+    assert proposal.card_message_id is not None
+    payload = proposal.payload
+    what = payload.get("topic") or payload.get("name") or payload.get("tool") or ""
+    verb = _CARD_VERBS.get(proposal.kind, proposal.kind.replace("_", " "))
+    label = f"{verb} `{what}`" if what else verb
+    return OpenCard(proposal.id, proposal.card_message_id, label)

@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import shtab
 
@@ -24,17 +24,18 @@ from bot import (
     history_cli,
     jobs_cli,
     notes_cli,
+    proposals_cli,
     run_cli,
     skills_cli,
 )
-from bot.config import Settings, load_settings
 from bot.errors import ConfigError, user_message
-from bot.logs import configure_logging
-from bot.memory_setup import check_database, existing_database_only
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 _log = logging.getLogger(__name__)
 
-Command = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
+Command = Callable[[argparse.Namespace, "Settings"], Coroutine[Any, Any, int]]
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     notes_cli.add_parser(commands)
     history_cli.add_parser(commands)
     chat_cli.add_parsers(commands)
+    proposals_cli.add_parser(commands)
     run_cli.add_parser(commands)
     skills_cli.add_parser(commands)
     jobs_cli.add_parser(commands)
@@ -154,6 +156,11 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         if standalone is not None:  # needs no settings, so it works while they are broken
             return standalone(args)
+        # Loaded here, not at the top: `--help` and a mistyped command need none of it.
+        from bot.config import load_settings
+        from bot.logs import configure_logging
+        from bot.memory_setup import check_database, existing_database_only
+
         settings = load_settings(args.config)
         log_format = args.log_format or settings.observability.log_format
         level = logging.DEBUG if args.debug else logging.getLevelName(settings.log_level)
@@ -172,7 +179,7 @@ def _main(argv: Sequence[str] | None) -> int:
         raise
     except ConfigError as exc:
         if getattr(args, "command", None) is doctor_cli.cmd_doctor:
-            return _doctor_config_problems(exc)
+            return _doctor_config_problems(exc, as_json=args.json)
         return _user_error(exc, str(exc), args.debug)
     except Exception as exc:
         message = user_message(exc)
@@ -196,12 +203,15 @@ def _user_error(exc: Exception, message: str, debug: bool) -> int:
     return EXIT_USER_ERROR
 
 
-def _doctor_config_problems(exc: ConfigError) -> int:
+def _doctor_config_problems(exc: ConfigError, *, as_json: bool) -> int:
     """`lorebot doctor` with settings that do not load: each problem as a failed check."""
-    problems = str(exc).splitlines()
-    for problem in problems:
-        print(doctor_cli.line(doctor_cli.Check(False, "config", problem)))
-    print(f"0 of {len(problems)} checks passed (fix the configuration for the other checks)")
+    checks = [doctor_cli.Check(False, "config", problem) for problem in str(exc).splitlines()]
+    if as_json:
+        doctor_cli.print_json_report(checks)
+        return EXIT_USER_ERROR
+    for check in checks:
+        print(doctor_cli.line(check))
+    print(f"0 of {len(checks)} checks passed (fix the configuration for the other checks)")
     return EXIT_USER_ERROR
 
 

@@ -10,6 +10,7 @@ from adapters.diagnosis import Finding
 from bot.config import Settings
 from bot.mcp_servers import McpServer
 from bot.memory_setup import open_memory
+from bot.notes_cli import print_json
 from bot.ollama_client import ModelUnavailable, OllamaClient
 from bot.skill_use import build_catalog
 from memory import Database, StoreError, driver
@@ -30,7 +31,38 @@ PlatformCheck = Callable[[Settings], Awaitable[list[Check]]]
 
 def add_parser(commands: Any) -> None:
     p = commands.add_parser("doctor", help="check that everything lorebot needs works")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON object: ok, passed, total, checks (each name, ok, detail, fix; "
+        "fix is null when there is none); the exit code is the same",
+    )
     p.set_defaults(command=cmd_doctor)
+
+
+def _plain(text: str) -> str:
+    """Check texts quote commands in backticks for people; JSON carries the bare text."""
+    return text.replace("`", "")
+
+
+def _check_json(check: Check) -> dict[str, Any]:
+    return {
+        "name": check.name,
+        "ok": check.ok,
+        "detail": _plain(check.detail),
+        "fix": _plain(check.fix) if check.fix else None,
+    }
+
+
+def print_json_report(checks: list[Check]) -> None:
+    """The checks as `doctor --json` prints them, one object for the whole run."""
+    passed = sum(c.ok for c in checks)
+    print_json({
+        "ok": passed == len(checks),
+        "passed": passed,
+        "total": len(checks),
+        "checks": [_check_json(c) for c in checks],
+    })  # fmt: skip
 
 
 async def check_database(settings: Settings) -> list[Check]:
@@ -174,8 +206,11 @@ async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
         results += await check(settings)
     if not settings.slack.configured and not settings.discord.configured:
         results.append(Check(True, "platforms", "none configured (`lorebot chat` still works)"))
+    failed = sum(not r.ok for r in results)
+    if args.json:
+        print_json_report(results)
+        return 1 if failed else 0
     for result in results:
         print(line(result))
-    failed = sum(not r.ok for r in results)
     print(f"{len(results) - failed} of {len(results)} checks passed")
     return 1 if failed else 0

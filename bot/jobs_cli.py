@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from adapters.base import Adapter
@@ -11,13 +13,22 @@ from bot.app import Bot
 from bot.config import Settings
 from bot.errors import UserError
 from bot.jobs.runner import ALL, period_of
+from bot.notes_cli import iso_z, print_json
 from bot.wiring import build_adapters
+from memory.job_runs import JobRun
 
 
 def add_parser(commands: Any) -> None:
     jobs = commands.add_parser("jobs", help="list scheduled jobs or run one now")
     sub = jobs.add_subparsers(title="jobs commands", metavar="ACTION", required=True)
     p = sub.add_parser("list", help="each job's schedule, next run and last outcome")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print a JSON array, one object per schedule: job, scope ("all", or a '
+        "digest's channel), cron, timezone, next_run, last_run (status, period, at, detail; "
+        'null if it never ran); each of jobs.digests is a "digest" schedule',
+    )
     p.set_defaults(command=cmd_list)
     p = sub.add_parser("run", help="run a job now (a period that already ran is not repeated)")
     p.add_argument("name", help="reflection, patterns, digest or maintenance")
@@ -32,25 +43,73 @@ def _offline_bot(settings: Settings, adapters: list[Adapter]) -> Bot:
     return Bot(quiet, adapters, daemon=False)
 
 
+@dataclass(frozen=True, slots=True)
+class _Schedule:
+    """One line of `jobs list`: a job's schedule in one scope, its next and last run."""
+
+    job: str
+    scope: str
+    cron: str
+    next_run: datetime | None
+    last: JobRun | None
+
+
+async def _schedules(bot: Bot) -> list[_Schedule]:
+    now = bot.clock()
+    found = []
+    for job in bot.jobs.jobs.values():
+        for scope, cron in job.schedules():
+            next_run = bot.jobs.trigger(cron).get_next_fire_time(None, now)
+            last = await bot.jobs.runs.last(job.name, None if scope == ALL else scope)
+            found.append(_Schedule(job.name, scope, cron, next_run, last))
+    return found
+
+
+def _last_json(last: JobRun | None) -> dict[str, Any] | None:
+    if last is None:
+        return None
+    return {
+        "status": last.status,
+        "period": last.period,
+        "at": iso_z(last.finished_at or last.started_at),
+        "detail": last.error,
+    }
+
+
+def _schedule_json(schedule: _Schedule, timezone: str) -> dict[str, Any]:
+    return {
+        "job": schedule.job,
+        "scope": schedule.scope,
+        "cron": schedule.cron,
+        "timezone": timezone,
+        "next_run": iso_z(schedule.next_run),
+        "last_run": _last_json(schedule.last),
+    }
+
+
+def _schedule_line(schedule: _Schedule, timezone: str) -> str:
+    last = schedule.last
+    outcome = "never ran"
+    if last is not None:
+        outcome = f"last {last.period} {last.status}" + (
+            f" ({last.error})" if last.error and last.status != "succeeded" else ""
+        )
+    where = "" if schedule.scope == ALL else f" {schedule.scope}"
+    when = f"{schedule.next_run:%Y-%m-%d %H:%M %Z}" if schedule.next_run else "never"
+    return f"{schedule.job}{where}  [{schedule.cron} {timezone}]  next {when}  {outcome}"
+
+
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     async with _offline_bot(settings, []) as bot:
-        now = bot.clock()
-        for job in bot.jobs.jobs.values():
-            for scope, cron in job.schedules():
-                next_run = bot.jobs.trigger(cron).get_next_fire_time(None, now)
-                last = await bot.jobs.runs.last(job.name, None if scope == ALL else scope)
-                outcome = "never ran"
-                if last is not None:
-                    outcome = f"last {last.period} {last.status}" + (
-                        f" ({last.error})" if last.error and last.status != "succeeded" else ""
-                    )
-                where = "" if scope == ALL else f" {scope}"
-                when = f"{next_run:%Y-%m-%d %H:%M %Z}" if next_run else "never"
-                print(
-                    f"{job.name}{where}  [{cron} {settings.jobs.timezone}]  next {when}  {outcome}"
-                )
-        if not settings.jobs.digests:
-            print("digest: no channels configured (jobs.digests)")
+        schedules = await _schedules(bot)
+    timezone = settings.jobs.timezone
+    if args.json:
+        print_json([_schedule_json(s, timezone) for s in schedules])
+        return 0
+    for schedule in schedules:
+        print(_schedule_line(schedule, timezone))
+    if not settings.jobs.digests:
+        print("digest: no channels configured (jobs.digests)")
     return 0
 
 
@@ -63,6 +122,13 @@ async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
         fire_time = bot.clock()
         schedule_scopes = [s for s, _ in job.schedules()] or [ALL]
         if args.scope and args.name == "digest":
+            # A digest posts in a channel: only in one that jobs.digests names.
+            if args.scope not in schedule_scopes:
+                configured = ", ".join(schedule_scopes) if job.schedules() else "none"
+                raise UserError(
+                    f"no digest is configured for {args.scope} in jobs.digests "
+                    f"(configured: {configured})"
+                )
             schedule_scopes = [args.scope]
         results = []
         for schedule_scope in schedule_scopes:

@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from bot.errors import UserError
 from bot.lockfile import DatabaseLock
 from bot.memory_setup import embedder_for, open_memory
 from memory import (
+    Change,
     InvalidInput,
     Note,
     NoteDraft,
@@ -31,9 +33,15 @@ from memory import (
 )
 from memory.errors import EmbedderUnavailable
 from memory.reembed import reembed
-from memory.transfer import export_notes, import_notes
+from memory.transfer import export_folder, import_notes
 from memory.types import Category, parse_category
-from memory.vectors import MESSAGE, NOTE, VectorIndex
+from memory.vectors import (
+    MESSAGE,
+    NOTE,
+    VectorIndex,
+    coverage_notice,
+    words_alone_notice,
+)
 
 
 def add_parser(commands: Any) -> None:
@@ -42,6 +50,13 @@ def add_parser(commands: Any) -> None:
 
     p = sub.add_parser("list", help="list notes, grouped by scope")
     p.add_argument("--scope", type=_scope, help="only this scope, e.g. channel:slack/C0123")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON array, one object per note: id, scope, topic, summary, category, "
+        "private, pinned, in_index, author, source, created_at, updated_at, expires_at "
+        "(times ISO 8601 UTC ending in Z, or null)",
+    )
     p.set_defaults(command=cmd_list)
 
     p = sub.add_parser("show", help="show one note in full")
@@ -110,6 +125,12 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--scope", type=_scope, help="only changes in this scope")
     p.add_argument("--topic", help="only changes of this topic")
     p.add_argument("-n", type=int, default=20, help="how many (default 20)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON array, one object per change: id, scope, topic, action, by, at, "
+        "reason, proposal_id, reverted_by, summary_before, summary_after",
+    )
     p.set_defaults(command=cmd_history)
 
     p = sub.add_parser("revert", help="restore a note to its state before a change")
@@ -126,8 +147,19 @@ def add_parser(commands: Any) -> None:
     p.set_defaults(command=cmd_import)
 
     p = sub.add_parser("export", help="write notes as Markdown: KIND/PLATFORM/ID/TOPIC.md")
-    p.add_argument("target", type=Path, metavar="DIR", help="the folder to write")
+    p.add_argument(
+        "target",
+        type=Path,
+        metavar="DIR",
+        help="the folder to write; files an earlier export wrote for notes since forgotten "
+        "are removed",
+    )
     p.add_argument("--scope", type=_scope, help="only this scope")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a folder that holds other files too (they are left as they are)",
+    )
     p.set_defaults(command=cmd_export)
 
 
@@ -153,6 +185,17 @@ def cli_actor() -> str:
         return "cli:unknown"
 
 
+def iso_z(moment: datetime | None) -> str | None:
+    """A time as every `--json` listing prints it: ISO 8601 in UTC ending in Z, to the
+    second (the form jq's `fromdateiso8601` reads)."""
+    return None if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def print_json(value: object) -> None:
+    """Print a `--json` answer: UTF-8 as is, indented."""
+    print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
 @asynccontextmanager
 async def open_store(
     settings: Settings, *, vectors: bool = False, create: bool | None = None
@@ -175,22 +218,42 @@ def _flags(note: Note) -> str:
     return ", ".join(flags)
 
 
+def _note_json(note: Note, in_index: bool) -> dict[str, Any]:
+    return {
+        "id": note.id,
+        "scope": str(note.scope),
+        "topic": note.topic,
+        "summary": note.summary,
+        "category": note.category.value,
+        "private": note.private,
+        "pinned": note.pinned,
+        "in_index": in_index,
+        "author": note.author,
+        "source": note.source,
+        "created_at": iso_z(note.created_at),
+        "updated_at": iso_z(note.updated_at),
+        "expires_at": iso_z(note.expires_at),
+    }
+
+
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     async with open_store(settings) as store:
         notes = await store.list_notes(args.scope)
-        if not notes:
-            print("no notes" + (f" in {args.scope}" if args.scope else ""))
-            return 0
         by_scope: dict[Scope, list[Note]] = {}
         for note in notes:
             by_scope.setdefault(note.scope, []).append(note)
-        for scope, scope_notes in by_scope.items():
-            index = await store.index(scope)
-            shown = set(index.lines)
-            print(f"{scope} ({len(scope_notes)} note{'' if len(scope_notes) == 1 else 's'})")
-            for note in scope_notes:
-                outside = "" if note.index_line in shown else " — not in the index"
-                print(f"  {note.index_line}  [{_flags(note)}]{outside}")
+        indexed = {scope: set((await store.index(scope)).lines) for scope in by_scope}
+    if args.json:
+        print_json([_note_json(n, n.index_line in indexed[n.scope]) for n in notes])
+        return 0
+    if not notes:
+        print("no notes" + (f" in {args.scope}" if args.scope else ""))
+        return 0
+    for scope, scope_notes in by_scope.items():
+        print(f"{scope} ({len(scope_notes)} note{'' if len(scope_notes) == 1 else 's'})")
+        for note in scope_notes:
+            outside = "" if note.index_line in indexed[scope] else " — not in the index"
+            print(f"  {note.index_line}  [{_flags(note)}]{outside}")
     return 0
 
 
@@ -258,17 +321,12 @@ async def _query_vector(vectors: VectorIndex | None, query: str, kind: str) -> l
     is by words alone, or when only some notes (or messages) have a vector yet."""
     if vectors is None or vectors.embedder is None:
         return None
-    items = "notes" if kind == NOTE else "messages"
     coverage = await vectors.coverage(kind)
     vector = await vectors.query_vector(query)
     if vector is None and coverage.total:
-        model = vectors.embedder.model
-        _say(f"ranked by words alone: the embedding model {model} did not answer")
-    elif coverage.partial:
-        _say(
-            f"vectors for {coverage.embedded:,} of {coverage.total:,} {items}; the rest are "
-            "ranked by their words alone until lorebot has embedded them"
-        )
+        _say(words_alone_notice(vectors.embedder.model))
+    elif (notice := coverage_notice(kind, coverage)) is not None:
+        _say(notice)
     return vector
 
 
@@ -279,7 +337,7 @@ def _say(text: str) -> None:
 def _print_found(found: list[tuple[dict[str, Any], str]], *, as_json: bool) -> int:
     """Search results as a JSON array, or as text (one entry per result)."""
     if as_json:
-        print(json.dumps([fields for fields, _ in found], ensure_ascii=False, indent=2))
+        print_json([fields for fields, _ in found])
         return 0
     if not found:
         print("nothing found")
@@ -387,9 +445,29 @@ async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _change_json(change: Change) -> dict[str, Any]:
+    before, after = change.before or {}, change.after or {}
+    return {
+        "id": change.id,
+        "scope": str(change.scope),
+        "topic": change.topic,
+        "action": change.action,
+        "by": change.actor,
+        "at": iso_z(change.created_at),
+        "reason": change.reason,
+        "proposal_id": change.proposal_id,
+        "reverted_by": change.reverted_by,
+        "summary_before": before.get("summary"),
+        "summary_after": after.get("summary"),
+    }
+
+
 async def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
     async with open_store(settings) as store:
         changes = await store.history(args.scope, args.topic, limit=args.n)
+    if args.json:
+        print_json([_change_json(c) for c in changes])
+        return 0
     if not changes:
         print("no changes")
     for change in changes:
@@ -428,8 +506,25 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    _check_export_folder(args.target)
     async with open_store(settings) as store:
         notes = await store.list_notes(args.scope)
-    count = export_notes(notes, args.target)
-    print(f"exported {count} notes to {args.target}")
+    try:
+        result = export_folder(notes, args.target, only=args.scope, force=args.force)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        where = f" ({exc.filename})" if exc.filename and exc.filename != str(args.target) else ""
+        raise UserError(f"cannot write the export to {args.target}: {reason}{where}") from None
+    print(f"exported {result.written} notes to {args.target}")
+    if result.removed:
+        files = "file" if result.removed == 1 else "files"
+        print(f"removed {result.removed} {files} of forgotten notes")
     return 0
+
+
+def _check_export_folder(target: Path) -> None:
+    """A UserError when `target` or the nearest existing folder above it is not a folder."""
+    existing = next(p for p in (target, *target.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        what = "it is a file" if existing == target else f"{existing} is not a folder"
+        raise UserError(f"cannot write the export to {target}: {what}")

@@ -1,7 +1,9 @@
 """Import and export of notes: JSON Lines in, readable Markdown folders out and in.
 
 An export folder holds, per scope, `KIND/PLATFORM/ID/index.md` and one `TOPIC.md` per
-note with YAML front matter; importing it reproduces the notes.
+note with YAML front matter; importing it reproduces the notes. Exporting again into the
+same folder removes the files of notes forgotten since, so an import never brings them
+back; files an export did not write are never touched.
 
 Files must be UTF-8: other bytes are an error naming the line, since they mean the file
 is in another encoding and replacing them would garble every accented letter. A lone
@@ -10,7 +12,9 @@ surrogate escape (`\\ud800` in JSON or YAML, e.g. from a cut emoji) becomes U+FF
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass
@@ -56,7 +60,7 @@ class ImportedNote(BaseModel):
     @field_validator("scope")
     @classmethod
     def _scope(cls, value: str) -> str:
-        return str(Scope.parse(value))
+        return str(_parsed_scope(value))
 
     @field_validator("topic")
     @classmethod
@@ -77,7 +81,7 @@ class ImportedNote(BaseModel):
 
     def to_draft(self) -> NoteDraft:
         return NoteDraft(
-            scope=Scope.parse(self.scope),
+            scope=_parsed_scope(self.scope),
             topic=self.topic,
             summary=self.summary,
             body=self.body,
@@ -137,8 +141,23 @@ def parse_jsonl(text: str, source: str) -> list[Located]:
         if not line.strip():
             continue
         where = f"{source} line {number}"
-        drafts.append(Located(where, _validated(_json_object(line, where), where)))
+        drafts.append(Located(where, _parsed_line(line, where)))
     return drafts
+
+
+def _parsed_line(line: str, where: str) -> NoteDraft:
+    """One line's note. pydantic reads a good line in one step; any line it refuses is
+    read again with the stdlib, which takes a lone surrogate escape and says more."""
+    try:
+        return ImportedNote.model_validate_json(line).to_draft()
+    except ValidationError:
+        return _validated(_json_object(line, where), where)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_scope(text: str) -> Scope:
+    """`Scope.parse`, once per scope: an import has many notes of each."""
+    return Scope.parse(text)
 
 
 def _json_object(line: str, where: str) -> dict[Any, Any]:
@@ -167,7 +186,7 @@ def parse_note_file(path: Path, scope: Scope) -> NoteDraft:
     if end < 0:
         raise InvalidInput(f"{path}: the front matter is not closed with ---")
     try:
-        meta = yaml.safe_load(text[len(_FRONT_MATTER) : end + 1])
+        meta = _front_matter(text[len(_FRONT_MATTER) : end + 1])
     except yaml.YAMLError as exc:
         raise InvalidInput(f"{path}: front matter is not valid YAML: {exc}") from None
     except ValueError:  # only the limit on digits in an integer
@@ -183,6 +202,28 @@ def parse_note_file(path: Path, scope: Scope) -> NoteDraft:
     for informational in ("created", "updated"):
         meta.pop(informational, None)
     return _validated({**meta, "scope": str(scope), "body": text[end + 5 :]}, str(path))
+
+
+_FAST_YAML: type[yaml.CSafeLoader] | None = getattr(yaml, "CSafeLoader", None)
+# What libyaml reads differently from PyYAML in some texts (a tab, a BOM, other line
+# breaks, tags, block scalars, flow collections), found by comparing the two on random
+# YAML: front matter holding any of it is read by PyYAML alone.
+_YAML_DIFFERS = re.compile(
+    r"[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]"
+    r"|[\u2028\u2029!|>\[{]"
+)
+
+
+def _front_matter(text: str) -> Any:
+    """The front matter's YAML, read by libyaml when it is there (several times faster)
+    and the text is one both read alike; a text libyaml refuses is read again by PyYAML,
+    whose errors say more."""
+    if _FAST_YAML is not None and _YAML_DIFFERS.search(text) is None:
+        try:
+            return yaml.load(text, Loader=_FAST_YAML)
+        except Exception:  # any refusal: the reader below decides what to say
+            pass
+    return yaml.safe_load(text)
 
 
 def read_source(path: Path) -> list[Located]:
@@ -262,3 +303,120 @@ def export_notes(notes: list[Note], root: Path) -> int:
             (folder / f"{note.topic}.md").write_text(render_note_file(note), encoding="utf-8")
         (folder / "index.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return len(notes)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportResult:
+    """What an export into a folder did: notes written, files of forgotten notes removed."""
+
+    written: int
+    removed: int
+
+
+@dataclass(slots=True)
+class _Survey:
+    """The files already in an export folder: lorebot's own, by scope, and any others."""
+
+    notes: list[tuple[Path, Scope, str]]
+    indexes: list[tuple[Path, Scope]]
+    foreign: list[Path]
+
+
+def export_folder(
+    notes: list[Note], root: Path, *, only: Scope | None = None, force: bool = False
+) -> ExportResult:
+    """Write `notes` under `root` so that importing the folder gives these notes back and
+    no others: files an earlier export wrote for notes since forgotten are removed (only
+    in `only`'s folder when given). Files an export did not write are never touched, and
+    their presence is refused unless `force`."""
+    survey = _survey(root)
+    if survey.foreign and not force:
+        count = len(survey.foreign)
+        what = "a file" if count == 1 else f"{count} files"
+        raise InvalidInput(
+            f"{root} holds {what} that lorebot's export did not write "
+            f"({survey.foreign[0].relative_to(root)}): export into an empty folder or an "
+            "earlier export, or pass --force to write beside them"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    written = export_notes(notes, root)
+    return ExportResult(written, _remove_stale(root, survey, notes, only))
+
+
+def _survey(root: Path) -> _Survey:
+    """Sort the visible files under `root` into lorebot's export files and others."""
+    survey = _Survey([], [], [])
+    if not root.is_dir():
+        return survey
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if not name.startswith("."):
+                _sort_file(root, Path(folder) / name, survey)
+    return survey
+
+
+def _sort_file(root: Path, path: Path, survey: _Survey) -> None:
+    parts = path.relative_to(root).parts
+    scope = _scope_of(parts) if path.suffix == ".md" and not path.is_symlink() else None
+    if scope is None:
+        survey.foreign.append(path)
+    elif path.name == "index.md" and _first_line(path) == f"# {scope}":
+        survey.indexes.append((path, scope))
+    elif path.name == "index.md":
+        survey.foreign.append(path)
+    elif (topic := _exported_topic(path, scope)) is not None:
+        survey.notes.append((path, scope, topic))
+    else:
+        survey.foreign.append(path)
+
+
+def _scope_of(parts: tuple[str, ...]) -> Scope | None:
+    """The scope whose export folder holds a file at `parts`, or None."""
+    if len(parts) != 4:
+        return None
+    try:
+        scope = Scope.parse(f"{parts[0]}:{parts[1]}/{parts[2]}")
+    except InvalidInput:
+        return None
+    return scope if (scope.kind.value, scope.platform, scope.id) == parts[:3] else None
+
+
+def _first_line(path: Path) -> str:
+    with path.open(encoding="utf-8", errors="replace") as file:
+        return file.readline().rstrip("\n")
+
+
+def _exported_topic(path: Path, scope: Scope) -> str | None:
+    """The topic of a note file as export writes it (`TOPIC.md`), or None for another file."""
+    try:
+        draft = parse_note_file(path, scope)
+    except InvalidInput:
+        return None
+    return draft.topic if draft.topic == path.stem else None
+
+
+def _remove_stale(root: Path, survey: _Survey, notes: list[Note], only: Scope | None) -> int:
+    """Remove the export files of `survey` whose notes are not in `notes`; how many notes."""
+    kept = {(note.scope, note.topic) for note in notes}
+    scopes = {note.scope for note in notes}
+    stale = [
+        path
+        for path, scope, topic in survey.notes
+        if only in (None, scope) and (scope, topic) not in kept
+    ]
+    indexes = [
+        path for path, scope in survey.indexes if only in (None, scope) and scope not in scopes
+    ]
+    for path in stale + indexes:
+        path.unlink()
+    for folder in sorted({path.parent for path in stale + indexes}):
+        _remove_empty_folders(root, folder)
+    return len(stale)
+
+
+def _remove_empty_folders(root: Path, folder: Path) -> None:
+    """Remove `folder` and its parents below `root` while they are empty."""
+    while folder != root and not any(folder.iterdir()):
+        folder.rmdir()
+        folder = folder.parent
