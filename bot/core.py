@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import logging
 import re
 from collections.abc import Mapping
@@ -18,14 +20,25 @@ from bot.split import split_message
 from bot.structured import InvalidModelOutput, ask_structured
 from bot.turn_context import TurnContext, draft_for, find_writable, make_context
 from memory import InvalidInput, NoteStore, NotFound
-from memory.fts import query_terms
 from memory.proposals import Proposal
-from memory.types import SUMMARY_MAX_CHARS, slugify, validate_topic
+from memory.types import (
+    GENERIC_WORDS,
+    SUMMARY_MAX_CHARS,
+    TOPIC_MAX_CHARS,
+    NoteDraft,
+    hashed_topic,
+    is_generic,
+    slug_words,
+    slugify,
+    validate_topic,
+)
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
 
 SKILL_COMMAND = re.compile(r"^/([^\s/]+)(?:\s+(.*))?$", re.DOTALL)
+# `remember that` with nothing after it parses as the text "that".
+_NOTHING_TO_REMEMBER = re.compile(r"^(?:that\b)?[\W_]*$", re.IGNORECASE)
 
 
 class NoteTitle(BaseModel):
@@ -35,10 +48,16 @@ class NoteTitle(BaseModel):
     summary: str
 
 
+def derived_topic(text: str) -> str:
+    """A topic without the model: the first four words of `text` that name something, or a
+    hash of the text when none does (only numbers, or a script slugs cannot spell)."""
+    words = [w for w in dict.fromkeys(slug_words(text)) if w not in GENERIC_WORDS][:4]
+    return hashed_topic(text) if is_generic(words) else slugify(" ".join(words))
+
+
 def fallback_title(text: str) -> NoteTitle:
     """Topic and summary without the model: the first content words and the first sentence."""
-    words = query_terms(text)[:4]
-    topic = slugify(" ".join(words)) if words else slugify(text)
+    topic = derived_topic(text)
     first = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0]
     limit = min(120, SUMMARY_MAX_CHARS)
     summary = first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
@@ -119,6 +138,12 @@ class Core:
             await self.reply(ctx.conversation, f"🧩 The skill `{skill.name}` is active here now.")
 
     async def remember(self, ctx: TurnContext, command: Remember) -> None:
+        if _NOTHING_TO_REMEMBER.match(command.text):
+            await self.reply(
+                ctx.conversation,
+                "Tell me what to remember, e.g. `remember that the staging db is db-2`.",
+            )
+            return
         if ctx.read_only:
             await self.reply(
                 ctx.conversation,
@@ -126,12 +151,15 @@ class Core:
                 "DM me to keep a note of your own.",
             )
             return
-        title = await self.title_for(command.text)
+        title, derived = await self.title_for(command.text)
         draft = draft_for(ctx, title.topic, title.summary, command.text, command.about_self)
+        if derived:
+            draft = dataclasses.replace(draft, topic=await self.unclaimed_topic(draft))
         await self.approvals.propose_save(ctx.conversation, ctx.author, draft)
 
-    async def title_for(self, text: str) -> NoteTitle:
-        """Topic and summary from the model's structured output (one retry), else derived."""
+    async def title_for(self, text: str) -> tuple[NoteTitle, bool]:
+        """Topic and summary from the model's structured output (one retry), else derived;
+        and whether the topic was derived from the text rather than chosen by the model."""
         prompt = (
             "Give this note a topic (a lowercase kebab-case slug of 1-4 words) and a one-line "
             f"summary under 120 characters. Answer in JSON.\n\nNote: {text}"
@@ -140,10 +168,23 @@ class Core:
             title = await ask_structured(self.agent.model, prompt, NoteTitle)
             summary = " ".join(title.summary.split())
             if summary and len(summary) <= SUMMARY_MAX_CHARS:
-                return NoteTitle(topic=validate_topic(slugify(title.topic)), summary=summary)
+                if is_generic(slug_words(title.topic)):  # "note", "it", "1", another script
+                    return NoteTitle(topic=derived_topic(text), summary=summary), True
+                return NoteTitle(topic=validate_topic(slugify(title.topic)), summary=summary), False
         except (ModelUnavailable, InvalidModelOutput, InvalidInput) as exc:
             _log.info("deriving the note title without the model: %s", exc)
-        return fallback_title(text)
+        return fallback_title(text), True
+
+    async def unclaimed_topic(self, draft: NoteDraft) -> str:
+        """The draft's derived topic, or `topic-2`, `topic-3`… when another note of its scope
+        holds it: words that happen to match are no request to replace that note."""
+        for number in itertools.count(1):
+            suffix = f"-{number}" if number > 1 else ""
+            topic = draft.topic[: TOPIC_MAX_CHARS - len(suffix)].rstrip("-") + suffix
+            existing = await self.notes.get(draft.scope, topic)
+            if existing is None or existing.body == draft.body:
+                return topic
+        raise AssertionError("unreachable")
 
     async def forget(self, ctx: TurnContext, command: Forget) -> None:
         if ctx.read_only:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
 from memory.errors import InvalidInput
+from memory.fts import STOPWORDS
 
 TOPIC_MAX_CHARS = 64
 SUMMARY_MAX_CHARS = 200
@@ -72,16 +75,49 @@ def validate_topic(topic: str) -> str:
     return topic
 
 
+# Words that name nothing on their own: a topic of only these (and numbers) would be
+# shared by unrelated notes, so it is never made from them.
+GENERIC_WORDS = STOPWORDS | {"note", "notes", "remember", "something", "stuff", "thing", "things"}
+_APOSTROPHE_IN_WORD = re.compile(r"(?<=\w)['’](?=\w)")
+# Latin letters that Unicode does not decompose into a base letter and a mark.
+_LATIN_LETTERS = str.maketrans(
+    {"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "đ": "d", "ð": "d", "ł": "l", "þ": "th", "ı": "i"}
+)
+
+
+def slug_words(text: str) -> list[str]:
+    """The words of `text` as a topic spells them: lowercase ASCII letters and digits,
+    accents dropped (`café` -> `cafe`), apostrophes inside words removed (`Zoë's` -> `zoes`)."""
+    joined = _APOSTROPHE_IN_WORD.sub("", text).lower().translate(_LATIN_LETTERS)
+    decomposed = unicodedata.normalize("NFKD", joined)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return re.findall(r"[a-z0-9]+", bare)
+
+
+def is_generic(words: list[str]) -> bool:
+    """Whether `words` name nothing: none at all, or only generic words and numbers."""
+    return all(word in GENERIC_WORDS or word.isdigit() for word in words)
+
+
+def hashed_topic(text: str) -> str:
+    """A topic for text that has no usable words (another script, only numbers): `note-`
+    and a short hash of the text, the same for the same text."""
+    digest = hashlib.sha256(" ".join(text.split()).encode("utf-8", "replace")).hexdigest()
+    return f"note-{digest[:6]}"
+
+
 def slugify(text: str, max_chars: int = TOPIC_MAX_CHARS) -> str:
-    """Turn free text into a topic slug: `"Staging DB!"` -> `"staging-db"`."""
-    words = re.findall(r"[a-z0-9]+", text.lower())
+    """Turn free text into a topic slug: `"Staging DB!"` -> `"staging-db"`. Text whose words
+    are all generic (`note`, `it`, `1`) or not Latin gets `hashed_topic`."""
     slug = ""
-    for word in words:
+    for word in slug_words(text):
         candidate = f"{slug}-{word}" if slug else word
         if len(candidate) > max_chars:
             break
         slug = candidate
-    return slug or "note"
+    if slug and not is_generic(slug.split("-")):
+        return slug
+    return hashed_topic(text)
 
 
 def parse_category(value: str) -> Category:
