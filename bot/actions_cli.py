@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.config import Settings
 from bot.errors import UserError
 from bot.notes_cli import iso_z, open_store, print_json
-from memory.actions import Action, ActionLog, Allowance
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from memory.actions import Action, Allowance
 
 
 def add_parser(commands: Any) -> None:
@@ -53,6 +55,8 @@ def _as_json(action: Action) -> dict[str, Any]:
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.actions import ActionLog
+
     async with open_store(settings) as store:
         found = await ActionLog(store.db).recent(args.n)
     if args.json:
@@ -82,6 +86,8 @@ def _allowance_json(allowance: Allowance) -> dict[str, Any]:
 
 
 async def cmd_allowances(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.actions import ActionLog
+
     async with open_store(settings) as store:
         found = await ActionLog(store.db).allowances()
     if args.json:
@@ -96,6 +102,8 @@ async def cmd_allowances(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_revoke(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.actions import ActionLog
+
     async with open_store(settings) as store:
         revoked = await ActionLog(store.db).revoke(args.allowance_id)
     if not revoked:

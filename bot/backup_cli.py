@@ -8,14 +8,13 @@ import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot import backups
-from bot.config import Settings
 from bot.errors import UserError
-from bot.lockfile import DatabaseLock
-from memory import Database, driver
-from memory.migrations import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 
 def add_parsers(commands: Any) -> None:
@@ -67,6 +66,8 @@ def _cannot_write(target: Path, reason: str) -> UserError:
 
 
 async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
+    from memory import Database
+
     database = settings.database.path
     target = _backup_target(database, args.dest, datetime.now(UTC))
     _check_writable(target.path, database)
@@ -88,6 +89,9 @@ async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
 
 def _check_backup(source: Path) -> int:
     """The schema version of a readable, intact lorebot database; UserError otherwise."""
+    from memory import driver
+    from memory.migrations import SCHEMA_VERSION
+
     if not source.is_file():
         raise UserError(f"{source} does not exist")
     try:
@@ -106,6 +110,9 @@ def _check_backup(source: Path) -> int:
 
 
 async def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.lockfile import DatabaseLock
+    from memory import Database
+
     target = settings.database.path
     if DatabaseLock(target).held_elsewhere():
         raise UserError(f"lorebot is running on {target}: stop it before restoring")

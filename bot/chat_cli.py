@@ -5,13 +5,13 @@ from __future__ import annotations
 import argparse
 import getpass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from adapters.console import ConsoleAdapter, OpenCard
-from bot.app import Bot
-from bot.approvals import ACTION
-from bot.config import Settings
-from memory.proposals import NOTE_FORGET, NOTE_SAVE, SKILL_CREATE, SKILL_LOAD, Proposal
+# The core is imported by the command, not by `lorebot --help`.
+if TYPE_CHECKING:
+    from adapters.console import OpenCard
+    from bot.config import Settings
+    from memory.proposals import Proposal
 
 
 def add_parsers(commands: Any) -> None:
@@ -39,6 +39,9 @@ def _login() -> str:
 
 
 async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
+    from adapters.console import ConsoleAdapter
+    from bot.app import Bot
+
     console = ConsoleAdapter(
         args.user or _login(),
         args.channel,
@@ -61,20 +64,19 @@ def _chat_history(settings: Settings) -> Path | None:
     return None if str(path) == ":memory:" else path.parent / "chat-history"
 
 
-_CARD_VERBS = {
-    NOTE_SAVE: "save",
-    NOTE_FORGET: "forget",
-    SKILL_LOAD: "load the skill",
-    SKILL_CREATE: "create the skill",
-    ACTION: "run",
-}
-
-
 def _open_card(proposal: Proposal) -> OpenCard:
     """A pending proposal as the console lists it: `save `staging-db``."""
+    from adapters.console import OpenCard
+    from bot.approvals import ACTION
+    from memory.proposals import NOTE_FORGET, NOTE_SAVE, SKILL_CREATE, SKILL_LOAD
+
+    verbs = {
+        NOTE_SAVE: "save", NOTE_FORGET: "forget", SKILL_LOAD: "load the skill",
+        SKILL_CREATE: "create the skill", ACTION: "run",
+    }  # fmt: skip
     assert proposal.card_message_id is not None
     payload = proposal.payload
     what = payload.get("topic") or payload.get("name") or payload.get("tool") or ""
-    verb = _CARD_VERBS.get(proposal.kind, proposal.kind.replace("_", " "))
+    verb = verbs.get(proposal.kind, proposal.kind.replace("_", " "))
     label = f"{verb} `{what}`" if what else verb
     return OpenCard(proposal.id, proposal.card_message_id, label)

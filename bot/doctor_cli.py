@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.diagnosis import Finding
-from bot.config import Settings
-from bot.mcp_servers import McpServer
-from bot.memory_setup import open_memory
 from bot.notes_cli import print_json
-from bot.ollama_client import ModelUnavailable, OllamaClient
-from bot.skill_use import build_catalog
-from memory import Database, StoreError, driver
-from memory.errors import EmbeddingMismatch
-from memory.migrations import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 Check = Finding
 
@@ -26,7 +21,7 @@ def line(check: Check) -> str:
     return f"{mark} {check.name}: {check.detail}{fix}"
 
 
-PlatformCheck = Callable[[Settings], Awaitable[list[Check]]]
+PlatformCheck = Callable[["Settings"], Awaitable[list[Check]]]
 
 
 def add_parser(commands: Any) -> None:
@@ -66,6 +61,9 @@ def print_json_report(checks: list[Check]) -> None:
 
 
 async def check_database(settings: Settings) -> list[Check]:
+    from memory import Database, StoreError
+    from memory.migrations import SCHEMA_VERSION
+
     path = settings.database.path
     # Doctor only reads: without a database it checks the driver on a throwaway one.
     exists = path.exists()
@@ -95,6 +93,8 @@ async def check_database(settings: Settings) -> list[Check]:
 
 async def check_ollama(settings: Settings) -> list[Check]:
     """The model probed as the daemon probes it, within `ollama.probe_timeout_s`."""
+    from bot.ollama_client import ModelUnavailable, OllamaClient
+
     config = settings.ollama
     async with OllamaClient.for_settings(config) as client:
         try:
@@ -115,6 +115,10 @@ async def check_ollama(settings: Settings) -> list[Check]:
 async def check_vectors(settings: Settings) -> list[Check]:
     """The SQLite driver, and with an embedding model set: the model against the stored
     vectors, and how many notes and messages wait for theirs."""
+    from bot.memory_setup import open_memory
+    from memory import StoreError, driver
+    from memory.errors import EmbeddingMismatch
+
     if not settings.ollama.embed_model:
         return [Check(True, "vectors", f"off (no ollama.embed_model); {driver.driver_name()}")]
     if not settings.database.path.exists():
@@ -139,6 +143,8 @@ async def check_vectors(settings: Settings) -> list[Check]:
 
 
 async def check_skills(settings: Settings) -> list[Check]:
+    from bot.skill_use import build_catalog
+
     catalog = build_catalog(settings.skills)
     skills, skipped = catalog.all(), catalog.skipped
     checks = [Check(True, "skills", f"{len(skills)} skills loaded")]
@@ -153,6 +159,8 @@ async def check_skills(settings: Settings) -> list[Check]:
 
 async def check_mcp(settings: Settings) -> list[Check]:
     """Each MCP server started and asked for its tools, as the daemon would."""
+    from bot.mcp_servers import McpServer
+
     checks = []
     for config in settings.mcp.servers:
         server = McpServer(config, connect_timeout_s=settings.mcp.connect_timeout_s)

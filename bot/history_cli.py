@@ -7,15 +7,13 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tqdm import tqdm
-
-from bot.config import Settings
 from bot.errors import UserError
-from bot.lockfile import DatabaseLock
-from bot.memory_setup import open_memory
-from memory.history_import import Collector, ImportOptions, iter_history
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from memory.history_import import Collector
 
 _WORKSPACE = re.compile(r"^(?:https://)?([a-z0-9][a-z0-9-]*)(?:\.slack\.com)?/?$", re.IGNORECASE)
 
@@ -58,6 +56,12 @@ def _workspace_url(text: str) -> str:
 
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from bot.lockfile import DatabaseLock
+    from bot.memory_setup import open_memory
+    from memory.history_import import Collector, ImportOptions, iter_history
+
     # One transaction holds the database for the whole import: a running daemon would
     # wait on it and could fail its own writes.
     if DatabaseLock(settings.database.path).held_elsewhere():

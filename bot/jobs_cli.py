@@ -5,17 +5,16 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from adapters.base import Adapter
-from adapters.console import ConsoleAdapter
-from bot.app import Bot
-from bot.config import Settings
 from bot.errors import UserError
-from bot.jobs.runner import ALL, period_of
 from bot.notes_cli import iso_z, print_json
-from bot.wiring import build_adapters
-from memory.job_runs import JobRun
+
+if TYPE_CHECKING:
+    from adapters.base import Adapter
+    from bot.app import Bot
+    from bot.config import Settings
+    from memory.job_runs import JobRun
 
 
 def add_parser(commands: Any) -> None:
@@ -37,6 +36,8 @@ def add_parser(commands: Any) -> None:
 
 
 def _offline_bot(settings: Settings, adapters: list[Adapter]) -> Bot:
+    from bot.app import Bot
+
     quiet = settings.model_copy(
         update={"jobs": settings.jobs.model_copy(update={"enabled": False})}
     )
@@ -55,6 +56,8 @@ class _Schedule:
 
 
 async def _schedules(bot: Bot) -> list[_Schedule]:
+    from bot.jobs.runner import ALL
+
     now = bot.clock()
     found = []
     for job in bot.jobs.jobs.values():
@@ -88,6 +91,8 @@ def _schedule_json(schedule: _Schedule, timezone: str) -> dict[str, Any]:
 
 
 def _schedule_line(schedule: _Schedule, timezone: str) -> str:
+    from bot.jobs.runner import ALL
+
     last = schedule.last
     outcome = "never ran"
     if last is not None:
@@ -114,6 +119,10 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from adapters.console import ConsoleAdapter
+    from bot.jobs.runner import ALL, period_of
+    from bot.wiring import build_adapters
+
     adapters = [*build_adapters(settings), ConsoleAdapter("operator", "jobs")]
     async with _offline_bot(settings, adapters) as bot:
         job = bot.jobs.jobs.get(args.name)

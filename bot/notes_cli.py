@@ -10,38 +10,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING, Any
 
 from adapters.base import valid_text
-from bot.config import Settings
 from bot.errors import UserError
-from bot.lockfile import DatabaseLock
-from bot.memory_setup import embedder_for, open_memory
-from memory import (
-    Change,
-    InvalidInput,
-    Note,
-    NoteDraft,
-    NoteStore,
-    Scope,
-    Viewer,
-    Visibility,
-    explicit,
-    visibility_for,
-)
-from memory.errors import EmbedderUnavailable
-from memory.reembed import reembed
-from memory.transfer import export_folder, import_notes
-from memory.types import Category, parse_category
-from memory.vectors import (
-    MESSAGE,
-    NOTE,
-    VectorIndex,
-    coverage_notice,
-    words_alone_notice,
-)
+from memory.errors import InvalidInput
+from memory.types import Category, Scope, parse_category
+
+# What only some commands use is imported in them: `--help` and `notes search` start fast.
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from memory import Change, Note, NoteStore, Visibility
+    from memory.vectors import VectorIndex
 
 
 def add_parser(commands: Any) -> None:
@@ -202,6 +182,8 @@ async def open_store(
 ) -> AsyncIterator[NoteStore]:
     """The note store; `vectors` checks the embedding model and searches with it;
     `create` is as for `open_memory`."""
+    from bot.memory_setup import open_memory
+
     memory = await open_memory(settings, prepare=vectors, create=create)
     try:
         yield memory.notes
@@ -279,6 +261,8 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _search_visibility(args: argparse.Namespace) -> Visibility:
+    from memory.visibility import Viewer, explicit, visibility_for
+
     if args.speaker is not None:
         if args.scopes:
             raise UserError("use either --scope or --as/--in/--team, not both")
@@ -294,6 +278,8 @@ def _search_visibility(args: argparse.Namespace) -> Visibility:
 
 
 async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.vectors import NOTE
+
     visibility = _search_visibility(args)
     if args.history:
         return await _search_history(args, settings, visibility)
@@ -319,6 +305,8 @@ async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
 async def _query_vector(vectors: VectorIndex | None, query: str, kind: str) -> list[float] | None:
     """The query's vector when an embedding model is set, saying on stderr when the ranking
     is by words alone, or when only some notes (or messages) have a vector yet."""
+    from memory.vectors import coverage_notice, words_alone_notice
+
     if vectors is None or vectors.embedder is None:
         return None
     coverage = await vectors.coverage(kind)
@@ -349,6 +337,9 @@ def _print_found(found: list[tuple[dict[str, Any], str]], *, as_json: bool) -> i
 async def _search_history(
     args: argparse.Namespace, settings: Settings, visibility: Visibility
 ) -> int:
+    from bot.memory_setup import open_memory
+    from memory.vectors import MESSAGE
+
     memory = await open_memory(settings)
     try:
         vector = await _query_vector(memory.vectors, args.query, MESSAGE)
@@ -378,6 +369,13 @@ async def _search_history(
 
 
 async def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from bot.lockfile import DatabaseLock
+    from bot.memory_setup import embedder_for, open_memory
+    from memory.errors import EmbedderUnavailable
+    from memory.reembed import reembed
+
     embedder = embedder_for(settings)
     if embedder is None:
         raise UserError("set ollama.embed_model (LOREBOT_OLLAMA__EMBED_MODEL) first")
@@ -407,6 +405,8 @@ async def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.types import NoteDraft
+
     body = sys.stdin.read() if args.body == "-" else args.body
     draft = NoteDraft(  # arguments and stdin may hold bytes that are not UTF-8
         scope=args.scope,
@@ -496,6 +496,8 @@ async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.transfer import import_notes
+
     async with open_store(settings) as store:
         result = await import_notes(store, args.source, actor=cli_actor())
     print(
@@ -506,6 +508,8 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.transfer import export_folder
+
     _check_export_folder(args.target)
     async with open_store(settings) as store:
         notes = await store.list_notes(args.scope)

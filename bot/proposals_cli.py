@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.config import Settings
-from bot.lockfile import DatabaseLock
 from bot.notes_cli import cli_actor, iso_z, open_store, print_json
-from memory.events import EventLog
-from memory.proposals import Proposal, ProposalStore
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from memory.proposals import Proposal
 
 
 def add_parser(commands: Any) -> None:
@@ -62,6 +62,8 @@ def _proposal_json(proposal: Proposal) -> dict[str, Any]:
 
 
 async def cmd_proposals_list(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.proposals import ProposalStore
+
     async with open_store(settings) as notes:
         proposals = ProposalStore(notes)
         await proposals.expire_due()
@@ -85,6 +87,9 @@ async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     """Decide a proposal as an admin, as a reaction would; the card and the waiting turn
     are finished by the daemon, which holds the platform connections."""
     from bot.approvals import build_approvals  # with its metrics: `list` needs neither
+    from bot.lockfile import DatabaseLock
+    from memory.events import EventLog
+    from memory.proposals import ProposalStore
 
     async with open_store(settings) as notes:
         proposals = ProposalStore(notes)

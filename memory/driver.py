@@ -9,6 +9,7 @@ connection and every `except` in lorebot goes through this module, so both never
 from __future__ import annotations
 
 import functools
+import importlib.util
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,11 +46,21 @@ def driver_name() -> str:
     return f"{name} with SQLite {_DRIVER.sqlite_version}"
 
 
+@functools.cache
+def _vec_extension() -> str | None:
+    """Where sqlite-vec's loadable extension is (what `sqlite_vec.loadable_path()` gives),
+    found without importing the package: its `__init__` imports numpy when installed,
+    a third of a second that every command would pay."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(spec.submodule_search_locations[0]) / "vec0")
+
+
 def load_vec(conn: Any) -> str | None:
     """Load sqlite-vec into a raw connection; None on success, else why it failed."""
-    try:
-        import sqlite_vec
-    except ImportError:
+    extension = _vec_extension()
+    if extension is None:
         return "the sqlite-vec package is not installed (pip install sqlite-vec)"
     if not hasattr(conn, "enable_load_extension"):
         return (
@@ -59,7 +70,7 @@ def load_vec(conn: Any) -> str | None:
     try:
         conn.enable_load_extension(True)
         try:
-            sqlite_vec.load(conn)
+            conn.load_extension(extension)
         finally:
             conn.enable_load_extension(False)
     except (Error, AttributeError, OSError) as exc:

@@ -1,0 +1,94 @@
+"""A one-shot command imports only what it uses: `lorebot --help` and `notes search` start
+in a fraction of a second because the daemon's platforms, the HTTP server, the MCP SDK,
+the model client and numpy are imported only by the commands that use them.
+
+Wall time is measured by `benchmarks/cold_start.py`; these tests check the cause (which
+modules a cold process imports), which does not flake on a busy machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+# Each is tens to hundreds of milliseconds of imports, and none is needed to read notes.
+DAEMON_ONLY = (
+    "aiohttp", "discord", "slack_bolt", "slack_sdk", "mcp", "ollama", "httpx", "numpy",
+    "apscheduler", "prometheus_client", "jsonschema", "yaml", "tqdm", "sqlite_vec",
+)  # fmt: skip
+
+# Prints the top-level packages a command imported, after running it in this process.
+PROBE = """
+import json, sys
+from bot.cli import main
+try:
+    code = main(sys.argv[1:])
+finally:
+    sys.stdout.flush()
+    print("\\nIMPORTED " + json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+sys.exit(code)
+"""
+
+
+def _imported(tmp_path: Path, *argv: str) -> tuple[int, str, set[str]]:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    out, _, imported = done.stdout.rpartition("\nIMPORTED ")
+    assert imported, done.stderr
+    return done.returncode, out + done.stderr, set(json.loads(imported))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("notes", "--help"),
+        ("notes", "search", "staging db", "--scope", "channel:slack/C1"),
+        ("notes", "list", "--scope", "channel:slack/C1"),
+        ("proposals", "list"),
+        ("config", "show"),
+    ],
+)
+def test_a_one_shot_command_leaves_the_daemons_libraries_unimported(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    code, out, imported = _imported(
+        tmp_path, "notes", "add", "channel:slack/C1", "staging-db", "the staging db is db-2"
+    )
+    assert code == 0, out
+    code, out, imported = _imported(tmp_path, *argv)
+    assert code == 0, out
+    assert not imported & set(DAEMON_ONLY), sorted(imported & set(DAEMON_ONLY))
+
+
+def test_help_does_not_even_load_the_settings(tmp_path: Path) -> None:
+    code, out, imported = _imported(tmp_path, "--help")
+    assert code == 0 and "commands" in out
+    assert not imported & {"pydantic", "pydantic_settings", "aiosqlite", *DAEMON_ONLY}
+
+
+def test_search_with_a_result_finds_it(tmp_path: Path) -> None:
+    """The lazy path still does the work."""
+    _imported(tmp_path, "notes", "add", "channel:slack/C1", "staging-db", "the staging db")
+    code, out, _ = _imported(
+        tmp_path, "notes", "search", "staging", "--scope", "channel:slack/C1", "--json"
+    )
+    assert code == 0, out
+    assert json.loads(out)[0]["topic"] == "staging-db"
