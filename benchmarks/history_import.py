@@ -7,8 +7,10 @@ transaction that reads and validates the files (`iter_history`) while it redacts
 and indexes what was read (`ConversationLog.import_messages`). It reports the import in
 messages per second of the export (skipped bot and join messages count: the command reads
 them too) and per second of CPU (the machine's other load left out: reading and writing
-run on two threads, so an idle 2-core machine gets up to about that), reading alone for
-comparison, and checks that a second import adds nothing.
+run on two threads, so an idle 2-core machine gets up to about that), with the CPU split
+into the reading thread's (reading, validating, redacting) and SQLite's, reading alone for
+comparison, and checks that a second import adds nothing. `--repeat 3` runs each format
+three times and adds a row of the medians.
 
 The Slack export looks like a real one: ~40 channels, 60 people, a few bots; messages with
 blocks and author profiles as Slack writes them; 1 in 8 starts a thread of 1 to 6 replies;
@@ -19,7 +21,7 @@ Run by hand, not in CI:
     . /work/venv/bin/activate
     python benchmarks/history_import.py                      # 100k messages, every format
     python benchmarks/history_import.py --messages 20k --formats slack
-    python benchmarks/history_import.py --json /tmp/history-import.json
+    python benchmarks/history_import.py --repeat 3 --json /tmp/history-import.json
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import json
 import os
 import platform
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -80,11 +83,29 @@ class Result:
     read_s: float  # reading and validating alone
     import_s: float  # the whole import as the command runs it: reading while writing
     import_cpu_s: float  # CPU time of both its threads (reading, and SQLite writing)
+    reader_cpu_s: float  # of those, the reading thread's: reading, validating, redacting
     again_added: int
     load: float
 
     def rate(self, seconds: float) -> float:
         return self.messages / seconds if seconds else float("inf")
+
+    def row(self, label: str = "") -> str:
+        return (
+            f"{label or self.format:8} {self.files:5}  {self.bytes / 1e6:5.1f}  {self.read_s:6.2f}"
+            f"  {self.import_s:8.2f}  {self.import_cpu_s:5.2f}  {self.reader_cpu_s:6.2f}"
+            f"  {self.rate(self.read_s):10,.0f}  {self.rate(self.import_s):12,.0f}"
+            f"  {self.rate(self.import_cpu_s):9,.0f}"
+            f"   (imported {self.imported}, again +{self.again_added}, load {self.load:.2f})"
+        )
+
+
+def median(results: Sequence[Result]) -> Result:
+    """Each measured figure's median over runs of one format."""
+    first = results[0]
+    measured = ("read_s", "import_s", "import_cpu_s", "reader_cpu_s", "load")
+    figures = {name: statistics.median(getattr(r, name) for r in results) for name in measured}
+    return Result(**{**asdict(first), **figures})
 
 
 # --- generated exports ----------------------------------------------------------------
@@ -236,15 +257,16 @@ async def run_format(name: str, total: int, seed: int, workdir: Path) -> Result:
     db = await Database.open(folder / "bench.db")
     try:
         log = ConversationLog(db, secrets=("xoxb-bench-token-not-in-text",))
-        started, cpu = time.perf_counter(), time.process_time()
+        started, cpu, reader = time.perf_counter(), time.process_time(), time.thread_time()
         imported = await log.import_messages(iter_history(export, Collector(ImportOptions())))
         import_s = time.perf_counter() - started
         import_cpu_s = time.process_time() - cpu
+        reader_cpu_s = time.thread_time() - reader
         again = await log.import_messages(iter_history(export, Collector(ImportOptions())))
     finally:
         await db.close()
     return Result(name, total, imported, files, size_of(export), read_s, import_s,
-                  import_cpu_s, again, os.getloadavg()[0])  # fmt: skip
+                  import_cpu_s, reader_cpu_s, again, os.getloadavg()[0])  # fmt: skip
 
 
 def parse_count(text: str) -> int:
@@ -263,6 +285,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--messages", type=parse_count, default=100_000)
     parser.add_argument("--formats", default="slack,discord,jsonl")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per format (median row)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     return parser.parse_args(argv)
 
@@ -272,26 +295,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     results = []
     print(f"{args.messages} messages per format; load before: {os.getloadavg()[0]:.2f}")
-    print("format   files  MB     read s  import s  CPU s  msg/s read  msg/s import  per CPU s")
+    print("format   files  MB     read s  import s  CPU s  reader  msg/s read  msg/s import"
+          "  per CPU s")  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="lorebot-history-bench-") as tmp:
         for name in formats:
-            r = asyncio.run(run_format(name, args.messages, args.seed, Path(tmp)))
-            results.append(r)
-            print(
-                f"{r.format:8} {r.files:5}  {r.bytes / 1e6:5.1f}  {r.read_s:6.2f}"
-                f"  {r.import_s:8.2f}  {r.import_cpu_s:5.2f}"
-                f"  {r.rate(r.read_s):10,.0f}  {r.rate(r.import_s):12,.0f}"
-                f"  {r.rate(r.import_cpu_s):9,.0f}"
-                f"   (imported {r.imported}, again +{r.again_added}, load {r.load:.2f})"
-            )
-            if r.again_added:
-                print(f"error: a second import of {name} added {r.again_added} messages")
-                return 1
+            runs = []
+            for n in range(args.repeat):
+                workdir = Path(tmp) / f"run{n}"
+                workdir.mkdir(exist_ok=True)
+                r = asyncio.run(run_format(name, args.messages, args.seed, workdir))
+                runs.append(r)
+                print(r.row())
+                if r.again_added:
+                    print(f"error: a second import of {name} added {r.again_added} messages")
+                    return 1
+            results.append(median(runs))
+            if args.repeat > 1:
+                print(results[-1].row("median"))
     if args.json:
         machine = {"python": platform.python_version(), "cpus": os.cpu_count(),
                    "platform": platform.platform()}  # fmt: skip
-        rows = [{**asdict(r), "msg_per_s": r.rate(r.import_s)} for r in results]
-        args.json.write_text(json.dumps({"machine": machine, "results": rows}, indent=2))
+        rows = [{**asdict(r), "msg_per_s": r.rate(r.import_s),
+                 "msg_per_cpu_s": r.rate(r.import_cpu_s)} for r in results]  # fmt: skip
+        args.json.write_text(json.dumps({"machine": machine, "repeat": args.repeat,
+                                         "results": rows}, indent=2))  # fmt: skip
     return 0
 
 

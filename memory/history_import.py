@@ -15,9 +15,10 @@ import re
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Required
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AwareDatetime, ConfigDict, TypeAdapter, with_config
+from typing_extensions import TypedDict
 
 from memory.conversations import PastMessage
 from memory.errors import InvalidInput
@@ -27,7 +28,6 @@ from memory.history_parse import (
     Id,
     ImportOptions,
     Progress,
-    Wire,
     parse,
     read_bytes,
 )
@@ -90,40 +90,42 @@ def _read_files(root: Path, paths: Sequence[Path], collector: Collector) -> Iter
 
 
 # --- DiscordChatExporter ------------------------------------------------------------------
+# Read as plain dicts (keys not listed are dropped): a model object for every message
+# would cost more than reading the JSON.
 
 
-class DiscordGuild(Wire):
-    id: Id  # "0" for direct messages
-    name: str = ""
+class DiscordGuild(TypedDict, total=False):
+    id: Required[Id]  # "0" for direct messages
+    name: str
 
 
-class DiscordChannel(Wire):
-    id: Id
-    type: str = "GuildTextChat"
-    name: str = ""
+class DiscordChannel(TypedDict, total=False):
+    id: Required[Id]
+    type: str
+    name: str
 
 
-class DiscordAuthor(Wire):
-    id: Id
-    name: str = ""
-    nickname: str | None = None
-    is_bot: bool = Field(False, alias="isBot")
+class DiscordAuthor(TypedDict, total=False):
+    id: Required[Id]
+    name: str
+    nickname: str | None
+    isBot: bool
 
 
-class DiscordAttachment(Wire):
-    file_name: str = Field("", alias="fileName")
+class DiscordAttachment(TypedDict, total=False):
+    fileName: str
 
 
-class DiscordMessage(Wire):
-    id: Id
-    type: str = "Default"
-    timestamp: AwareDatetime
-    content: str = ""
-    author: DiscordAuthor
-    attachments: list[DiscordAttachment] = []
+class DiscordMessage(TypedDict, total=False):
+    id: Required[Id]
+    type: str
+    timestamp: Required[AwareDatetime]
+    content: str
+    author: Required[DiscordAuthor]
+    attachments: list[DiscordAttachment]
 
 
-class DiscordExport(Wire):
+class DiscordExport(TypedDict):
     guild: DiscordGuild
     channel: DiscordChannel
     messages: list[DiscordMessage]
@@ -135,51 +137,65 @@ _DISCORD = TypeAdapter(DiscordExport)
 def _read_discord(export: DiscordExport, collector: Collector) -> None:
     """One exported channel: a channel or thread is read there, a DM by its people (the
     authors of its messages) in their own DMs with lorebot."""
-    channel = export.channel
-    is_dm = channel.type in _DISCORD_DMS or export.guild.id == "0"
-    if (is_dm or channel.type in _DISCORD_PRIVATE) and collector.skip_private():
+    channel, messages = export["channel"]["id"], export["messages"]
+    channel_type = export["channel"].get("type", "GuildTextChat")
+    is_dm = channel_type in _DISCORD_DMS or export["guild"]["id"] == "0"
+    if (is_dm or channel_type in _DISCORD_PRIVATE) and collector.skip_private():
         return
     if is_dm:
-        people = {m.author.id for m in export.messages if not m.author.is_bot}
+        people = {m["author"]["id"] for m in messages if not m["author"].get("isBot", False)}
         readers = sorted(f"user:discord/{p}" for p in people)
     else:
-        readers = [f"channel:discord/{channel.id}"]
-    guild = "@me" if is_dm else export.guild.id
-    for message in export.messages:
-        author = message.author
-        kind = "bot" if author.is_bot else "person" if message.type in _DISCORD_PEOPLE else "system"
-        files = "".join(f" [file: {a.file_name}]" for a in message.attachments if a.file_name)
-        if not collector.keep(kind, text := (message.content + files).strip()):
+        readers = [f"channel:discord/{channel}"]
+    guild = "@me" if is_dm else export["guild"]["id"]
+    conversation = f"{'dm:' if is_dm else ''}discord/{channel}/"
+    for message in messages:
+        author, id_ = message["author"], message["id"]
+        if not collector.keep(_discord_kind(message), text := _discord_text(message)):
             continue
         collector.add(
             readers,
-            source_id=f"discord/{channel.id}/{message.id}",
-            conversation=f"{'dm:' if is_dm else ''}discord/{channel.id}/",
-            author=f"user:discord/{author.id}",
-            author_name=author.nickname or author.name or author.id,
+            source_id=f"discord/{channel}/{id_}",
+            conversation=conversation,
+            author=f"user:discord/{author['id']}",
+            author_name=author.get("nickname") or author.get("name") or author["id"],
             content=text,
-            created_at=message.timestamp,
-            link=f"https://discord.com/channels/{guild}/{channel.id}/{message.id}",
+            created_at=message["timestamp"],
+            link=f"https://discord.com/channels/{guild}/{channel}/{id_}",
         )
+
+
+def _discord_kind(message: DiscordMessage) -> str:
+    if message["author"].get("isBot", False):
+        return "bot"
+    return "person" if message.get("type", "Default") in _DISCORD_PEOPLE else "system"
+
+
+def _discord_text(message: DiscordMessage) -> str:
+    """The message's text, and the names of its attached files."""
+    text = message.get("content", "")
+    if attachments := message.get("attachments"):
+        names = (a.get("fileName", "") for a in attachments)
+        text += "".join(f" [file: {name}]" for name in names if name)
+    return text.strip()
 
 
 # --- JSON Lines ---------------------------------------------------------------------------
 
 
-class JsonlMessage(BaseModel):
-    """One line of the JSON Lines form (see README)."""
+@with_config(ConfigDict(extra="forbid"))
+class JsonlMessage(TypedDict, total=False):
+    """One line of the JSON Lines form (see README), as a plain dict."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    conversation: str
-    author: str = ""
-    author_id: Id | None = None
-    timestamp: AwareDatetime
-    text: str
-    thread: Id | None = None
-    id: str | None = None
-    link: str = ""
-    bot: bool = False
+    conversation: Required[str]
+    author: str
+    author_id: Id | None
+    timestamp: Required[AwareDatetime]
+    text: Required[str]
+    thread: Id | None
+    id: str | None
+    link: str
+    bot: bool
 
 
 _JSONL = TypeAdapter(JsonlMessage)
@@ -192,22 +208,24 @@ def _read_jsonl(data: bytes, source: str, collector: Collector) -> None:
             continue
         where = f"{source} line {number}"
         message = parse(_JSONL, line, where)
-        is_dm, place = _jsonl_place(message.conversation, where)
+        is_dm, place = _jsonl_place(message["conversation"], where)
         if is_dm and not collector.options.include_private:
             collector.skipped["private messages"] += 1
             continue
-        if not collector.keep("bot" if message.bot else "person", message.text.strip()):
+        text = message["text"].strip()
+        if not collector.keep("bot" if message.get("bot", False) else "person", text):
             continue
-        platform, thread = place.platform, message.thread or ""
+        platform, thread = place.platform, message.get("thread") or ""
+        author_id = message.get("author_id")
         collector.add(
             [str(place)],
-            source_id=f"{platform}/{place.id}/{message.id or _digest(message)}",
+            source_id=f"{platform}/{place.id}/{message.get('id') or _digest(message)}",
             conversation=f"{'dm:' if is_dm else ''}{platform}/{place.id}/{thread}",
-            author=f"user:{platform}/{message.author_id}" if message.author_id else "",
-            author_name=message.author,
-            content=message.text.strip(),
-            created_at=message.timestamp,
-            link=message.link,
+            author=f"user:{platform}/{author_id}" if author_id else "",
+            author_name=message.get("author", ""),
+            content=text,
+            created_at=message["timestamp"],
+            link=message.get("link", ""),
         )
 
 
@@ -236,6 +254,7 @@ def _conversation_scope(conversation: str) -> Scope | None:
 
 def _digest(message: JsonlMessage) -> str:
     """An id for a line without one, the same when the line is imported again."""
-    fields = (message.conversation, message.thread or "", message.timestamp.isoformat(),
-              message.author_id or message.author, message.text)  # fmt: skip
+    fields = (message["conversation"], message.get("thread") or "",
+              message["timestamp"].isoformat(),
+              message.get("author_id") or message.get("author", ""), message["text"])  # fmt: skip
     return hashlib.sha256("\x00".join(fields).encode("utf-8", "replace")).hexdigest()[:24]

@@ -4,6 +4,7 @@ and what was left out, and JSON validation whose errors name the file and the fi
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -61,6 +62,8 @@ class Collector:
     def __init__(self, options: ImportOptions, progress: Progress | None = None) -> None:
         self.options = options
         self.progress = progress or (lambda done, total: None)
+        self._wanted = {"person": True, "bot": options.include_bots,
+                        "system": options.include_system}  # fmt: skip
         self.skipped: Counter[str] = Counter()
         self.conversations: set[str] = set()
         self.count = 0
@@ -76,9 +79,7 @@ class Collector:
     def keep(self, kind: str, text: str) -> bool:
         """Whether a message of this kind (person, bot, system, deleted) with this text is
         imported; counts the ones that are not."""
-        options = self.options
-        wanted = {"person": True, "bot": options.include_bots, "system": options.include_system}
-        if wanted.get(kind, False):
+        if self._wanted.get(kind, False):
             if text:
                 return True
             kind = "empty"
@@ -105,10 +106,14 @@ class Collector:
     def take(self) -> list[PastMessage]:
         """The messages added since the last call, oldest first in each conversation."""
         found, self._pending = self._pending, []
-        found.sort(key=lambda m: (m.conversation, m.scope, m.created_at))
+        found.sort(key=_ORDER)
         self.count += len(found)
-        self.conversations.update(m.conversation for m in found)
+        self.conversations.update(map(_CONVERSATION, found))
         return found
+
+
+_ORDER = operator.attrgetter("conversation", "scope", "created_at")
+_CONVERSATION = operator.attrgetter("conversation")
 
 
 def parse(adapter: TypeAdapter[W], data: bytes, where: str, item: str = "entry") -> W:

@@ -10,9 +10,10 @@ bounded and none is nested, so a scan stays linear in the text's length.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -374,20 +375,60 @@ def is_secret_name(name: str) -> bool:
 
 
 _NEEDLES = tuple(sorted({needle for secret in SECRET_PATTERNS for needle in secret.needles}))
-_ALWAYS = [secret for secret in SECRET_PATTERNS if not secret.needles and secret.gate is None]
+_ALWAYS = tuple(secret for secret in SECRET_PATTERNS if not secret.needles and secret.gate is None)
+# Letters from the most to the least common in prose; other characters are rarer still.
+_COMMON_CHARS = " etaoinsrhldcumfpgwybvkxjqz"
 
 
-def _candidates(lowered: str) -> list[SecretPattern]:
-    """The patterns worth trying: one scan for every needle, then each pattern's gate."""
-    present = {needle for needle in _NEEDLES if needle in lowered}
+def _gate_char(needle: str) -> str:
+    """The needle's character least common in ordinary text."""
+    return max(needle, key=lambda c: _COMMON_CHARS.index(c) if c in _COMMON_CHARS else 99)
+
+
+# The needles grouped by that character: a text without it holds none of the group, and
+# looking for one character is far cheaper than looking for each needle of the group.
+_GATED = tuple(
+    (gate, tuple(needle for needle in _NEEDLES if _gate_char(needle) == gate))
+    for gate in sorted({_gate_char(needle) for needle in _NEEDLES})
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _patterns_for(present: frozenset[str]) -> tuple[SecretPattern, ...]:
+    """The patterns whose needles (if any) are among `present`, in table order. Texts
+    share a few such sets, so each is worked out once."""
+    return tuple(
+        secret
+        for secret in SECRET_PATTERNS
+        if not secret.needles or not present.isdisjoint(secret.needles)
+    )
+
+
+def _candidates(lowered: str) -> Sequence[SecretPattern]:
+    """The patterns worth trying: those whose needles are present (each group of needles
+    looked for only where its character is), then each pattern's gate."""
+    present = {
+        needle
+        for gate, needles in _GATED
+        if gate in lowered
+        for needle in needles
+        if needle in lowered
+    }
     if not present:
         return _ALWAYS
     return [
         secret
-        for secret in SECRET_PATTERNS
-        if (not secret.needles or not present.isdisjoint(secret.needles))
-        and (secret.gate is None or secret.gate.search(lowered) is not None)
+        for secret in _patterns_for(frozenset(present))
+        if secret.gate is None or secret.gate.search(lowered) is not None
     ]
+
+
+def _misses(secret: SecretPattern, clean: str, lowered: str) -> bool:
+    """Whether one plain search shows `secret` has no match in the text: most texts hold
+    none, and that search is much cheaper than the match loop of `spans`."""
+    if len(lowered) != len(clean):
+        return False  # `spans` searches another way here
+    return secret.pattern.search(lowered if secret.lower else clean) is None
 
 
 def find_secret(text: str) -> str | None:
@@ -395,7 +436,7 @@ def find_secret(text: str) -> str | None:
     clean = normalise(text)
     lowered = clean.lower()
     for secret in _candidates(lowered):
-        if next(secret.spans(clean, lowered), None):
+        if not _misses(secret, clean, lowered) and next(secret.spans(clean, lowered), None):
             return secret.name
     return None
 
@@ -406,7 +447,10 @@ def redact(text: str, known: Iterable[str] = ()) -> str:
     to redact comes back unchanged; otherwise it comes back normalised."""
     clean = normalise(text)
     lowered = clean.lower()
-    spans = [span for secret in _candidates(lowered) for span in secret.spans(clean, lowered)]
+    spans: list[tuple[int, int]] = []
+    for secret in _candidates(lowered):
+        if not _misses(secret, clean, lowered):
+            spans += secret.spans(clean, lowered)
     spans += _known_spans(clean, known)
     if not spans:
         return text
@@ -415,13 +459,20 @@ def redact(text: str, known: Iterable[str] = ()) -> str:
 
 def _known_spans(text: str, known: Iterable[str]) -> Iterator[tuple[int, int]]:
     for secret in known:
-        value = normalise(secret)
+        value = _known_value(secret)
         if len(value) < 6:
             continue  # too short to tell apart from ordinary words
         start = text.find(value)
         while start >= 0:
             yield start, start + len(value)
             start = text.find(value, start + len(value))
+
+
+@functools.lru_cache(maxsize=64)
+def _known_value(secret: str) -> str:
+    """A known secret as it appears in normalised text; the same few are asked for on
+    every message."""
+    return normalise(secret)
 
 
 def _replace(text: str, spans: list[tuple[int, int]]) -> str:

@@ -19,9 +19,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Protocol
+from typing import Annotated, Protocol, Required
 
 from pydantic import StringConstraints, TypeAdapter
+from typing_extensions import TypedDict
 
 from memory.conversations import PastMessage
 from memory.errors import InvalidInput
@@ -61,22 +62,34 @@ class SlackConversation(Wire):
     members: list[Id] | None = None
 
 
-class SlackFile(Wire):
-    name: str | None = None
-    title: str | None = None
+# A message and what it holds are read as plain dicts (keys not listed are dropped): a
+# model object for every message would cost more than reading the JSON.
 
 
-class SlackMessage(Wire):
-    type: str = "message"
-    subtype: str | None = None
-    user: Id | None = None
-    bot_id: str | None = None
-    username: str | None = None
-    text: str | None = None
-    ts: SlackTs
-    thread_ts: SlackTs | None = None
-    files: list[SlackFile] | None = None
-    user_profile: SlackProfile | None = None
+class SlackFile(TypedDict, total=False):
+    name: str | None
+    title: str | None
+
+
+class SlackAuthor(TypedDict, total=False):
+    """The author's profile a message carries."""
+
+    display_name: str | None
+    real_name: str | None
+    name: str | None
+
+
+class SlackMessage(TypedDict, total=False):
+    type: str
+    subtype: str | None
+    user: Id | None
+    bot_id: str | None
+    username: str | None
+    text: str | None
+    ts: Required[SlackTs]
+    thread_ts: SlackTs | None
+    files: list[SlackFile] | None
+    user_profile: SlackAuthor | None
 
 
 _USERS = TypeAdapter(list[SlackUser])
@@ -213,7 +226,7 @@ def _read_place(source: _Source, place: _Place, names: _Names, collector: Collec
         found.extend(messages)
         collector.step()
     if place.kind == "dm":
-        people = place.conversation.members or [m.user for m in found if m.user]
+        people = place.conversation.members or [u for m in found if (u := m.get("user"))]
         readers = sorted({f"user:slack/{p}" for p in people if not names.is_bot(p)})
     else:
         readers = [f"channel:slack/{channel}"]
@@ -222,42 +235,49 @@ def _read_place(source: _Source, place: _Place, names: _Names, collector: Collec
     for message in found:
         if not collector.keep(_kind(message, names), text := names.plain(message)):
             continue
+        ts, user = message["ts"], message.get("user")
         collector.add(
             readers,
-            source_id=f"slack/{channel}/{message.ts}",
-            conversation=f"{marker}slack/{channel}/{message.thread_ts or ''}",
-            author=f"user:slack/{message.user}" if message.user else "",
+            source_id=f"slack/{channel}/{ts}",
+            conversation=f"{marker}slack/{channel}/{message.get('thread_ts') or ''}",
+            author=f"user:slack/{user}" if user else "",
             author_name=names.author(message),
             content=text,
-            created_at=_time(message.ts),
+            created_at=_time(ts),
             link=_link(workspace, channel, message),
         )
 
 
 def _kind(message: SlackMessage, names: _Names) -> str:
-    subtype = message.subtype
+    subtype = message.get("subtype")
     if subtype in _DELETED:
         return "deleted"
-    if subtype in _BOTS or message.bot_id or (message.user and names.is_bot(message.user)):
+    user = message.get("user")
+    if subtype in _BOTS or message.get("bot_id") or (user and names.is_bot(user)):
         return "bot"
-    if message.type != "message" or (subtype is not None and subtype not in _PEOPLE):
+    if message.get("type", "message") != "message" or (
+        subtype is not None and subtype not in _PEOPLE
+    ):
         return "system"
     return "person"
 
 
 def _time(ts: str) -> datetime:
     seconds, _, fraction = ts.partition(".")
-    micros = int(fraction[:6].ljust(6, "0"))
-    return datetime.fromtimestamp(int(seconds), UTC) + timedelta(microseconds=micros)
+    return _EPOCH + timedelta(0, int(seconds), int(fraction[:6].ljust(6, "0")))
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _link(workspace_url: str, channel: str, message: SlackMessage) -> str:
     """The message's web link, made as the live bot makes it; none without the workspace."""
     if not workspace_url:
         return ""
-    link = f"{workspace_url.rstrip('/')}/archives/{channel}/p{message.ts.replace('.', '')}"
-    if message.thread_ts and message.thread_ts != message.ts:
-        link += f"?thread_ts={message.thread_ts}&cid={channel}"
+    ts, thread_ts = message["ts"], message.get("thread_ts")
+    link = f"{workspace_url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
+    if thread_ts and thread_ts != ts:
+        link += f"?thread_ts={thread_ts}&cid={channel}"
     return link
 
 
@@ -281,23 +301,26 @@ class _Names:
 
     def author(self, message: SlackMessage) -> str:
         """The author's display name: from users.json, else the message's own profile."""
-        if message.user and message.user in self.names:
-            return self.names[message.user]
-        profile = message.user_profile
-        if profile is not None and (profile.display_name or profile.real_name or profile.name):
-            return profile.display_name or profile.real_name or profile.name or ""
-        return message.username or message.user or message.bot_id or ""
+        user = message.get("user")
+        if user and user in self.names:
+            return self.names[user]
+        profile = message.get("user_profile") or {}
+        named = profile.get("display_name") or profile.get("real_name") or profile.get("name")
+        return named or message.get("username") or user or message.get("bot_id") or ""
 
     def plain(self, message: SlackMessage) -> str:
         """Readable text: mentions by name, links with their URL, files by name."""
-        text = message.text or ""
+        text = message.get("text") or ""
         if "<" in text:
             text = _TOKEN.sub(lambda m: self._token(m.group(1)), text)
         if "&" in text:
             for entity, char in _ENTITIES:
                 text = text.replace(entity, char)
-        files = [f.name or f.title for f in message.files or ()]
-        return (text + "".join(f" [file: {name}]" for name in files if name)).strip()
+        files = message.get("files")
+        if files:
+            names = (f.get("name") or f.get("title") for f in files)
+            text += "".join(f" [file: {name}]" for name in names if name)
+        return text.strip()
 
     def _token(self, inner: str) -> str:
         target, _, label = inner.partition("|")

@@ -1,0 +1,195 @@
+"""Notes import benchmark: how many notes per second `lorebot notes import` brings in.
+
+It writes generated ops-team notes (the corpus of benchmarks/recall.py: 60% channel, 35%
+user, 5% team notes, summaries of 60–120 characters, bodies of 200–800 bytes) to a
+temporary folder, as JSON Lines and as an export folder of Markdown files, then imports
+each into a fresh database exactly as the command does (`memory.transfer.import_notes`:
+read and validate the file, then one transaction that checks every note for secrets and
+writes notes, change sets and the search index). It reports notes per second of wall
+time and per second of CPU (both threads: reading, and SQLite writing; the machine's
+other load left out), with the CPU split into the main thread's (reading, validating,
+the secret check, building rows) and SQLite's, reading alone for comparison, and checks
+that a second import of the same file changes nothing. `--repeat 3` runs each form three
+times and adds a row of the medians.
+
+Run by hand, not in CI:
+
+    . /work/venv/bin/activate
+    python benchmarks/notes_import.py                     # 100k notes, both forms
+    python benchmarks/notes_import.py --notes 20k --forms jsonl
+    python benchmarks/notes_import.py --repeat 3 --json /tmp/notes-import.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from recall import GenNote, generate_corpus  # noqa: E402
+
+from memory import Database, NoteStore, Scope  # noqa: E402
+from memory.transfer import export_notes, import_notes, read_source  # noqa: E402
+from memory.types import Note  # noqa: E402
+
+ACTOR = "cli:bench"
+
+
+@dataclass
+class Result:
+    form: str
+    notes: int
+    files: int
+    bytes: int
+    read_s: float  # reading and validating the file alone
+    import_s: float  # the whole import as the command runs it
+    import_cpu_s: float  # CPU time of both threads (reading, and SQLite writing)
+    main_cpu_s: float  # of those, the main thread's: reading, validating, building rows
+    created: int
+    again_changed: int  # created or updated by a second import of the same file
+    load: float
+
+    def rate(self, seconds: float) -> float:
+        return self.notes / seconds if seconds else float("inf")
+
+    def row(self, label: str = "") -> str:
+        return (
+            f"{label or self.form:8} {self.files:6} {self.bytes / 1e6:5.1f}  {self.read_s:6.2f}"
+            f"  {self.import_s:8.2f}  {self.import_cpu_s:5.2f}  {self.main_cpu_s:5.2f}"
+            f"  {self.rate(self.read_s):12,.0f}  {self.rate(self.import_s):14,.0f}"
+            f"  {self.rate(self.import_cpu_s):9,.0f}"
+            f"   (created {self.created}, again {self.again_changed}, load {self.load:.2f})"
+        )
+
+
+def median(results: Sequence[Result]) -> Result:
+    """Each measured figure's median over runs of one form."""
+    measured = ("read_s", "import_s", "import_cpu_s", "main_cpu_s", "load")
+    figures = {name: statistics.median(getattr(r, name) for r in results) for name in measured}
+    return Result(**{**asdict(results[0]), **figures})
+
+
+def note_line(note: GenNote) -> str:
+    line = {"scope": note.scope, "topic": note.topic, "summary": note.summary,
+            "body": note.body, "category": note.category.value, "private": note.private,
+            "author": "user:slack/U0000001", "source": "https://example.slack.com/x"}  # fmt: skip
+    return json.dumps(line)
+
+
+def write_jsonl(root: Path, notes: Sequence[GenNote]) -> tuple[Path, int]:
+    path = root / "notes.jsonl"
+    path.write_text("".join(note_line(n) + "\n" for n in notes), encoding="utf-8")
+    return path, 1
+
+
+def write_folder(root: Path, notes: Sequence[GenNote]) -> tuple[Path, int]:
+    """An export folder exactly as `lorebot notes export` writes it."""
+    folder = root / "export"
+    when = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+    stored = [Note(n, Scope.parse(g.scope), g.topic, g.summary, g.body, g.category, g.private,
+                   False, "user:slack/U0000001", "https://example.slack.com/x", 1.0, when, when,
+                   0, None, None) for n, g in enumerate(notes, start=1)]  # fmt: skip
+    return folder, export_notes(stored, folder)
+
+
+WRITERS = {"jsonl": write_jsonl, "folder": write_folder}
+
+
+def size_of(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+async def run_form(form: str, notes: Sequence[GenNote], workdir: Path) -> Result:
+    folder = workdir / form
+    folder.mkdir()
+    source, files = WRITERS[form](folder, notes)
+    started = time.perf_counter()
+    read_source(source)  # reading alone, for the breakdown
+    read_s = time.perf_counter() - started
+    db = await Database.open(folder / "bench.db")
+    try:
+        store = NoteStore(db)
+        started, cpu, main = time.perf_counter(), time.process_time(), time.thread_time()
+        result = await import_notes(store, source, actor=ACTOR)
+        import_s = time.perf_counter() - started
+        import_cpu_s = time.process_time() - cpu
+        main_cpu_s = time.thread_time() - main
+        again = await import_notes(store, source, actor=ACTOR)
+    finally:
+        await db.close()
+    return Result(form, len(notes), files, size_of(source), read_s, import_s, import_cpu_s,
+                  main_cpu_s, result.created, again.created + again.updated,
+                  os.getloadavg()[0])  # fmt: skip
+
+
+def parse_count(text: str) -> int:
+    text = text.strip().lower()
+    factor = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+    try:
+        return int(float(text.rstrip("km")) * factor)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"bad count {text!r}: use e.g. 20000, 100k or 1M"
+        ) from None
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--notes", type=parse_count, default=100_000)
+    parser.add_argument("--forms", default="jsonl,folder")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--repeat", type=int, default=1, help="runs per form (median row)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    forms = [f.strip() for f in args.forms.split(",") if f.strip()]
+    notes = generate_corpus(args.notes, args.seed).notes
+    results = []
+    print(f"{args.notes} notes per form; load before: {os.getloadavg()[0]:.2f}")
+    print("form      files MB     read s  import s  CPU s  main   notes/s read  notes/s import"
+          "  per CPU s")  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="lorebot-notes-bench-") as tmp:
+        for form in forms:
+            runs = []
+            for n in range(args.repeat):
+                workdir = Path(tmp) / f"run{n}"
+                workdir.mkdir(exist_ok=True)
+                r = asyncio.run(run_form(form, notes, workdir))
+                runs.append(r)
+                print(r.row())
+                if r.again_changed:
+                    print(f"error: a second import of {form} changed {r.again_changed} notes")
+                    return 1
+            results.append(median(runs))
+            if args.repeat > 1:
+                print(results[-1].row("median"))
+    if args.json:
+        machine = {"python": platform.python_version(), "cpus": os.cpu_count(),
+                   "platform": platform.platform()}  # fmt: skip
+        rows = [{**asdict(r), "notes_per_s": r.rate(r.import_s),
+                 "notes_per_cpu_s": r.rate(r.import_cpu_s)} for r in results]  # fmt: skip
+        args.json.write_text(json.dumps({"machine": machine, "repeat": args.repeat,
+                                         "results": rows}, indent=2))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
