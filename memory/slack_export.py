@@ -28,7 +28,7 @@ from memory.conversations import PastMessage
 from memory.errors import InvalidInput
 from memory.history_parse import Collector, Id, W, Wire, parse
 
-SlackTs = Annotated[str, StringConstraints(pattern=r"^\d{1,12}\.\d{1,9}$")]
+SlackTs = Annotated[str, StringConstraints(pattern=r"^\d{1,10}\.\d{1,9}$")]  # to 2286
 
 # Subtypes a person writes; bots and channel events (joins, topic changes…) have others.
 _PEOPLE = frozenset(

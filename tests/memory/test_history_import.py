@@ -492,6 +492,15 @@ def break_slack(root: Path) -> tuple[Path, str]:
     return folder, f"{day}: message 2: field 'ts': String should match pattern"
 
 
+def break_slack_far_future(root: Path) -> tuple[Path, str]:
+    folder = write_slack_export(root)
+    day = folder / "general/2026-09-02.json"
+    messages = json.loads(day.read_text())
+    messages[1]["ts"] = "999999999999.000100"  # past the year 9999
+    day.write_text(json.dumps(messages))
+    return folder, f"{day}: message 2: field 'ts': String should match pattern"
+
+
 def break_discord(root: Path) -> tuple[Path, str]:
     folder = write_discord(root)
     path = next(folder.glob("Acme*.json"))
@@ -519,7 +528,9 @@ def break_zip(root: Path) -> tuple[Path, str]:
     return export, f"{export}:users.json: not valid JSON: "
 
 
-@pytest.mark.parametrize("broken", [break_slack, break_discord, break_jsonl, break_zip])
+@pytest.mark.parametrize(
+    "broken", [break_slack, break_slack_far_future, break_discord, break_jsonl, break_zip]
+)
 def test_a_malformed_file_is_a_one_line_error_and_nothing_is_imported(
     env: Path, capsys: pytest.CaptureFixture[str], broken: Any
 ) -> None:
