@@ -7,10 +7,12 @@ knows Slack, Discord or prompts.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, fields
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 APPROVE = "✅"
 REJECT = "❌"
@@ -168,3 +170,20 @@ class Adapter(Protocol):
 
     async def add_reaction(self, posted: PostedMessage, emoji: str) -> None:
         """React to a message the bot posted; `emoji` is APPROVE or REJECT."""
+
+
+@runtime_checkable
+class ShowsWork(Protocol):
+    """An adapter that can show people the bot is working (a status line, a typing
+    indicator); optional, so adapters without one need not implement it."""
+
+    def working(self, conversation: ConversationRef) -> AbstractAsyncContextManager[None]:
+        """Show that the bot is working in `conversation` while the block is open; never
+        raises for the platform's refusal and never holds the block up for long."""
+
+
+def working(adapter: Adapter, conversation: ConversationRef) -> AbstractAsyncContextManager[None]:
+    """The adapter's "working…" indicator for `conversation`, or nothing when it has none."""
+    if isinstance(adapter, ShowsWork):
+        return adapter.working(conversation)
+    return contextlib.nullcontext()

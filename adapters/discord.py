@@ -12,8 +12,9 @@ configuration, so one process talks to one Discord.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any, Final, TypeVar
 
 import aiohttp
@@ -72,6 +73,9 @@ ALLOWED_MENTIONS: Final = discord.AllowedMentions(
 
 REPLIES_REMEMBERED: Final = 1000
 CLOSE_GRACE_S: Final = 1.0
+TYPING_WAIT_S: Final = 2.0
+"""How long a turn waits for Discord to take the first typing trigger before going on
+without it."""
 
 _ANSWERED_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 
@@ -379,6 +383,24 @@ class DiscordAdapter:
             reference = None
         assert sent is not None
         return PostedMessage(conversation, str(sent.id))
+
+    @contextlib.asynccontextmanager
+    async def working(self, conversation: ConversationRef) -> AsyncIterator[None]:
+        """Discord's "lorebot is typing…" in the channel while the block runs (discord.py
+        repeats the trigger every few seconds); a refusal only leaves it out."""
+        client = self._client
+        async with contextlib.AsyncExitStack() as stack:
+            if client is not None:
+                guild_id = int(conversation.team_id) if conversation.team_id else None
+                channel = client.get_partial_messageable(
+                    int(conversation.channel_id), guild_id=guild_id
+                )
+                try:
+                    async with asyncio.timeout(TYPING_WAIT_S):
+                        await stack.enter_async_context(channel.typing())
+                except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
+                    _log.debug("no typing indicator in channel %s: %r", channel.id, exc)
+            yield
 
     def _first_reply_to(self, message_id: str) -> bool:
         """True the first time the bot answers `message_id` (remembered for recent ones)."""

@@ -13,7 +13,8 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +83,11 @@ MAX_LOOKUPS_PER_MESSAGE = 20
 their id unless their name is cached."""
 THREAD_MEMORY = 10_000
 CLOSE_GRACE_S = 5.0
+STATUS_TEXT = "is thinking…"
+STATUS_WAIT_S = 2.0
+"""How long a turn's end waits for its status call, so the status cannot land after the
+reply and show for two more minutes."""
+_STATUS_TRANSIENT = frozenset({"ratelimited", "internal_error", "fatal_error", "request_timeout"})
 CONNECT_TIMEOUT_S = 30.0
 
 
@@ -207,6 +213,7 @@ class SlackAdapter:
         self._inflight: set[asyncio.Task[Any]] = set()
         self._users: OrderedDict[str, tuple[SlackUser, float]] = OrderedDict()
         self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._status_allowed = True
         self._started = False
         self._closed = False
 
@@ -602,6 +609,47 @@ class SlackAdapter:
             channel=channel,
             harmless=frozenset({"already_reacted"}),
         )
+
+    @asynccontextmanager
+    async def working(self, conversation: ConversationRef) -> AsyncIterator[None]:
+        """Show "is thinking…" under the bot's name in the conversation's thread while the
+        block runs (assistant.threads.setStatus); Slack clears it when the reply is posted.
+
+        The call runs beside the block, so it never delays the turn; a top-level DM has
+        no thread to show it in."""
+        thread_ts = conversation.thread_id
+        if thread_ts is None or not self._status_allowed or self._closed:
+            yield
+            return
+        call = asyncio.create_task(
+            self._set_status(conversation.channel_id, thread_ts), name="slack thread status"
+        )
+        try:
+            yield
+        finally:
+            _, pending = await asyncio.wait({call}, timeout=STATUS_WAIT_S)
+            for late in pending:
+                late.cancel()
+
+    async def _set_status(self, channel: str, thread_ts: str) -> None:
+        """Set the thread's status; a refusal turns the status off for good, said once."""
+        try:
+            await self._web.assistant_threads_setStatus(
+                channel_id=channel, thread_ts=thread_ts, status=STATUS_TEXT
+            )
+        except SlackApiError as exc:
+            error = str(exc.response.get("error") or "unknown_error")
+            if error in _STATUS_TRANSIENT:
+                _log.debug("Slack could not set the thread status now (%s)", error)
+            elif self._status_allowed:
+                self._status_allowed = False
+                _log.info(
+                    "Slack refused assistant.threads.setStatus (%s), so lorebot will not show "
+                    "“%s” while it works; replies are not affected",
+                    error, STATUS_TEXT,
+                )  # fmt: skip
+        except Exception as exc:  # the status is a courtesy: nothing about it may fail a turn
+            _log.debug("could not set the Slack thread status: %r", exc)
 
     def _remember_thread(self, channel: str, thread_ts: str) -> None:
         key = (channel, thread_ts)

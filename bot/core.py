@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel
 
-from adapters.base import Adapter, ConversationRef, Message
+from adapters.base import Adapter, ConversationRef, Message, working
 from bot.agent import Agent
 from bot.approvals import ApprovalService, scope_label
 from bot.commands import HELP_TEXT, Forget, Help, Recall, Remember, Undo, parse_command
@@ -115,7 +115,10 @@ class Core:
             await self.reply(message.conversation, f"⚠️ {exc}")
 
     async def turn(self, ctx: TurnContext, text: str) -> None:
-        result = await self.agent.run(ctx, text)
+        adapter = self.adapters[ctx.conversation.platform]
+        # Only the model's work is shown; the indicator ends before the reply is posted.
+        async with working(adapter, ctx.conversation):
+            result = await self.agent.run(ctx, text)
         if result.reply:
             await self.reply(ctx.conversation, result.reply)
 

@@ -289,7 +289,7 @@ async def test_a_refused_post_is_one_readable_log_line_and_the_bot_carries_on(
     running.discord.refuse_posts(CHANNEL_ID)
     running.ollama.reply("You will never see this.")
     await running.discord.send_message(f"{mention(BOT.id)} hello", mentions=[BOT])
-    channel_posts = f"/channels/{CHANNEL_ID}/"
+    channel_posts = f"/channels/{CHANNEL_ID}/messages"
     await running.discord.wait_until(lambda: running.discord.requests_to("POST", channel_posts))
     await running.bot.dispatcher.wait_idle()
     assert len(running.discord.requests_to("POST", channel_posts)) == 1  # and no apology

@@ -175,6 +175,7 @@ class FakeDiscord:
         self.posted: list[Posted] = []
         self.refusals: list[int] = []  # close codes the fake ended a gateway session with
         self.refused_posts: dict[int, tuple[int, int, str]] = {}
+        self.refused_typing: set[int] = set()  # channels where typing gets 403 Missing Permissions
         self._ids = itertools.count(1300000000000000001)
         self._seq = 0
         self._session_id = "fake-session-1"
@@ -195,6 +196,7 @@ class FakeDiscord:
         app.router.add_get(f"{api}/channels/{{channel}}", self._channel)
         app.router.add_post(f"{api}/channels/{{channel}}/messages", self._create_message)
         app.router.add_patch(f"{api}/channels/{{channel}}/messages/{{message}}", self._edit)
+        app.router.add_post(f"{api}/channels/{{channel}}/typing", self._typing)
         app.router.add_put(
             f"{api}/channels/{{channel}}/messages/{{message}}/reactions/{{emoji}}/@me",
             self._add_reaction,
@@ -660,6 +662,14 @@ class FakeDiscord:
         self._touch()
         if self.echo:
             await self.react(posted.id, emoji, user=BOT)
+        return web.Response(status=204)
+
+    async def _typing(self, request: web.Request) -> web.Response:
+        _, denied = await self._record(request)
+        if denied:
+            return denied
+        if int(request.match_info["channel"]) in self.refused_typing:
+            return _error(403, "Missing Permissions", code=50013)
         return web.Response(status=204)
 
     async def _unknown(self, request: web.Request) -> web.Response:

@@ -417,6 +417,11 @@ class FakeSlack:
         found[0].reactions.append(name)
         return {"ok": True}
 
+    def _m_assistant_threads_setStatus(self, params: Body) -> Body:
+        if not params.get("channel_id") or not params.get("thread_ts"):
+            return {"ok": False, "error": "invalid_arguments"}
+        return {"ok": True}
+
     # -- Socket Mode -----------------------------------------------------------------------
 
     async def _link(self, request: web.Request) -> web.WebSocketResponse:
