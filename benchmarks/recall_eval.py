@@ -22,6 +22,7 @@ questions whose every evidence turn is in the top 10.
 
     python benchmarks/recall_eval.py                  # second half, reference and lorebot
     python benchmarks/recall_eval.py --half first --sweep
+    python benchmarks/recall_eval.py --half first --weight-grid   # chooses the note weights
     python benchmarks/recall_eval.py --no-vectors --json results.json
 """
 
@@ -349,6 +350,121 @@ async def note_sweep(hs: HalfStore) -> dict[str, Ranker]:
     return rankers
 
 
+# Note column weights tried by `--weight-grid`; bm25 ranks the same under any common scale,
+# so body is 1 and topic and summary move relative to it (body 0: topic and summary only).
+TOPIC_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
+SUMMARY_GRID = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0)
+REFERENCE = "reference"
+Grid = dict[str, dict[str, Score]]  # weighting (or REFERENCE) -> kind -> score
+
+
+def weight_name(weights: tuple[float, float, float]) -> str:
+    return "topic/summary/body " + "/".join(f"{w:g}" for w in weights)
+
+
+def weights_of(name: str) -> tuple[float, ...]:
+    return tuple(float(w) for w in name.rsplit(" ", 1)[1].split("/"))
+
+
+def grid() -> list[tuple[float, float, float]]:
+    return [(t, s, 1.0) for t in TOPIC_GRID for s in SUMMARY_GRID] + [
+        (t, 1.0, 0.0) for t in TOPIC_GRID
+    ]
+
+
+async def weight_grid(hs: HalfStore) -> Grid:
+    """lorebot's note words under every column weighting of the grid, and the reference."""
+    rankers = note_rankers(hs)
+    results = {REFERENCE: await evaluate(rankers["plain FTS5 BM25 (reference)"], hs.questions)}
+    for weights in grid():
+        ranker = under(rankers["lorebot words"], store_module, _BM25=note_weights(*weights))
+        results[weight_name(weights)] = await evaluate(ranker, hs.questions)
+    return results
+
+
+class WordsOnly:
+    """Stands in for an embedder where only word rankings are measured (the store of
+    recall_quality.py is built with vectors, which the grid never reads)."""
+
+    model = "words-only:none"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+
+async def quality_grid(workdir: Path) -> Grid:
+    """The same grid on the notes and questions of `benchmarks/recall_quality.py`: another
+    evaluation set, where word search must not fall below plain bm25 either."""
+    sys.path.insert(0, str(DATA.parents[1]))
+    import recall_quality as rq
+
+    # build() needs only lorebot's Embedder protocol of its MiniLMEmbedder.
+    es = await rq.build(workdir / "quality.db", WordsOnly())  # type: ignore[arg-type]
+    try:
+        qs = rq.questions("note_questions.jsonl")
+        rankers = await rq.note_rankers(es, {q.id: [1.0, 0.0] for q in qs})
+
+        async def scored(ranker: rq.Ranker) -> dict[str, Score]:
+            found = rq.score(await rq.rank_all(ranker, qs), qs)
+            return {"all": Score(len(qs), found.hit5, found.hit10, found.mrr, 0.0)}
+
+        results = {REFERENCE: await scored(rankers["plain FTS5 BM25 (reference)"])}
+        for weights in grid():
+            with patched(store_module, _BM25=note_weights(*weights)):
+                results[weight_name(weights)] = await scored(rankers["FTS5 alone"])
+    finally:
+        await es.db.close()
+    return results
+
+
+def at_floor(score: Score, ref: Score) -> bool:
+    return score.hit5 >= ref.hit5 and score.hit10 >= ref.hit10 and score.mrr >= ref.mrr
+
+
+def floor_choice(results: Grid, other: Grid) -> list[str]:
+    """The weightings at or above plain bm25 at hit@5, hit@10 and MRR@10 on both sets, best
+    MRR@10 on `results` first (then hit@10, hit@5, all@10, then the least lopsided): the
+    first one is the choice. A zero weight is not eligible: a note found by that column's
+    words alone would score nothing, and real topics and bodies say what a note is about."""
+    ref, other_ref = results[REFERENCE]["all"], other[REFERENCE]["all"]
+    meets = [
+        name
+        for name in results
+        if name != REFERENCE
+        and min(weights_of(name)) > 0
+        and at_floor(results[name]["all"], ref)
+        and at_floor(other[name]["all"], other_ref)
+    ]
+
+    def rank(name: str) -> tuple[float, ...]:
+        weights, score = weights_of(name), results[name]["all"]
+        return (-score.mrr, -score.hit10, -score.hit5, -score.all10,
+                -min(weights) / max(weights))  # fmt: skip
+
+    return sorted(meets, key=rank)
+
+
+def print_grid(half: str, results: Grid, other: Grid) -> None:
+    """Every weighting, the eligible ones at or above plain BM25 on both sets first."""
+    ranked = floor_choice(results, other)
+    ref, other_ref = results[REFERENCE]["all"], other[REFERENCE]["all"]
+    print(f"\nnote column weights: {len(ranked)} of {len(results) - 1} eligible and at or "
+          f"above plain BM25 on the {half} half ({ref.cells()}) and on recall_quality's "
+          f"notes ({other_ref.hit5:.1%} | {other_ref.hit10:.1%} | {other_ref.mrr:.3f})"
+          + (f"; the choice: {ranked[0]}" if ranked else "") + "\n")  # fmt: skip
+    print(f"| weights | {half} half: hit@5 | hit@10 | MRR@10 | all@10 | floor met | "
+          "recall_quality: hit@5 | hit@10 | MRR@10 | floor met |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    rest = sorted((n for n in results if n not in ranked), key=lambda n: -results[n]["all"].mrr)
+    for name in ranked + rest:
+        ours, theirs = results[name]["all"], other[name]["all"]
+        marks = ["", ""] if name == REFERENCE else [
+            "yes" if at_floor(ours, ref) else "no", "yes" if at_floor(theirs, other_ref) else "no"
+        ]  # fmt: skip
+        print(f"| {name} | {ours.cells()} | {marks[0]} | {theirs.hit5:.1%} | "
+              f"{theirs.hit10:.1%} | {theirs.mrr:.3f} | {marks[1]} |")  # fmt: skip
+
+
 async def message_sweep(hs: HalfStore) -> dict[str, Ranker]:
     words = message_rankers(hs)["lorebot words"]
     rankers: dict[str, Ranker] = {"stopwords kept": under(words, fts, STOPWORDS=frozenset())}
@@ -382,11 +498,19 @@ def print_table(title: str, results: dict[str, dict[str, Score]], by_kind: bool)
 
 
 async def run_half(
-    half: str, embedder: Embedder | None, sweep: bool, workdir: Path
+    half: str, embedder: Embedder | None, sweep: bool, workdir: Path, weights: bool = False
 ) -> dict[str, Any]:
     hs = await build(half, workdir / f"{half}.db", embedder)
     report: dict[str, Any] = {}
     try:
+        if weights:
+            results, other = await weight_grid(hs), await quality_grid(workdir)
+            print_grid(half, results, other)
+            return {
+                "weight grid": {n: r["all"].__dict__ for n, r in results.items()},
+                "recall_quality grid": {n: r["all"].__dict__ for n, r in other.items()},
+                "choice": floor_choice(results, other)[:1],
+            }
         notes = await hs.db.scalar("SELECT count(*) FROM notes")
         print(f"\n## {half} half: {notes} turns, {len(hs.questions)} questions")
         for label, rankers in (("notes", note_rankers(hs)), ("messages", message_rankers(hs))):
@@ -468,17 +592,24 @@ async def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--half", choices=["first", "second", "both"], default="second")
     parser.add_argument("--sweep", action="store_true", help="the sweeps that chose the weights")
+    parser.add_argument(
+        "--weight-grid", action="store_true",
+        help="only the note column weights: a grid, on this half and on recall_quality.py's "
+        "notes; those at or above plain BM25 on both first",
+    )  # fmt: skip
     parser.add_argument("--no-vectors", action="store_true", help="skip MiniLM")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--cache", type=Path, help="keep the MiniLM vectors in this file")
     args = parser.parse_args(argv)
-    embedder = load_embedder(not args.no_vectors, args.cache)
+    embedder = load_embedder(not (args.no_vectors or args.weight_grid), args.cache)
     halves = ["first", "second"] if args.half == "both" else [args.half]
     report: dict[str, Any] = {"python": sys.version.split()[0], "cpus": os.cpu_count(),
                               "load": os.getloadavg()[0]}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="lorebot-eval-") as tmp:
         for half in halves:
-            report[half] = await run_half(HALVES[half], embedder, args.sweep, Path(tmp))
+            report[half] = await run_half(
+                HALVES[half], embedder, args.sweep, Path(tmp), args.weight_grid
+            )
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     return 0

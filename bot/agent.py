@@ -30,12 +30,14 @@ from bot.tool_args import ToolArgumentError
 from bot.tools import Call, Kind, Suspend, Tool, Toolbox
 from bot.turn_context import TurnContext, make_context
 from memory import Category, InvalidInput, NoteStore, SearchHit
+from memory.actions import ActionLog
 from memory.conversations import ConversationLog, LogEntry
 from memory.events import EventLog
 from memory.fts import term_overlap
 from memory.message_search import MessageHit
 from memory.proposals import Proposal
 from memory.secrets import redact_value
+from memory.vectors import KINDS, NOTE, coverage_notice, words_alone_notice
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
@@ -97,14 +99,17 @@ class Agent:
         skills: SkillUse,
         toolbox: Toolbox,
         events: EventLog | None = None,
+        actions: ActionLog | None = None,
     ) -> None:
         self.settings = settings
+        self.actions = actions
         self.model = model
         self.notes = notes
         self.log = log
         self.skills = skills
         self.toolbox = toolbox
         self.events = events
+        self._coverage_said: dict[str, str | None] = {}  # kind: the notice last logged
 
     async def build_prefix(self, ctx: TurnContext) -> tuple[str, int]:
         """The stable system prompt and how many bytes of it memory takes. Within the memory
@@ -178,6 +183,35 @@ class Agent:
         vectors = self.notes.vectors
         return await vectors.query_vector(text) if vectors is not None and vectors.enabled else None
 
+    async def recall_notices(self, vector: Sequence[float] | None) -> list[str]:
+        """What the model should know about how recall ranked, when an embedding model is
+        set: by words alone (no vector for the message), or with vectors for only some of
+        the notes or messages."""
+        vectors = self.notes.vectors
+        if vectors is None or vectors.embedder is None:
+            return []
+        if vector is None:
+            return [words_alone_notice(vectors.embedder.model)]
+        notices = []
+        for kind in KINDS:
+            gap = await vectors.fetch_gap(kind)
+            notice = None if gap is None else coverage_notice(kind, gap)
+            self._log_coverage(kind, notice)
+            if notice is not None:
+                notices.append(notice)
+        return notices
+
+    def _log_coverage(self, kind: str, notice: str | None) -> None:
+        """Log a coverage notice once, when it changes, and when it is over."""
+        said = self._coverage_said.get(kind)
+        if notice == said:
+            return
+        self._coverage_said[kind] = notice
+        if notice is not None:
+            _log.info("recall: %s", notice)
+        elif said is not None:
+            _log.info("recall: every %s has its vector now", "note" if kind == NOTE else "message")
+
     def recall_budget(self, index_bytes: int) -> int:
         """Bytes left for recalled notes once the indexes took their share of the budget."""
         return max(0, self.settings.memory.token_budget * BYTES_PER_TOKEN - index_bytes)
@@ -187,7 +221,8 @@ class Agent:
         vector = await self._query_vector(text)
         hits = await self.recall(ctx, text, vector)
         said = await self.recall_messages(ctx, text, vector)
-        tail = user_turn(text, hits, self.recall_budget(index_bytes), said)
+        notices = await self.recall_notices(vector) if hits or said else []
+        tail = user_turn(text, hits, self.recall_budget(index_bytes), said, notices)
         question = LogEntry("user", text, ctx.author.scope, ctx.author.name)
         try:
             history = await self._history_messages(ctx, prefix)
@@ -223,9 +258,9 @@ class Agent:
         pending = [tuple(p) for p in saved["pending"]]
         turn = _Turn(saved["messages"], saved["round"], pending, self.tools(ctx))
         name = saved.get("tool", "load_skill")  # turns saved before tools were named
-        tool = self.toolbox.get(name)
+        tool = await self.toolbox.wait_for(name, self._connect_wait(name))
         if tool is None:
-            outcome = f"error: the tool {name} is no longer available"
+            outcome = await self._tool_gone(name, proposal)
         else:
             outcome = await tool.resume(ctx, proposal)
             if proposal.status == "approved" and tool.kind is Kind.ACTION:
@@ -244,6 +279,28 @@ class Agent:
             return TurnResult("", "", turn.round, offline=False, awaiting=waiting.proposal.id)
         await self._log(ctx, self._reply_entry(reply))
         return TurnResult(reply, saved["messages"][0]["content"], rounds, offline=False)
+
+    def _connect_wait(self, name: str) -> float:
+        """How long to wait for a tool that is not there: one of a configured MCP server
+        may come when the server (re)connects, as right after a restart."""
+        server, separator, _ = name.partition("__")
+        configured = {s.name for s in self.settings.mcp.servers}
+        return self.settings.mcp.connect_timeout_s if separator and server in configured else 0
+
+    async def _tool_gone(self, name: str, proposal: Proposal) -> str:
+        """The decided tool is not available: an approved action is recorded as not run."""
+        action_id = proposal.payload.get("action_id")
+        if self.actions is not None and action_id is not None:
+            action = await self.actions.get(int(action_id))
+            if action.outcome != "pending":
+                pass  # decided before, by another process or turn
+            elif proposal.status == "approved":
+                reason = f"not run: the tool {name} is not available"
+                await self.actions.finish(action.id, "error", reason, 0)
+            else:
+                outcome = "expired" if proposal.status == "expired" else "declined"
+                await self.actions.close(action.id, outcome, proposal.decided_by)
+        return f"error: the tool {name} is not available, so it was not run"
 
     def _reply_entry(self, reply: str) -> LogEntry:
         return LogEntry("assistant", reply, "", self.settings.bot.name)

@@ -67,14 +67,19 @@ def render_prefix(
 
 
 def render_memories(
-    hits: Sequence[SearchHit], budget_bytes: int, messages: Sequence[MessageHit] = ()
+    hits: Sequence[SearchHit],
+    budget_bytes: int,
+    messages: Sequence[MessageHit] = (),
+    notices: Sequence[str] = (),
 ) -> str:
-    """The `<relevant-memories>` block within `budget_bytes`: the best notes first, then the
-    past messages (each with its date and author). Messages keep up to a third of the
-    budget when the notes would take it all."""
+    """The `<relevant-memories>` block within `budget_bytes`: the notices about how recall
+    ranked (in parentheses), the best notes, then the past messages (each with its date and
+    author). Messages keep up to a third of the budget when the notes would take it all."""
     if not (hits or messages) or budget_bytes <= 0:
         return ""
+    heads = [f"({notice})" for notice in notices]
     room = budget_bytes - len("<relevant-memories>\n</relevant-memories>\n")
+    room -= sum(len(line.encode()) + 1 for line in heads)
     said = [_message_line(m) for m in messages]
     wanted = sum(len(line.encode()) + 1 for line in said) + len(PAST_MESSAGES) + 1
     reserve = min(wanted, budget_bytes // 3) if said else 0
@@ -85,7 +90,7 @@ def render_memories(
         lines += [PAST_MESSAGES, *past]
     if not lines:
         return ""
-    return "<relevant-memories>\n" + "\n".join(lines) + "\n</relevant-memories>\n"
+    return "<relevant-memories>\n" + "\n".join([*heads, *lines]) + "\n</relevant-memories>\n"
 
 
 def _note_line(hit: SearchHit) -> str:
@@ -119,10 +124,14 @@ def _fit(lines: Sequence[str], room: int) -> list[str]:
 
 
 def user_turn(
-    text: str, hits: Sequence[SearchHit], budget_bytes: int, messages: Sequence[MessageHit] = ()
+    text: str,
+    hits: Sequence[SearchHit],
+    budget_bytes: int,
+    messages: Sequence[MessageHit] = (),
+    notices: Sequence[str] = (),
 ) -> str:
     """The user's message with recalled notes and past messages right before it."""
-    memories = render_memories(hits, budget_bytes, messages)
+    memories = render_memories(hits, budget_bytes, messages, notices)
     return f"{memories}\n{text}" if memories else text
 
 

@@ -46,7 +46,6 @@ def driver_name() -> str:
     return f"{name} with SQLite {_DRIVER.sqlite_version}"
 
 
-@functools.cache
 def _vec_extension() -> str | None:
     """Where sqlite-vec's loadable extension is (what `sqlite_vec.loadable_path()` gives),
     found without importing the package: its `__init__` imports numpy when installed,

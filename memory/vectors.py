@@ -41,6 +41,9 @@ EMBED_MAX_CHARS = 2000
 PREVIOUS_CHARS = 400
 # How long to wait after a failure when the embedder does not say (its `retry_after`).
 RETRY_S = 30.0
+# While items wait for their vector, how often a turn's coverage figures are counted again:
+# counting is a scan of every note (or message), too slow for every turn of a large store.
+COVERAGE_RECOUNT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,28 @@ class Coverage:
     @property
     def partial(self) -> bool:
         return self.embedded < self.total
+
+
+def words_alone_notice(model: str) -> str:
+    """What a ranking's reader should know when the embedding model gave the query no
+    vector, so everything was ranked by its words."""
+    return f"ranked by words alone: the embedding model {model} did not answer"
+
+
+def coverage_notice(kind: str, coverage: Coverage) -> str | None:
+    """What a ranking's reader should know when only some items have a vector yet."""
+    if not coverage.partial:
+        return None
+    items = "notes" if kind == NOTE else "messages"
+    return (
+        f"vectors for {coverage.embedded:,} of {coverage.total:,} {items}; the rest are "
+        "ranked by their words alone until lorebot has embedded them"
+    )
+
+
+def _counted(kind: str) -> tuple[str, str]:
+    """The table of `kind` and the condition of its items that get a vector."""
+    return ("notes", "1") if kind == NOTE else ("messages", "scope != ''")
 
 
 def note_text(topic: str, summary: str, body: str) -> str:
@@ -194,6 +219,7 @@ class VectorIndex:
         self.embedder = embedder
         self.state: EmbeddingState | None = None
         self._query_backoff_until = 0.0
+        self._counts: dict[str, tuple[float, Coverage]] = {}  # kind: (recount at, coverage)
 
     @property
     def enabled(self) -> bool:
@@ -306,7 +332,7 @@ class VectorIndex:
     async def coverage(self, kind: str) -> Coverage:
         """How many notes (or searchable messages) have an up-to-date vector, of how many:
         the others wait in the queue (or all do, before the model first answered)."""
-        table, where = ("notes", "1") if kind == NOTE else ("messages", "scope != ''")
+        table, where = _counted(kind)
         total = int(await self.db.scalar(f"SELECT count(*) FROM {table} WHERE {where}"))
         if self.state is None:
             return Coverage(0, total)
@@ -316,6 +342,29 @@ class VectorIndex:
             (kind,),
         )
         return Coverage(total - int(waiting), total)
+
+    async def fetch_gap(self, kind: str) -> Coverage | None:
+        """The coverage of `kind` while some of its items wait for a vector, else None;
+        cheap enough for every turn. Whether one waits is asked each time (the lookup stops
+        at the first); the counts are redone at most every `COVERAGE_RECOUNT_S` while items
+        wait, so their figures may be that old."""
+        if self.state is None:
+            return None
+        table, where = _counted(kind)
+        waiting = await self.db.scalar(
+            f"SELECT EXISTS (SELECT 1 FROM embed_queue AS q JOIN {table} AS t "
+            f"ON t.id = q.item_id WHERE q.kind = ? AND {where})",
+            (kind,),
+        )
+        if not waiting:
+            self._counts.pop(kind, None)
+            return None
+        now = time.monotonic()
+        counted = self._counts.get(kind)
+        if counted is None or now >= counted[0]:
+            counted = (now + COVERAGE_RECOUNT_S, await self.coverage(kind))
+            self._counts[kind] = counted
+        return counted[1]
 
     async def backfill(self, *, batch_size: int = BATCH_SIZE, limit: int | None = None) -> int:
         """Embed queued items until the queue is empty (or `limit` were done); returns how
