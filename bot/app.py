@@ -124,8 +124,9 @@ class Bot:
             ]
         )
         self.agent = Agent(
-            settings, self.model, self.notes, self.log, skills, self.toolbox, self.events
-        )
+            settings, self.model, self.notes, self.log, skills, self.toolbox, self.events,
+            self.actions,
+        )  # fmt: skip
         self.mcp = McpServers(settings.mcp, targets=self.mcp_targets, on_tools=self._sync_tools)
         self.core = Core(settings, self.notes, self.agent, self.approvals, self.adapters)
         self.approvals.on_closed = self.core.after_decision
@@ -151,6 +152,7 @@ class Bot:
             return  # scheduled jobs and one-shot commands never run actions
         for server in self.mcp.servers.values():
             self.tasks.spawn(server.run(), name=f"MCP server {server.name}")
+        self._stack.push_async_callback(self.mcp.stop)
         await self.approvals.expire()
         self.tasks.spawn(self._follow_up_forever(), name="proposal follow-ups")
         self.supervisor = Supervisor(settings, self.systemd, self.adapters, self.model)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -138,6 +139,8 @@ class McpServer:
         self._client: Client | None = None
         self._lost = asyncio.Event()
         self._connected = asyncio.Event()
+        self._stopped: anyio.CancelScope | None = None  # while `run()` runs
+        self._ended = asyncio.Event()
         self._errlog: TextIO | None = None
 
     def _lose(self) -> None:
@@ -180,10 +183,18 @@ class McpServer:
         return transport
 
     async def run(self) -> None:
-        """Connect and stay connected until cancelled, reconnecting with backoff."""
+        """Connect and stay connected until `stop()` (or cancelled), reconnecting with
+        backoff. Time limits and the stop are anyio cancel scopes: the SDK's shielded
+        shutdown then runs to the end and kills a server that hangs, where a native
+        `Task.cancel()` could leave the process running and the shutdown waiting on it."""
+        self._stopped = anyio.CancelScope()
+        self._ended.clear()
         try:
-            await self._run()
+            with self._stopped:
+                await self._run()
         finally:
+            self._stopped = None
+            self._ended.set()
             self._close_errlog()
 
     def _close_errlog(self) -> None:
@@ -209,12 +220,19 @@ class McpServer:
             self.status = "down"
             await asyncio.sleep(delay)
 
+    async def stop(self) -> None:
+        """End `run()` and wait for it: the session closes and the server's process is
+        stopped (the SDK allows it a few seconds, then kills its process tree)."""
+        if self._stopped is not None:
+            self._stopped.cancel()
+            await self._ended.wait()
+
     async def _session(self) -> None:
         self.status = "connecting"
-        async with asyncio.timeout(self.connect_timeout_s) as deadline:
+        with anyio.fail_after(self.connect_timeout_s) as deadline:
             async with Client(self._transport()) as client:
                 await self._list_tools(client)
-                deadline.reschedule(None)  # connected: the session may last
+                deadline.deadline = math.inf  # connected: the session may last
                 self._client, self.status, self.reason = client, "connected", ""
                 self.connections += 1
                 self._lost.clear()
@@ -230,7 +248,7 @@ class McpServer:
         """Connect once and list the tools, for `lorebot doctor`; None when it worked, else
         why it did not."""
         try:
-            async with asyncio.timeout(self.connect_timeout_s):
+            with anyio.fail_after(self.connect_timeout_s):
                 async with Client(self._transport()) as client:
                     await self._list_tools(client)
         except Exception as exc:  # noqa: BLE001 - the SDK raises exception groups
@@ -250,7 +268,7 @@ class McpServer:
             except TimeoutError:
                 pass
             rounds += 1
-            async with asyncio.timeout(self.connect_timeout_s):
+            with anyio.fail_after(self.connect_timeout_s):
                 # Ping is gone from the protocol's newer revisions: a listing that skips
                 # the cache is the request that proves the server still answers.
                 await self._list_tools(client, fresh=rounds % ASK_EVERY == 0)
@@ -325,3 +343,6 @@ class McpServers:
 
     def get(self, name: str) -> McpServer | None:
         return self.servers.get(name)
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(server.stop() for server in self.servers.values()))

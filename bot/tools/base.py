@@ -8,6 +8,7 @@ outcome once the card is decided.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -136,12 +137,16 @@ class Toolbox:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
         self._specs: dict[str, dict[str, Any]] = {}
+        self._waiting: dict[str, list[asyncio.Future[Tool]]] = {}
         self.add(tools)
 
     def add(self, tools: Iterable[Tool]) -> None:
         for tool in tools:
             self._tools[tool.name] = tool
             self._specs[tool.name] = tool.spec()  # built once: treat as read-only
+            for waiter in self._waiting.pop(tool.name, []):
+                if not waiter.done():
+                    waiter.set_result(tool)
 
     def remove(self, names: Iterable[str]) -> None:
         for name in names:
@@ -150,6 +155,24 @@ class Toolbox:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    async def wait_for(self, name: str, timeout_s: float) -> Tool | None:
+        """The tool `name`, waiting up to `timeout_s` for it to be added (an MCP server's
+        tools arrive when it connects, some time after a restart); None if it is not."""
+        tool = self._tools.get(name)
+        if tool is not None or timeout_s <= 0:
+            return tool
+        waiter: asyncio.Future[Tool] = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(name, []).append(waiter)
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await waiter
+        except TimeoutError:
+            return None
+        finally:
+            waiters = self._waiting.get(name, [])
+            if waiter in waiters:
+                waiters.remove(waiter)
 
     @property
     def names(self) -> frozenset[str]:
