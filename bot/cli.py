@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 import signal
@@ -11,8 +10,6 @@ import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import shtab
 
 from bot import (
     __version__,
@@ -89,7 +86,7 @@ def _add_common_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
     """The options every command takes, before or after its name; a subcommand sets them
     only when given, so `lorebot --debug notes list` keeps its `--debug`."""
     unset: Any = None if top else argparse.SUPPRESS
-    config = parser.add_argument(
+    parser.add_argument(
         "--config",
         type=Path,
         metavar="FILE",
@@ -97,7 +94,6 @@ def _add_common_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
         help="TOML config file (or LOREBOT_CONFIG; else ~/.config/lorebot/config.toml, "
         "then /etc/lorebot/config.toml)",
     )
-    config.complete = shtab.FILE  # type: ignore[attr-defined]
     parser.add_argument(
         "--debug",
         action="store_true",
@@ -124,7 +120,14 @@ def _subparsers(
 
 
 def _print_completion(args: argparse.Namespace) -> int:
-    print(shtab.complete(build_parser(), shell=args.shell))
+    import shtab  # only here: every other command starts without it
+
+    parser = build_parser()
+    for _, sub in [((), parser), *_subparsers(parser)]:
+        for action in sub._actions:
+            if action.type is Path:  # --config, and the paths commands take
+                action.complete = shtab.FILE  # type: ignore[attr-defined]
+    print(shtab.complete(parser, shell=args.shell))
     return 0
 
 
@@ -157,6 +160,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if standalone is not None:  # needs no settings, so it works while they are broken
             return standalone(args)
         # Loaded here, not at the top: `--help` and a mistyped command need none of it.
+        import asyncio
+
         from bot.config import load_settings
         from bot.logs import configure_logging
         from bot.memory_setup import check_database, existing_database_only
