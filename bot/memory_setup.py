@@ -92,13 +92,16 @@ async def open_memory(
     clock: Clock = utc_now,
     embedder: Embedder | None = None,
     prepare: bool = True,
+    probe: bool = True,
     create: bool | None = None,
 ) -> Memory:
     """Open and migrate the database and check the embedding model against the stored
     vectors (`EmbeddingMismatch` stops here, nothing changed). `embedder` defaults to the
     configured one; `prepare=False` skips the model check (for `notes reembed`);
-    `create=False` (by default: within `existing_database_only`) refuses to start a new
-    database, in a `UserError` that says where lorebot looked."""
+    `probe=False` checks the model's name but leaves its dimension to the first vector
+    it makes (a one-shot search, which embeds its query anyway); `create=False` (by
+    default: within `existing_database_only`) refuses to start a new database, in a
+    `UserError` that says where lorebot looked."""
     create = _may_create.get() if create is None else create
     check_database(settings, create=create)
     embedder = embedder or embedder_for(settings)
@@ -121,7 +124,7 @@ async def open_memory(
         log = ConversationLog(db, clock=clock, secrets=settings.secrets())
         await log.index_older_messages()
         if prepare:
-            await vectors.prepare()
+            await vectors.prepare(probe=probe)
     except BaseException:
         await db.close()
         raise

@@ -184,7 +184,7 @@ async def open_store(
     `create` is as for `open_memory`."""
     from bot.memory_setup import open_memory
 
-    memory = await open_memory(settings, prepare=vectors, create=create)
+    memory = await open_memory(settings, prepare=vectors, probe=False, create=create)
     try:
         yield memory.notes
     finally:
@@ -340,7 +340,7 @@ async def _search_history(
     from bot.memory_setup import open_memory
     from memory.vectors import MESSAGE
 
-    memory = await open_memory(settings)
+    memory = await open_memory(settings, probe=False)
     try:
         vector = await _query_vector(memory.vectors, args.query, MESSAGE)
         hits = await memory.log.search(

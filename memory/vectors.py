@@ -20,6 +20,7 @@ import asyncio
 import logging
 import struct
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ KINDS = (NOTE, MESSAGE)
 BATCH_SIZE = 32
 # How much of a note or message is embedded; small embedding models read ~512 tokens.
 EMBED_MAX_CHARS = 2000
+QUERY_CACHE_SIZE = 256  # recent query vectors kept (about 1.5 KB each at 384 dimensions)
 # Characters of the previous message a message carries, in its vector and word index.
 PREVIOUS_CHARS = 400
 # How long to wait after a failure when the embedder does not say (its `retry_after`).
@@ -219,18 +221,23 @@ class VectorIndex:
         self.embedder = embedder
         self.state: EmbeddingState | None = None
         self._query_backoff_until = 0.0
+        # Recent queries' vectors: a repeated question costs no embedding call.
+        self._queries: OrderedDict[str, list[float]] = OrderedDict()
+        self._dimension_checked = False  # by a probe, or by the first vector it made
         self._counts: dict[str, tuple[float, Coverage]] = {}  # kind: (recount at, coverage)
 
     @property
     def enabled(self) -> bool:
         return self.embedder is not None and self.state is not None
 
-    async def prepare(self) -> None:
+    async def prepare(self, *, probe: bool = True) -> None:
         """Check the configured model against the stored vectors, and set the store up for
         it on first use (every note and message is queued). Raises `EmbeddingMismatch`
-        with the database untouched when the model differs."""
+        with the database untouched when the model differs. `probe=False` trusts the
+        stored dimension until the first vector (a one-shot search's query) checks it,
+        which saves a command an embedding call."""
         try:
-            await self._prepare()
+            await self._prepare(probe)
         except EmbeddingMismatch:
             raise
         except StoreError as exc:  # unreachable, or the model is not pulled yet
@@ -239,7 +246,7 @@ class VectorIndex:
             else:
                 _log.warning("embedding model unreachable, new notes are queued: %s", exc)
 
-    async def _prepare(self) -> None:
+    async def _prepare(self, probe_dimension: bool = True) -> None:
         """`prepare`, raising the embedder's error when it does not answer (the stored
         state is taken up first, so new notes are queued meanwhile)."""
         stored = await read_state(self.db.conn)
@@ -250,12 +257,16 @@ class VectorIndex:
         wanted = model_name(self.embedder.model)
         if stored is not None and stored.model != wanted:
             raise EmbeddingMismatch(_mismatch(stored, wanted))
+        if stored is not None and not probe_dimension:
+            self.state = stored
+            return
         try:
             probe = await self.embedder.embed(["lorebot dimension probe"])
         except StoreError:
             self.state = stored
             raise
         dim = len(probe[0])
+        self._dimension_checked = True
         if stored is not None:
             if stored.dim != dim:
                 raise EmbeddingMismatch(_mismatch(stored, wanted, dim))
@@ -279,18 +290,29 @@ class VectorIndex:
         """The vector of a query, or None (search by words alone) when there is none."""
         if self.embedder is None or self.state is None or not text.strip():
             return None
+        text = text[:EMBED_MAX_CHARS]
+        if (cached := self._queries.get(text)) is not None:
+            self._queries.move_to_end(text)
+            return cached
         if time.monotonic() < self._query_backoff_until:
             return None  # the model failed a moment ago: don't make every turn wait on it
         try:
-            [vector] = await self.embedder.embed([text[:EMBED_MAX_CHARS]])
+            [vector] = await self.embedder.embed([text])
         except StoreError as exc:  # unreachable, or the model is gone
             delay = retry_after(exc)
             _log.warning("searching by words alone for %.0f s: %s", delay, exc)
             self._query_backoff_until = time.monotonic() + delay
             return None
         if len(vector) != self.state.dim:
-            _log.error(_mismatch(self.state, model_name(self.embedder.model), len(vector)))
+            problem = _mismatch(self.state, model_name(self.embedder.model), len(vector))
+            if not self._dimension_checked:
+                raise EmbeddingMismatch(problem)  # the stored dimension was taken on trust
+            _log.error(problem)
             return None
+        self._dimension_checked = True
+        self._queries[text] = vector
+        if len(self._queries) > QUERY_CACHE_SIZE:
+            self._queries.popitem(last=False)
         return vector
 
     async def nearest(

@@ -128,8 +128,10 @@ async def test_recall_says_it_ranked_by_words_alone_when_the_embedding_model_is_
         assert "words alone" not in embedded
 
         fake_ollama.models = ["qwen3:8b"]  # `ollama rm nomic-embed-text`: a 404
-        gone = await ask(h)
         notice = f"(ranked by words alone: the embedding model {EMBED}:latest did not answer)"
+        again = await ask(h)  # the same question: its vector is remembered
+        assert notice not in again and "gateway-" in again
+        gone = await ask(h, "which gateway fronts the api?")
         assert notice in gone
         assert "gateway-" in gone
     finally:

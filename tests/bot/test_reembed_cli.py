@@ -359,3 +359,21 @@ async def test_history_search_with_vectors_after_a_reembed(
     [reply] = [h for h in hits if h["content"] == "m01 yep, 8443"]
     assert (reply["author"], reply["link"]) == ("Marco", LINK)
     assert "gateway port" in [b["input"][0] for b in fake_ollama.requests_to("/api/embed")]
+
+
+@pytest.mark.parametrize("history", [False, True], ids=["notes", "history"])
+async def test_a_search_makes_one_embedding_call_its_querys(
+    env: Path, fake_ollama: FakeOllama, clock: FakeClock, history: bool
+) -> None:
+    """The stored dimension is trusted until the query's vector checks it: no probe."""
+    fake_ollama.models = [OLD, NEW]
+    await fill(env / "cli.db", fake_ollama, clock)
+    fake_ollama.requests.clear()
+    where = ["--history"] if history else []
+    found = await run_cli(cli_env(fake_ollama, OLD), "notes", "search", "gateway port",
+                          *where, "--scope", str(C1), "--json")  # fmt: skip
+    assert found.code == 0, found.err
+    assert [r["input"] for r in fake_ollama.requests_to("/api/embed")] == [["gateway port"]], (
+        found.out + found.err
+    )
+    assert json.loads(found.out)
