@@ -147,6 +147,10 @@ async def _embed_ids(
     vectors = await embed_items(embedder, items) if items else {}
     async with db.transaction() as conn:
         await store_vectors(conn, target, kind, ids, items, vectors)
+        # They have their vector now (`reembed` runs with lorebot stopped: no newer edit).
+        await conn.executemany(
+            "DELETE FROM embed_queue WHERE kind = ? AND item_id = ?", [(kind, i) for i in ids]
+        )
         if cursor is not None:
             await _set_cursor(conn, kind, cursor)
     return len(vectors)

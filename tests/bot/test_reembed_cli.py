@@ -377,3 +377,24 @@ async def test_a_search_makes_one_embedding_call_its_querys(
         found.out + found.err
     )
     assert json.loads(found.out)
+
+
+async def test_reembed_empties_the_queue_of_what_it_embedded(
+    env: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    """Notes imported while the daemon is stopped wait for a vector; `reembed` gives them
+    one, so recall no longer counts them as missing."""
+    fake_ollama.models = [OLD, NEW]
+    await fill(env / "cli.db", fake_ollama, clock)
+    source = env / "more.jsonl"
+    source.write_text(
+        '{"scope": "channel:slack/C1", "topic": "dns", "summary": "dns is on ns-3"}\n'
+    )
+    environment = cli_env(fake_ollama, NEW)
+    assert (await run_cli(environment, "notes", "import", str(source))).code == 0
+    assert (await snapshot(env / "cli.db", fake_ollama))["queue"] != []
+
+    done = await run_cli(environment, "notes", "reembed")
+
+    assert done.code == 0, done.err
+    assert (await snapshot(env / "cli.db", fake_ollama))["queue"] == []
