@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import signal
 from typing import TYPE_CHECKING, Any
@@ -11,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from bot.errors import UserError
 
 if TYPE_CHECKING:
+    import asyncio
+
     from bot.config import Settings
 
 _log = logging.getLogger(__name__)
@@ -28,6 +29,8 @@ def add_parser(commands: Any) -> None:
 
 
 async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    import asyncio
+
     from bot.app import Bot
     from bot.config import systemd_environment
     from bot.wiring import build_adapters
