@@ -27,6 +27,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The scheduled jobs share one test set.
+JOB_TESTS = (
+    "tests/bot/test_jobs.py", "tests/bot/test_job_promises.py", "tests/bot/test_mutants_jobs.py",
+)  # fmt: skip
+
 # Each module with the tests that exercise it: mutmut runs, per mutant, only the tests of
 # this set that reached the mutated function, so a narrow set keeps the run short.
 MODULES: dict[str, tuple[str, ...]] = {
@@ -44,19 +49,21 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/bot/test_core_e2e.py", "tests/bot/test_approval_hardening.py",
         "tests/bot/test_approval_edges.py", "tests/bot/test_chat_cli.py",
         "tests/bot/test_tools.py", "tests/bot/test_jobs.py",
+        "tests/bot/test_mutants_approvals.py", "tests/bot/test_mutants_proposals.py",
     ),
     "bot/approvals.py": (
         "tests/bot/test_core_e2e.py", "tests/bot/test_approval_hardening.py",
         "tests/bot/test_approval_edges.py",
         "tests/bot/test_chat_cli.py", "tests/bot/test_tools.py", "tests/bot/test_actions.py",
-        "tests/bot/test_skills_e2e.py",
+        "tests/bot/test_skills_e2e.py", "tests/bot/test_skill_scripts.py",
+        "tests/bot/test_mutants_approvals.py",
     ),
     "bot/supervision.py": ("tests/bot/test_operations.py", "tests/bot/test_health_edges.py"),
-    "bot/jobs/runner.py": ("tests/bot/test_jobs.py", "tests/bot/test_job_promises.py"),
-    "bot/jobs/digest.py": ("tests/bot/test_jobs.py", "tests/bot/test_job_promises.py"),
-    "bot/jobs/maintenance.py": ("tests/bot/test_jobs.py", "tests/bot/test_job_promises.py"),
-    "bot/jobs/reflection.py": ("tests/bot/test_jobs.py", "tests/bot/test_job_promises.py"),
-    "bot/jobs/patterns.py": ("tests/bot/test_jobs.py", "tests/bot/test_job_promises.py"),
+    "bot/jobs/runner.py": JOB_TESTS,
+    "bot/jobs/digest.py": (*JOB_TESTS, "tests/bot/test_actions_operations.py"),
+    "bot/jobs/maintenance.py": JOB_TESTS,
+    "bot/jobs/reflection.py": JOB_TESTS,
+    "bot/jobs/patterns.py": JOB_TESTS,
     "memory/secrets.py": ("tests/memory", "tests/bot/test_secret_redaction.py"),
 }  # fmt: skip
 
