@@ -39,6 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from history_import import parse_count, size_of  # noqa: E402
 from recall import GenNote, generate_corpus  # noqa: E402
 
 from memory import Database, NoteStore, Scope  # noqa: E402
@@ -108,12 +109,6 @@ def write_folder(root: Path, notes: Sequence[GenNote]) -> tuple[Path, int]:
 WRITERS = {"jsonl": write_jsonl, "folder": write_folder}
 
 
-def size_of(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 async def run_form(form: str, notes: Sequence[GenNote], workdir: Path) -> Result:
     folder = workdir / form
     folder.mkdir()
@@ -135,17 +130,6 @@ async def run_form(form: str, notes: Sequence[GenNote], workdir: Path) -> Result
     return Result(form, len(notes), files, size_of(source), read_s, import_s, import_cpu_s,
                   main_cpu_s, result.created, again.created + again.updated,
                   os.getloadavg()[0])  # fmt: skip
-
-
-def parse_count(text: str) -> int:
-    text = text.strip().lower()
-    factor = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
-    try:
-        return int(float(text.rstrip("km")) * factor)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"bad count {text!r}: use e.g. 20000, 100k or 1M"
-        ) from None
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -290,11 +290,11 @@ class Agent:
     async def _tool_gone(self, name: str, proposal: Proposal) -> str:
         """The decided tool is not available: an approved action is recorded as not run."""
         action_id = proposal.payload.get("action_id")
-        if self.actions is not None and action_id is not None:
-            action = await self.actions.get(int(action_id))
-            if action.outcome != "pending":
-                pass  # decided before, by another process or turn
-            elif proposal.status == "approved":
+        if self.actions is None or action_id is None:
+            return f"error: the tool {name} is not available, so it was not run"
+        action = await self.actions.get(int(action_id))
+        if action.outcome == "pending":  # else decided before, by another process or turn
+            if proposal.status == "approved":
                 reason = f"not run: the tool {name} is not available"
                 await self.actions.finish(action.id, "error", reason, 0)
             else:

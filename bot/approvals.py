@@ -7,7 +7,6 @@ never from the model's words.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import timedelta
@@ -26,6 +25,7 @@ from adapters.base import (
 )
 from bot import metrics
 from bot.config import Settings
+from bot.turn_context import free_topic
 from memory import Conflict, Note, NoteDraft, NoteStore, Scope, ScopeKind
 from memory.actions import ActionLog
 from memory.events import EventLog
@@ -38,7 +38,6 @@ from memory.proposals import (
     ProposalStore,
     note_save_payload,
 )
-from memory.types import TOPIC_MAX_CHARS
 from skills.types import Skill, SkillError
 from skills.writer import write_skill
 
@@ -134,7 +133,7 @@ class ApprovalService:
         if existing is not None and existing.private and not draft.private:
             # A public save never touches, quotes or reveals a private note: it becomes a
             # separate note of its own.
-            draft = dataclasses.replace(draft, topic=await self._free_topic(draft))
+            draft = dataclasses.replace(draft, topic=await free_topic(self.notes, draft))
             existing = None
         payload = note_save_payload(draft)
         payload["expect"] = await self.notes.content_fingerprint(draft.scope, draft.topic)
@@ -225,15 +224,6 @@ class ApprovalService:
         card = f"{first} (proposal #{proposal.id})" + (f"\n{rest}" if rest else "")
         await self._post_card(proposal, conversation, requester, card, verb)
         return await self.proposals.get(proposal.id)
-
-    async def _free_topic(self, draft: NoteDraft) -> str:
-        """The first `topic-N` that no note of the draft's scope uses."""
-        for number in itertools.count(2):
-            suffix = f"-{number}"
-            topic = draft.topic[: TOPIC_MAX_CHARS - len(suffix)].rstrip("-") + suffix
-            if await self.notes.get(draft.scope, topic) is None:
-                return topic
-        raise AssertionError("unreachable")
 
     async def _create(
         self,

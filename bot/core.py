@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import re
 from collections.abc import Mapping
@@ -18,14 +17,12 @@ from bot.config import Settings
 from bot.model import ModelUnavailable
 from bot.split import split_message
 from bot.structured import InvalidModelOutput, ask_structured
-from bot.turn_context import TurnContext, draft_for, find_writable, make_context
+from bot.turn_context import TurnContext, draft_for, find_writable, free_topic, make_context
 from memory import InvalidInput, NoteStore, NotFound
 from memory.proposals import Proposal
 from memory.types import (
     GENERIC_WORDS,
     SUMMARY_MAX_CHARS,
-    TOPIC_MAX_CHARS,
-    NoteDraft,
     hashed_topic,
     is_generic,
     slug_words,
@@ -156,8 +153,12 @@ class Core:
             return
         title, derived = await self.title_for(command.text)
         draft = draft_for(ctx, title.topic, title.summary, command.text, command.about_self)
-        if derived:
-            draft = dataclasses.replace(draft, topic=await self.unclaimed_topic(draft))
+        if derived:  # words that happen to match are no request to replace that note
+            said_again = draft.body
+            topic = await free_topic(
+                self.notes, draft, first=1, reuse=lambda note: note.body == said_again
+            )
+            draft = dataclasses.replace(draft, topic=topic)
         await self.approvals.propose_save(ctx.conversation, ctx.author, draft)
 
     async def title_for(self, text: str) -> tuple[NoteTitle, bool]:
@@ -177,17 +178,6 @@ class Core:
         except (ModelUnavailable, InvalidModelOutput, InvalidInput) as exc:
             _log.info("deriving the note title without the model: %s", exc)
         return fallback_title(text), True
-
-    async def unclaimed_topic(self, draft: NoteDraft) -> str:
-        """The draft's derived topic, or `topic-2`, `topic-3`… when another note of its scope
-        holds it: words that happen to match are no request to replace that note."""
-        for number in itertools.count(1):
-            suffix = f"-{number}" if number > 1 else ""
-            topic = draft.topic[: TOPIC_MAX_CHARS - len(suffix)].rstrip("-") + suffix
-            existing = await self.notes.get(draft.scope, topic)
-            if existing is None or existing.body == draft.body:
-                return topic
-        raise AssertionError("unreachable")
 
     async def forget(self, ctx: TurnContext, command: Forget) -> None:
         if ctx.read_only:

@@ -3,11 +3,13 @@ and the agent, so both target notes the same way."""
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.base import ConversationRef, UserRef
 from memory import Note, NoteDraft, NoteStore, Scope, Viewer, Visibility, visibility_for
-from memory.types import ScopeKind
+from memory.types import TOPIC_MAX_CHARS, ScopeKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +83,21 @@ async def find_writable(notes: NoteStore, ctx: TurnContext, what: str) -> Note |
         if writable.allows(hit.note.scope, hit.note.private):
             return hit.note
     return None
+
+
+async def free_topic(
+    notes: NoteStore,
+    draft: NoteDraft,
+    *,
+    first: int = 2,
+    reuse: Callable[[Note], bool] = lambda note: False,
+) -> str:
+    """The first of `topic` (when `first` is 1), `topic-2`, `topic-3`… that no note of the
+    draft's scope holds, or whose note `reuse` accepts; cut to fit the topic limit."""
+    for number in itertools.count(first):
+        suffix = f"-{number}" if number > 1 else ""
+        topic = draft.topic[: TOPIC_MAX_CHARS - len(suffix)].rstrip("-") + suffix
+        existing = await notes.get(draft.scope, topic)
+        if existing is None or reuse(existing):
+            return topic
+    raise AssertionError("unreachable")
