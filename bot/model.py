@@ -26,6 +26,7 @@ from bot.ollama_client import (
     ModelInfo,
     ModelUnavailable,
     OllamaClient,
+    OnContent,
     new_backoff,
 )
 from bot.tool_args import MAX_ARGUMENT_DEPTH, TOO_DEEP, exceeds_depth
@@ -166,17 +167,22 @@ class Model:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         format: Mapping[str, Any] | None = None,
+        on_content: OnContent | None = None,
     ) -> ChatResult:
-        """One non-streaming chat call; raises `ModelUnavailable` instead of hanging, and at
-        once while the model waits out a backoff."""
+        """One chat call; raises `ModelUnavailable` instead of hanging, and at once while the
+        model waits out a backoff. With `on_content` the answer is streamed, each piece of
+        its content awaited through `on_content` as it arrives; what that raises propagates."""
         await self._ready()
-        request = self._request(messages, tools, format)
-        async with self._semaphore:
+        request = self._request(messages, tools, format, stream=on_content is not None)
+        async with self._semaphore:  # held until the last line of a stream
             if not self.available:  # it failed while this call waited for its turn
                 raise self._refusal()
             started = time.perf_counter()
             try:
-                data = await self.client.fetch_chat(request)
+                if on_content is None:
+                    data = await self.client.fetch_chat(request)
+                else:
+                    data = await self.client.stream_chat(request, on_content)
             except ModelUnavailable as exc:
                 if exc.backs_off:
                     self._mark_down(exc)
@@ -210,11 +216,13 @@ class Model:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None,
         format: Mapping[str, Any] | None,
+        *,
+        stream: bool = False,
     ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.settings.model,
             "messages": list(messages),
-            "stream": False,
+            "stream": stream,
         }
         if tools and self.info.supports_tools:
             request["tools"] = list(tools)

@@ -2,8 +2,8 @@
 the backoff between failed attempts, and the one place Ollama's errors are read.
 
 The probe has a short timeout of its own (`ollama.probe_timeout_s`), so a server that takes
-connections and never answers is found out in seconds; a chat answer gets the generation
-timeout (`ollama.timeout_s`).
+connections and never answers is found out in seconds; a chat answer, streamed or not, gets
+the generation timeout (`ollama.timeout_s`) as a whole.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import json
 import logging
 import random
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, TypeVar
@@ -51,6 +51,8 @@ FAILURES = (
 )
 
 T = TypeVar("T")
+# Receives each piece of a streamed answer's content as it arrives.
+OnContent = Callable[[str], Awaitable[None]]
 
 
 class ModelUnavailable(LorebotError):
@@ -66,6 +68,20 @@ class ModelUnavailable(LorebotError):
     def backs_off(self) -> bool:
         """Whether asking again at once would only fail again."""
         return self.kind in BACKS_OFF
+
+
+class IncompleteStream(ValueError):
+    """A streamed chat answer that ended before its `done` line."""
+
+
+class StreamError(ollama.ResponseError):
+    """An `{"error": ...}` line inside a streamed answer, read as the ollama client reads it
+    (status -1), but taking the text as it is: any text, JSON or not, is the message."""
+
+    def __init__(self, error: str) -> None:
+        Exception.__init__(self, error)
+        self.error = error
+        self.status_code = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +202,31 @@ class OllamaClient:
 
         return await self._call(post(), str(request.get("model", "")), self.timeout_s)
 
+    async def stream_chat(self, request: Mapping[str, Any], on_content: OnContent) -> Any:
+        """One streamed `/api/chat` call, awaiting `on_content` with each piece of content as
+        it arrives; returns the body a non-streaming call would have. The whole stream gets
+        the generation timeout; whatever `on_content` raises propagates as it is."""
+        reply = StreamedReply()
+        deadline = asyncio.timeout(self.timeout_s)
+        in_sink = False
+        try:
+            async with (
+                deadline,
+                self._http.stream("POST", "/api/chat", json=dict(request)) as response,
+            ):
+                await _raise_for_status(response)
+                async for line in response.aiter_lines():
+                    if delta := reply.add(line):
+                        in_sink = True
+                        await on_content(delta)
+                        in_sink = False
+            return reply.body()
+        except FAILURES as exc:
+            if in_sink and not deadline.expired():
+                raise  # the receiver failed, not the model
+            model = str(request.get("model", ""))
+            raise unavailable(exc, host=self.host, model=model, within=self.timeout_s) from exc
+
     async def fetch_embeddings(
         self, model: str, texts: Sequence[str], *, timeout_s: float | None = None
     ) -> list[list[float]]:
@@ -223,6 +264,68 @@ class OllamaClient:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+async def _raise_for_status(response: httpx.Response) -> None:
+    """Raise `httpx.HTTPStatusError` for an error status, with the body read for its message."""
+    if response.is_error:
+        await response.aread()
+        response.raise_for_status()
+
+
+class StreamedReply:
+    """The NDJSON lines of a streamed chat answer, joined into the body a non-streaming call
+    returns: content and thinking concatenated, tool calls of every line collected."""
+
+    def __init__(self) -> None:
+        self._content: list[str] = []
+        self._thinking: list[str] = []
+        self._calls: list[Any] = []
+        self._malformed_calls: Any = None  # a `tool_calls` that is not a list, kept as sent
+        self._done: dict[str, Any] | None = None
+
+    def add(self, line: str) -> str:
+        """Take one line; return its piece of content ("" when it has none). An error line
+        raises `StreamError`, an undecodable one `ValueError`."""
+        if not line.strip():
+            return ""
+        chunk = json.loads(line)
+        if not isinstance(chunk, dict):
+            return ""
+        if "error" in chunk:
+            raise StreamError(str(chunk["error"]))
+        if chunk.get("done") is True:
+            self._done = chunk
+        message = chunk.get("message")
+        if not isinstance(message, dict):
+            return ""
+        if isinstance(thinking := message.get("thinking"), str):
+            self._thinking.append(thinking)
+        self._add_calls(message.get("tool_calls"))
+        content = message.get("content")
+        if not isinstance(content, str):
+            return ""
+        self._content.append(content)
+        return content
+
+    def _add_calls(self, calls: Any) -> None:
+        if isinstance(calls, list):
+            self._calls.extend(calls)
+        elif calls:
+            self._malformed_calls = calls
+
+    def body(self) -> dict[str, Any]:
+        """The whole answer, shaped like a non-streaming `/api/chat` body; `IncompleteStream`
+        when the `done` line never came."""
+        if self._done is None:
+            raise IncompleteStream("the answer ended before its last line")
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self._content)}
+        if self._thinking:
+            message["thinking"] = "".join(self._thinking)
+        calls = self._calls if self._malformed_calls is None else self._malformed_calls
+        if calls:
+            message["tool_calls"] = calls
+        return {**self._done, "message": message}
 
 
 class OllamaEmbedder:

@@ -7,6 +7,8 @@ what the client sent (``fake.chat_requests``)::
     fake.reply("Hello")                          # next /api/chat answer
     fake.tool_call("search_notes", {"q": "vpn"}) # a reply that calls a tool
     fake.error(500, "out of memory")             # HTTP 500 {"error": ...}
+    fake.stream_error("oom", partial="Hel")      # a stream: "Hel", then an error line
+    fake.stream_cut(partial="Hel")               # a stream: "Hel", then the connection drops
     fake.raw_message({"content": "", "tool_calls": 5})  # a malformed message, sent as given
     fake.raw('{"message": [[[[...')              # a chat response body, byte for byte
     fake.delay(5.0)                              # the next chat answer waits 5 s
@@ -87,6 +89,7 @@ class _Error:
     message: str
     in_stream: bool = False
     partial: str = ""
+    cut: bool = False  # drop the connection instead of sending an error
 
 
 @dataclass(frozen=True)
@@ -298,6 +301,13 @@ class FakeOllama:
         """
         self._queue.append(_Error(500, message, in_stream=True, partial=partial))
 
+    def stream_cut(self, *, partial: str = "") -> None:
+        """Queue an answer whose connection drops midway: status 200 and ``partial`` content
+        (streamed, or nothing when not streaming), then the server closes the connection
+        without finishing the body. httpx raises ``httpx.RemoteProtocolError`` ("incomplete
+        chunked read") while reading."""
+        self._queue.append(_Error(500, "", in_stream=True, partial=partial, cut=True))
+
     def raw(self, body: str | bytes) -> None:
         """Queue a chat response body sent exactly as given with HTTP 200 and a JSON
         Content-Type, streaming or not: invalid JSON, deeply nested JSON, wrong types."""
@@ -442,8 +452,8 @@ class FakeOllama:
         if isinstance(scripted, _Raw):
             return web.Response(body=scripted.body, headers={"Content-Type": JSON_TYPE})
         if isinstance(scripted, _Error):
-            if stream and scripted.in_stream:
-                return await self._stream_error(request, model, scripted)
+            if scripted.cut or (stream and scripted.in_stream):
+                return await self._stream_error(request, model, scripted, stream=stream)
             return _json({"error": scripted.message}, status=scripted.status)
         if stream:
             return await self._stream_reply(request, model, body, scripted)
@@ -501,11 +511,15 @@ class FakeOllama:
         return response
 
     async def _stream_error(
-        self, request: web.Request, model: str, error: _Error
+        self, request: web.Request, model: str, error: _Error, *, stream: bool
     ) -> web.StreamResponse:
         response = await self._start_stream(request)
-        for piece in _split(error.partial):
+        for piece in _split(error.partial if stream else ""):
             await self._write(response, self._chunk(model, self._message(piece)))
+        if error.cut:
+            assert request.transport is not None
+            request.transport.close()
+            return response
         await self._write(response, {"error": error.message})
         await response.write_eof()
         return response
