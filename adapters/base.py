@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, runtime_checkable
+
+from memory.types import scope_id
 
 APPROVE = "✅"
 REJECT = "❌"
@@ -70,8 +72,9 @@ class UserRef:
 
     @property
     def scope(self) -> str:
-        """The person's memory scope, e.g. `user:slack/U024BE7LH`."""
-        return f"user:{self.platform}/{self.id}"
+        """The person's memory scope, e.g. `user:slack/U024BE7LH`; ids with other
+        characters are %-escaped (`user:matrix/@alice%3Amatrix.org`)."""
+        return f"user:{self.platform}/{scope_id(self.id)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +99,11 @@ class ConversationRef:
 
     @property
     def channel_scope(self) -> str:
-        return f"channel:{self.platform}/{self.channel_id}"
+        return f"channel:{self.platform}/{scope_id(self.channel_id)}"
 
     @property
     def team_scope(self) -> str | None:
-        return None if self.team_id is None else f"team:{self.platform}/{self.team_id}"
+        return None if self.team_id is None else f"team:{self.platform}/{scope_id(self.team_id)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +135,19 @@ class ReactionEvent:
 
     def __post_init__(self) -> None:
         _make_valid(self)
+
+
+Answer = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlashCommand(Message):
+    """`/lorebot …` typed by a person: `text` is what follows the command ("remember that
+    …", "recall deploys", "undo"). `answer` reaches that person alone (Slack's ephemeral
+    message, Discord's ephemeral follow-up); cards are still posted in the conversation.
+    The adapter acknowledged the command already; every command gets one `answer`."""
+
+    answer: Answer
 
 
 Event = Message | ReactionEvent
@@ -173,17 +189,79 @@ class Adapter(Protocol):
 
 
 @runtime_checkable
+class MeasuresText(Protocol):
+    """An adapter whose posted text is longer than the text it is given (escaping,
+    conversion to its markup); optional. The core splits replies by this length."""
+
+    def text_length(self, text: str) -> int:
+        """How many characters of the platform's limit `text` takes once converted."""
+
+
+def measure(adapter: Adapter) -> Callable[[str], int]:
+    """How the core counts a text against the adapter's `max_message_chars`."""
+    return adapter.text_length if isinstance(adapter, MeasuresText) else len
+
+
+# What the bot is doing, for platforms that show a status line while it works.
+THINKING = "is thinking…"
+SEARCHING = "is searching notes…"
+AWAITING_APPROVAL = "is waiting for your approval on the card"
+
+Status = Callable[[str], Awaitable[None]]
+
+
+async def _no_status(text: str) -> None:
+    return None
+
+
+@runtime_checkable
 class ShowsWork(Protocol):
     """An adapter that can show people the bot is working (a status line, a typing
     indicator); optional, so adapters without one need not implement it."""
 
-    def working(self, conversation: ConversationRef) -> AbstractAsyncContextManager[None]:
-        """Show that the bot is working in `conversation` while the block is open; never
-        raises for the platform's refusal and never holds the block up for long."""
+    def working(self, conversation: ConversationRef) -> AbstractAsyncContextManager[Status]:
+        """Show that the bot is working in `conversation` while the block is open (THINKING
+        first); the block gets a function that changes the status text (SEARCHING,
+        AWAITING_APPROVAL) where the platform shows one. Never raises for the platform's
+        refusal and never holds the block up for long."""
 
 
-def working(adapter: Adapter, conversation: ConversationRef) -> AbstractAsyncContextManager[None]:
+@contextlib.asynccontextmanager
+async def _not_shown() -> AsyncIterator[Status]:
+    yield _no_status
+
+
+def working(adapter: Adapter, conversation: ConversationRef) -> AbstractAsyncContextManager[Status]:
     """The adapter's "working…" indicator for `conversation`, or nothing when it has none."""
     if isinstance(adapter, ShowsWork):
         return adapter.working(conversation)
-    return contextlib.nullcontext()
+    return _not_shown()
+
+
+class ReplyStream(Protocol):
+    """One reply message that grows while the model writes it. The core calls `show` with
+    the whole text so far (never more often than the adapter's `stream_interval_s`, never
+    longer than `max_message_chars`), then `finish` once with the final text, which is
+    what the conversation history keeps: after `finish` the message says exactly that."""
+
+    @property
+    def posted(self) -> PostedMessage | None:
+        """The message once it exists on the platform (for mending after a crash)."""
+
+    async def show(self, text: str) -> None:
+        """Make the message show `text`; may post it, append to it or edit it, and may
+        wait for `finish` when the platform cannot show this change."""
+
+    async def finish(self, text: str) -> PostedMessage:
+        """Make the message say exactly `text` and end the stream (posting it now if
+        nothing was shown yet); raises `DeliveryError` when the platform refuses."""
+
+
+@runtime_checkable
+class StreamsReplies(Protocol):
+    """An adapter that can show a reply while it is written; optional."""
+
+    stream_interval_s: float
+
+    def stream_reply(self, conversation: ConversationRef, recipient: UserRef) -> ReplyStream:
+        """A new, not yet posted reply in `conversation` to `recipient`'s message."""

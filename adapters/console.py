@@ -31,8 +31,10 @@ from adapters.base import (
     Message,
     PostedMessage,
     ReactionEvent,
+    ReplyStream,
     UserRef,
 )
+from adapters.console_stream import ConsoleReplyStream
 
 if TYPE_CHECKING:
     from prompt_toolkit.history import History
@@ -111,6 +113,15 @@ class ConsoleAdapter:
         self._last_sent = (message_id, text)
         self._print(f"{self.bot_name}> {plain_text(text)}")
         return PostedMessage(conversation, message_id)
+
+    stream_interval_s = 0.0
+
+    def stream_reply(self, conversation: ConversationRef, recipient: UserRef) -> ReplyStream:
+        """The reply printed as it is written, at a terminal; piped, printed when done."""
+        return ConsoleReplyStream(
+            conversation, lambda: self.stdout, self.bot_name, plain_text,
+            live=self.stdout.isatty(),
+        )  # fmt: skip
 
     async def edit(self, posted: PostedMessage, text: str) -> None:
         self._forget_card(posted.message_id)

@@ -1,4 +1,4 @@
-"""Text at the Discord edge: mention markup in, message-size limits out.
+"""Text at the Discord edge: mention markup and commands in, message-size limits out.
 
 Pure functions on strings and id-to-name mappings, so they are tested without a client.
 """
@@ -56,33 +56,15 @@ def plain_text(
     return text.strip()
 
 
-def split_text(text: str, limit: int = MAX_MESSAGE_CHARS) -> list[str]:
-    """Chunks of at most `limit` characters, cut at the last paragraph break, line break or
-    space that fits.
-
-    The core already splits replies; this is the adapter's own guarantee for anything else
-    it is asked to post, such as a long approval card.
-    """
-    rest = text.strip()
-    if not rest:
-        return [EMPTY_REPLY]
-    chunks: list[str] = []
-    while len(rest) > limit:
-        window = rest[:limit]
-        cut = limit  # a single overlong word is cut
-        for separator in ("\n\n", "\n", " "):
-            at = window.rfind(separator)
-            if at > limit // 4:
-                cut = at
-                break
-        chunks.append(rest[:cut].rstrip())
-        rest = rest[cut:].lstrip()
-    if rest:
-        chunks.append(rest)
-    return chunks
+def command_text(name: str, value: str | None = None) -> str:
+    """What `/lorebot <name> <value>` asks for, as the text the core reads, e.g. "recall
+    deploys" or "undo"."""
+    value = (value or "").strip()
+    return f"{name} {value}" if value else name
 
 
 def clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """`text` shortened to `limit` characters with an ellipsis, for edits of one message."""
+    """`text` shortened to `limit` characters with an ellipsis, so one message is never
+    refused for its length; an empty text becomes EMPTY_REPLY."""
     text = text.strip() or EMPTY_REPLY
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

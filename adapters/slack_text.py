@@ -9,7 +9,7 @@ ping above all), then common Markdown is rewritten as mrkdwn.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 
 SLACK_TEXT_LIMIT = 4000
 """The longest `text` lorebot posts in one message; Slack truncates far longer ones."""
@@ -132,37 +132,60 @@ def _defuse(text: str) -> str:
     return _BROADCAST.sub(lambda m: "@" + _WORD_JOINER + m.group(1), text)
 
 
-def split_for_slack(
-    text: str, limit: int = SLACK_TEXT_LIMIT, convert: Callable[[str], str] = to_mrkdwn
-) -> list[str]:
-    """`text` converted, in as many messages as it takes for each to fit in `limit`.
+CUT_MARK = " …"
 
-    Escaping can make a reply longer than the core's own split allowed for, so an overlong
-    piece is cut in two at a paragraph, line or word break near its middle, and again.
-    """
-    converted = convert(text)
+
+def fit_mrkdwn(text: str, limit: int = SLACK_TEXT_LIMIT) -> str:
+    """`text` as mrkdwn in one message of at most `limit` characters: whole when it fits,
+    else its longest start that fits, cut at a line or word break near the end, and marked
+    with " …". The core splits replies to fit; this only guards the limit."""
+    converted = to_mrkdwn(text)
     if len(converted) <= limit:
-        return [converted]
-    if len(text) < 2:
-        return [converted[:limit]]
-    left, right = _halve(text)
-    return [*split_for_slack(left, limit, convert), *split_for_slack(right, limit, convert)]
+        return converted
+    room = limit - len(CUT_MARK)
+    start = _at_break(text[: _fitting(text, room)])
+    while start and len(to_mrkdwn(start)) > room:  # a cut can unpair markup and grow it
+        start = start[: len(start) * 9 // 10].rstrip()
+    return to_mrkdwn(start) + CUT_MARK
 
 
-def _halve(text: str) -> tuple[str, str]:
-    middle = len(text) // 2
-    for separator in ("\n\n", "\n", " "):
-        cut = _nearest(text, separator, middle)
-        if cut is not None:
-            return text[:cut].rstrip(), text[cut:].lstrip()
-    return text[:middle], text[middle:]
+def _fitting(text: str, room: int) -> int:
+    """The longest start of `text` (in characters) whose mrkdwn fits in `room`, found by
+    bisection since escaping makes the length grow unevenly."""
+    low, high = 0, min(len(text), room)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(to_mrkdwn(text[:middle])) <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
-def _nearest(text: str, separator: str, middle: int) -> int | None:
-    """The break nearest `middle` (within its middle half), or None."""
-    low, high = len(text) // 4, len(text) * 3 // 4
-    candidates: Iterable[int] = (
-        i for i in (text.rfind(separator, 0, middle), text.find(separator, middle)) if i > 0
-    )
-    best = min(candidates, key=lambda i: abs(i - middle), default=None)
-    return best if best is not None and low <= best <= high else None
+def _at_break(start: str) -> str:
+    """`start` up to its last line or word break, when that break is in its last quarter."""
+    cut = max(start.rfind("\n"), start.rfind(" "))
+    return (start[:cut] if cut > len(start) * 3 // 4 else start).rstrip()
+
+
+# --- streamed replies ---------------------------------------------------------------------
+
+_STREAM_BREAKS = str.maketrans({"<": "<\u2060", "&": "&\u2060", "@": "@\u2060"})
+_MARKUP_SIGNS = re.compile(
+    r"[\\`*_~#>\[\]<&|@]|:[a-z0-9_+-]+:|://|www\."
+    r"|^[ \t]*(?:[-+]|\d+[.)])[ \t]|^[ \t]*(?:-{3,}|={3,})[ \t]*$|^(?: {4}|\t)",
+    re.MULTILINE,
+)
+
+
+def for_stream(text: str) -> str:
+    """The core's Markdown as a streamed message shows it (Slack's `markdown_text`), with
+    nothing Slack could read as a mention, a ping or an entity: a word joiner follows every
+    `<`, `&` and `@`. It works character by character, so streamed pieces join to the whole."""
+    return text.translate(_STREAM_BREAKS)
+
+
+def renders_alike(text: str) -> bool:
+    """Whether `text` shows the same streamed as Markdown and posted as mrkdwn: nothing in
+    it that either markup reads specially, so a finished stream needs no edit."""
+    return _MARKUP_SIGNS.search(text) is None

@@ -22,6 +22,7 @@ from adapters.base import ConversationRef, UserRef
 from bot import metrics
 from bot.approvals import ACTION
 from bot.config import Settings
+from bot.live_reply import Progress
 from bot.model import ChatResult, Model, ModelUnavailable, ToolCall
 from bot.prompt import BYTES_PER_TOKEN, estimate_tokens, render_prefix, user_turn
 from bot.skill_use import SkillUse
@@ -216,7 +217,11 @@ class Agent:
         """Bytes left for recalled notes once the indexes took their share of the budget."""
         return max(0, self.settings.memory.token_budget * BYTES_PER_TOKEN - index_bytes)
 
-    async def run(self, ctx: TurnContext, text: str) -> TurnResult:
+    async def run(
+        self, ctx: TurnContext, text: str, progress: Progress | None = None
+    ) -> TurnResult:
+        """Answer `text`; `progress` shows the reply as it is written and the status."""
+        progress = progress or Progress()
         prefix, index_bytes = await self.build_prefix(ctx)
         vector = await self._query_vector(text)
         hits = await self.recall(ctx, text, vector)
@@ -230,7 +235,7 @@ class Agent:
             messages = [{"role": "system", "content": prefix}, *active, *history]
             turn = _Turn(messages, tools=self.tools(ctx))
             turn.messages.append({"role": "user", "content": tail})
-            reply, rounds = await self._loop(ctx, turn)
+            reply, rounds = await self._loop(ctx, turn, progress)
             outcome = "answered"
         except ModelUnavailable as exc:
             _log.info("answering offline: %s", exc)
@@ -244,8 +249,11 @@ class Agent:
         metrics.TURNS.labels(outcome).inc()
         return TurnResult(reply, prefix, rounds, offline=outcome == "offline")
 
-    async def resume(self, proposal: Proposal) -> TurnResult | None:
+    async def resume(
+        self, proposal: Proposal, progress: Progress | None = None
+    ) -> TurnResult | None:
         """Continue the turn that asked for `proposal`, now that a person decided it."""
+        progress = progress or Progress()
         saved = proposal.payload.get("turn")
         # An expired action is told to the model, so it never claims it ran.
         resumable = ("approved", "rejected", "expired") if proposal.kind == ACTION else (
@@ -272,7 +280,7 @@ class Agent:
         try:
             await self._run_pending(ctx, turn)  # the calls that came after the suspended one
             turn.round += 1
-            reply, rounds = await self._loop(ctx, turn)
+            reply, rounds = await self._loop(ctx, turn, progress)
         except ModelUnavailable:
             reply, rounds = f"{OFFLINE_NOTICE} I could not finish that answer.", turn.round
         except AwaitingApproval as waiting:
@@ -310,17 +318,20 @@ class Agent:
         message it answers."""
         await self.log.append(ctx.history_key, entries, scope=ctx.message_scope, link=ctx.link)
 
-    async def _loop(self, ctx: TurnContext, turn: _Turn) -> tuple[str, int]:
+    async def _loop(self, ctx: TurnContext, turn: _Turn, progress: Progress) -> tuple[str, int]:
         max_rounds = self.settings.bot.max_tool_rounds
         while True:
             last = turn.round >= max_rounds
             specs = None if last else self.toolbox.specs(turn.tools)
-            result = await self.model.chat(turn.messages, tools=specs)
+            result = await self.model.chat(
+                turn.messages, tools=specs, on_content=progress.on_content
+            )
             self._log_thinking(result)
             if not result.tool_calls:
                 return self._answer(result), turn.round
             if last:
                 return "I could not finish that within my tool-call limit.", turn.round
+            await progress.tools_called([call.name for call in result.tool_calls])
             turn.messages.append(
                 {
                     "role": "assistant",

@@ -27,6 +27,7 @@ from bot.jobs.maintenance import MaintenanceJob
 from bot.jobs.patterns import PatternJob
 from bot.jobs.reflection import ReflectionJob
 from bot.jobs.runner import Job, JobRunner
+from bot.live_reply import mend_cut_replies
 from bot.lockfile import DatabaseLock
 from bot.mcp_servers import McpServer, McpServers
 from bot.memory_setup import open_memory
@@ -44,6 +45,7 @@ from memory.db import Clock, utc_now
 from memory.embedder import Embedder
 from memory.events import EventLog
 from memory.job_runs import JobRuns
+from memory.live_replies import LiveReplies
 from memory.proposals import ProposalStore
 
 _log = logging.getLogger(__name__)
@@ -128,7 +130,11 @@ class Bot:
             self.actions,
         )  # fmt: skip
         self.mcp = McpServers(settings.mcp, targets=self.mcp_targets, on_tools=self._sync_tools)
-        self.core = Core(settings, self.notes, self.agent, self.approvals, self.adapters)
+        self.live_replies = LiveReplies(self.db, clock=self.clock)
+        self.core = Core(
+            settings, self.notes, self.agent, self.approvals, self.adapters,
+            self.live_replies if self.daemon else None,
+        )  # fmt: skip
         self.approvals.on_closed = self.core.after_decision
         self.dispatcher = Dispatcher(
             settings.bot, self.core, self.approvals, self.log, self.adapters, TaskTracker()
@@ -142,6 +148,11 @@ class Bot:
             self._stack.push_async_callback(adapter.close)
             await adapter.start(self.dispatcher.submit)
             _log.info("adapter %s started", adapter.platform)
+            if self.daemon:
+                self.tasks.spawn(
+                    mend_cut_replies(adapter, self.live_replies),
+                    name=f"mend {adapter.platform} replies",
+                )
         self.jobs = self._build_jobs()
         if settings.jobs.enabled:
             self.jobs.start()

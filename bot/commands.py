@@ -74,3 +74,30 @@ def parse_command(text: str) -> Command | None:
     if match := _FORGET.match(text):
         return Forget(match.group("what").strip())
     return None
+
+
+SLASH_HELP = """\
+`/lorebot remember <fact>` — I post a card here; the note is saved when you approve it \
+with ✅ (in a DM it is your private note).
+`/lorebot forget <topic or words>` — I post a card to forget the matching note.
+`/lorebot recall [about]` — what I remember, shown to you alone (your own notes included).
+`/lorebot undo` — revert your latest change to my notes.
+`/lorebot help` — this message."""
+
+SLASH_WORDS = ("remember", "forget", "recall", "undo", "help")
+
+
+def parse_slash(text: str) -> Command | None:
+    """The command of `/lorebot <text>`, or None for a subcommand lorebot does not have."""
+    word, _, rest = text.strip().partition(" ")
+    word, rest = word.lower(), rest.strip()
+    if word == "recall":
+        return Recall(rest)
+    if word == "remember":
+        found = parse_command(text)
+        return found if isinstance(found, Remember) else Remember(rest, False)
+    if word == "forget":
+        return Forget(rest)
+    if word in ("undo", "help") and not rest:
+        return Undo() if word == "undo" else Help()
+    return None

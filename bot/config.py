@@ -241,6 +241,13 @@ class DiscordSettings(_Section):
     token: SecretStr | None = Field(None, description="the bot token")
     api_base_url: str = "https://discord.com/api/v10"
     gateway_url: str | None = Field(None, description="override for tests and proxies")
+    command_guild_id: int | None = Field(
+        None,
+        gt=0,
+        description="a guild (server) id where the /lorebot slash commands are registered at "
+        "once; without it they are registered globally, which Discord can take up to an hour "
+        "to show",
+    )
 
     @property
     def configured(self) -> bool:

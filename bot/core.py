@@ -2,24 +2,55 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 
 from pydantic import BaseModel
 
-from adapters.base import Adapter, ConversationRef, Message, working
-from bot.agent import Agent
+from adapters.base import (
+    AWAITING_APPROVAL,
+    Adapter,
+    Answer,
+    ConversationRef,
+    Message,
+    SlashCommand,
+    UserRef,
+    measure,
+    working,
+)
+from bot.agent import Agent, TurnResult
 from bot.approvals import ApprovalService, scope_label
-from bot.commands import HELP_TEXT, Forget, Help, Recall, Remember, Undo, parse_command
+from bot.commands import (
+    HELP_TEXT,
+    SLASH_HELP,
+    Command,
+    Forget,
+    Help,
+    Recall,
+    Remember,
+    Undo,
+    parse_command,
+    parse_slash,
+)
 from bot.config import Settings
+from bot.live_reply import Progress, live_reply
 from bot.model import ModelUnavailable
 from bot.split import split_message
 from bot.structured import InvalidModelOutput, ask_structured
-from bot.turn_context import TurnContext, draft_for, find_writable, free_topic, make_context
+from bot.turn_context import (
+    TurnContext,
+    draft_for,
+    find_writable,
+    for_person_alone,
+    free_topic,
+    make_context,
+)
 from memory import InvalidInput, NoteStore, NotFound
-from memory.proposals import Proposal
+from memory.live_replies import LiveReplies
+from memory.proposals import NOTE_FORGET, Proposal
 from memory.types import (
     GENERIC_WORDS,
     SUMMARY_MAX_CHARS,
@@ -61,6 +92,11 @@ def fallback_title(text: str) -> NoteTitle:
     return NoteTitle(topic=topic, summary=summary)
 
 
+def _card_posted(proposal: Proposal) -> str:
+    verb = "forget the note" if proposal.kind == NOTE_FORGET else "save the note"
+    return f"I posted card #{proposal.id} here: react ✅ on it to {verb}, or ❌ to drop it."
+
+
 class Core:
     """Handles one message: a command, or a model turn, and the reply."""
 
@@ -71,12 +107,14 @@ class Core:
         agent: Agent,
         approvals: ApprovalService,
         adapters: Mapping[str, Adapter],
+        live_replies: LiveReplies | None = None,
     ) -> None:
         self.settings = settings
         self.notes = notes
         self.agent = agent
         self.approvals = approvals
         self.adapters = adapters
+        self.live_replies = live_replies  # where streamed replies are recorded, if anywhere
         self.read_only = frozenset(settings.bot.read_only_channels)
 
     def context(self, message: Message) -> TurnContext:
@@ -85,12 +123,23 @@ class Core:
         return make_context(conv, message.author, read_only, message.link)
 
     async def reply(self, conversation: ConversationRef, text: str) -> None:
+        """Post `text` in the conversation, split to the platform's limit."""
         adapter = self.adapters[conversation.platform]
-        for chunk in split_message(text, adapter.max_message_chars):
+        for chunk in split_message(text, adapter.max_message_chars, measure(adapter)):
             await adapter.send(conversation, chunk)
 
+    def _say(self, conversation: ConversationRef) -> Answer:
+        async def say(text: str) -> None:
+            await self.reply(conversation, text)
+
+        return say
+
     async def handle(self, message: Message) -> None:
+        if isinstance(message, SlashCommand):
+            await self.slash(message)
+            return
         ctx = self.context(message)
+        say = self._say(message.conversation)
         command = parse_command(message.text)
         try:
             activation = SKILL_COMMAND.match(message.text.strip()) if command is None else None
@@ -98,35 +147,92 @@ class Core:
                 await self.activate_skill(ctx, activation.group(1), activation.group(2) or "")
             elif command is None:
                 await self.turn(ctx, message.text)
-            elif isinstance(command, Remember):
-                await self.remember(ctx, command)
-            elif isinstance(command, Forget):
-                await self.forget(ctx, command)
-            elif isinstance(command, Undo):
-                await self.undo(ctx)
-            elif isinstance(command, Recall):
-                await self.recall(ctx, command)
-            elif isinstance(command, Help):
-                await self.reply(message.conversation, HELP_TEXT)
+            else:
+                await self.command(ctx, command, say)
         except (InvalidInput, SkillError) as exc:
-            await self.reply(message.conversation, f"⚠️ {exc}")
+            await say(f"⚠️ {exc}")
+
+    async def command(self, ctx: TurnContext, command: Command, say: Answer) -> Proposal | None:
+        """Run a deterministic command; `say` answers the person. The proposal whose card
+        it posted, if any."""
+        if isinstance(command, Remember):
+            return await self.remember(ctx, command, say)
+        if isinstance(command, Forget):
+            return await self.forget(ctx, command, say)
+        if isinstance(command, Undo):
+            await self.undo(ctx, say)
+        elif isinstance(command, Recall):
+            await self.recall(ctx, command, say)
+        else:
+            await say(HELP_TEXT)
+        return None
+
+    async def slash(self, message: SlashCommand) -> None:
+        """`/lorebot …`: the same commands, answered to the person alone; cards still go in
+        the conversation. Recall there may show the person's own private notes."""
+        ctx = self.context(message)
+        command = parse_slash(message.text)
+        try:
+            if command is None:
+                word = message.text.strip().split(" ", 1)[0][:40] or "(nothing)"
+                await message.answer(f"I have no command `{word}`.\n{SLASH_HELP}")
+            elif isinstance(command, Help):
+                await message.answer(SLASH_HELP)
+            elif isinstance(command, Recall):
+                await self.recall(for_person_alone(ctx), command, message.answer)
+            else:
+                proposal = await self.command(ctx, command, message.answer)
+                if proposal is not None:
+                    await message.answer(_card_posted(proposal))
+        except (InvalidInput, SkillError) as exc:
+            await message.answer(f"⚠️ {exc}")
 
     async def turn(self, ctx: TurnContext, text: str) -> None:
-        adapter = self.adapters[ctx.conversation.platform]
-        # Only the model's work is shown; the indicator ends before the reply is posted.
-        async with working(adapter, ctx.conversation):
-            result = await self.agent.run(ctx, text)
-        if result.reply:
-            await self.reply(ctx.conversation, result.reply)
+        """A model turn, shown while it runs: the status, and the reply as it is written."""
+        async with self._showing(ctx.conversation, ctx.author) as progress:
+            result = await self.agent.run(ctx, text, progress)
+            await self._deliver(ctx.conversation, progress, result)
 
     async def after_decision(self, proposal: Proposal) -> None:
         """Finish the card of a decided proposal, resume the turn that waited for it and
         post its answer; done once, by whichever caller claims it first."""
         if not await self.approvals.follow_up(proposal):
             return
-        result = await self.agent.resume(proposal)
-        if result is not None and result.reply:
-            await self.reply(ConversationRef(**proposal.conversation), result.reply)
+        saved = proposal.payload.get("turn")
+        if not saved:
+            return
+        conversation, author = ConversationRef(**saved["conversation"]), UserRef(**saved["author"])
+        async with self._showing(conversation, author) as progress:
+            result = await self.agent.resume(proposal, progress)
+            if result is not None:
+                await self._deliver(conversation, progress, result)
+
+    @contextlib.asynccontextmanager
+    async def _showing(
+        self, conversation: ConversationRef, author: UserRef
+    ) -> AsyncIterator[Progress]:
+        """The turn's status and streamed reply while the block runs; a reply the block
+        does not finish (shutdown, a failure) is marked as cut short."""
+        adapter = self.adapters[conversation.platform]
+        live = live_reply(adapter, conversation, author, self.live_replies)
+        try:
+            async with working(adapter, conversation) as status:
+                yield Progress(live, status)
+        finally:
+            if live is not None:
+                await live.cut()  # nothing when it was finished
+
+    async def _deliver(
+        self, conversation: ConversationRef, progress: Progress, result: TurnResult
+    ) -> None:
+        if result.awaiting is not None:
+            await progress.status(AWAITING_APPROVAL)
+        if not result.reply:
+            return
+        if progress.reply is not None:
+            await progress.reply.finish(result.reply)
+        else:
+            await self.reply(conversation, result.reply)
 
     async def activate_skill(self, ctx: TurnContext, name: str, rest: str) -> None:
         """`/name rest`: the person asked for the skill, so no card; then answer `rest`."""
@@ -137,20 +243,17 @@ class Core:
         else:
             await self.reply(ctx.conversation, f"🧩 The skill `{skill.name}` is active here now.")
 
-    async def remember(self, ctx: TurnContext, command: Remember) -> None:
+    async def remember(self, ctx: TurnContext, command: Remember, say: Answer) -> Proposal | None:
+        """Post a card proposing the note; the proposal, or None when there is none."""
         if _NOTHING_TO_REMEMBER.match(command.text):
-            await self.reply(
-                ctx.conversation,
-                "Tell me what to remember, e.g. `remember that the staging db is db-2`.",
-            )
-            return
+            await say("Tell me what to remember, e.g. `remember that the staging db is db-2`.")
+            return None
         if ctx.read_only:
-            await self.reply(
-                ctx.conversation,
+            await say(
                 "This channel's memory is read-only, so I cannot save notes here. "
                 "DM me to keep a note of your own.",
             )
-            return
+            return None
         title, derived = await self.title_for(command.text)
         draft = draft_for(ctx, title.topic, title.summary, command.text, command.about_self)
         if derived:  # words that happen to match are no request to replace that note
@@ -159,7 +262,7 @@ class Core:
                 self.notes, draft, first=1, reuse=lambda note: note.body == said_again
             )
             draft = dataclasses.replace(draft, topic=topic)
-        await self.approvals.propose_save(ctx.conversation, ctx.author, draft)
+        return await self.approvals.propose_save(ctx.conversation, ctx.author, draft)
 
     async def title_for(self, text: str) -> tuple[NoteTitle, bool]:
         """Topic and summary from the model's structured output (one retry), else derived;
@@ -179,52 +282,55 @@ class Core:
             _log.info("deriving the note title without the model: %s", exc)
         return fallback_title(text), True
 
-    async def forget(self, ctx: TurnContext, command: Forget) -> None:
+    async def forget(self, ctx: TurnContext, command: Forget, say: Answer) -> Proposal | None:
+        """Post a card proposing to forget the note `command` names."""
         if ctx.read_only:
-            await self.reply(ctx.conversation, "This channel's memory is read-only.")
-            return
+            await say("This channel's memory is read-only.")
+            return None
+        if not command.what.strip():
+            await say("Tell me which note to forget, e.g. `forget staging-db`.")
+            return None
         note = await find_writable(self.notes, ctx, command.what)
         if note is None:
-            await self.reply(
-                ctx.conversation,
-                f"I found no note of yours or of this conversation matching “{command.what}”.",
+            await say(
+                f"I found no note of yours or of this conversation matching “{command.what}”."
             )
-            return
-        await self.approvals.propose_forget(ctx.conversation, ctx.author, note)
+            return None
+        return await self.approvals.propose_forget(ctx.conversation, ctx.author, note)
 
-    async def undo(self, ctx: TurnContext) -> None:
+    async def undo(self, ctx: TurnContext, say: Answer) -> None:
         """Revert the person's latest change that this conversation can see: in a channel,
         never a change to one of their private notes."""
         if ctx.read_only:
-            await self.reply(ctx.conversation, "This channel's memory is read-only.")
+            await say("This channel's memory is read-only.")
             return
         try:
             change = await self.notes.undo(ctx.author.scope, visibility=ctx.writable())
         except NotFound:
-            await self.reply(ctx.conversation, "There is no change of yours to undo here.")
+            await say("There is no change of yours to undo here.")
             return
         what = "Removed" if change.after is None else "Restored"
         where = scope_label(change.scope, ctx.conversation)
-        await self.reply(ctx.conversation, f"↩️ Undone. {what} `{change.topic}` in {where}.")
+        await say(f"↩️ Undone. {what} `{change.topic}` in {where}.")
 
-    async def recall(self, ctx: TurnContext, command: Recall) -> None:
+    async def recall(self, ctx: TurnContext, command: Recall, say: Answer) -> None:
+        """The notes this context may read: those matching `command.about`, or all of them."""
         if command.about:
             hits = await self.notes.search(command.about, ctx.visibility, k=10)
             if not hits:
-                await self.reply(ctx.conversation, f"I remember nothing about “{command.about}”.")
+                await say(f"I remember nothing about “{command.about}”.")
                 return
             where = ctx.conversation
             lines = [
                 f"• `{h.note.topic}` ({scope_label(h.note.scope, where)}): {h.note.summary}"
                 for h in hits
             ]
-            await self.reply(ctx.conversation, "Here is what I remember:\n" + "\n".join(lines))
+            await say("Here is what I remember:\n" + "\n".join(lines))
             return
         notes = await self.notes.list_visible(ctx.visibility)
         if not notes:
-            await self.reply(
-                ctx.conversation,
-                "I have no notes for this conversation yet. Say `remember that …` to add one.",
+            await say(
+                "I have no notes for this conversation yet. Say `remember that …` to add one."
             )
             return
         lines = []
@@ -234,4 +340,4 @@ class Core:
                 current = note.scope
                 lines.append(f"*{scope_label(note.scope, ctx.conversation)}*")
             lines.append(f"• `{note.topic}`: {note.summary}")
-        await self.reply(ctx.conversation, "\n".join(lines))
+        await say("\n".join(lines))

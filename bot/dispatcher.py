@@ -10,14 +10,14 @@ import logging
 from collections import deque
 from collections.abc import Mapping
 
-from adapters.base import Adapter, DeliveryError, Event, Message, ReactionEvent
+from adapters.base import Adapter, DeliveryError, Event, Message, ReactionEvent, SlashCommand
 from bot import metrics
 from bot.approvals import ApprovalService
 from bot.config import BotSettings
 from bot.core import Core
 from bot.errors import user_message
 from bot.tasks import TaskTracker
-from memory import Conflict
+from memory import Conflict, InvalidInput
 from memory.conversations import ConversationLog
 from memory.driver import DatabaseError
 
@@ -25,6 +25,8 @@ _log = logging.getLogger(__name__)
 
 BUSY_REPLY = "I'm busy with other requests right now; please ask again in a minute."
 APOLOGY = "Sorry, something went wrong while handling that. It has been logged."
+NOT_ALLOWED_REPLY = "I only take commands from the people and channels I am set up for here."
+STOPPING_REPLY = "I am restarting right now; please ask again in a minute."
 UNAVAILABLE_REPLY = (
     "Sorry, I could not take that: my storage is unavailable right now. "
     "Please try again in a few minutes."
@@ -76,8 +78,15 @@ class Dispatcher:
         """Accept one event from an adapter; returns once it is queued (or dropped)."""
         metrics.EVENTS_RECEIVED.labels(event.conversation.platform).inc()
         if not self._accepting:
+            await self._answer_command(event, STOPPING_REPLY)
             return self._drop("stopping")
-        if not self.allowed(event):
+        try:
+            allowed = self.allowed(event)
+        except InvalidInput as exc:  # an id no scope can hold, even escaped
+            _log.warning("dropped an event from %s: %s", event.conversation.platform, exc)
+            return self._drop("unreadable id")
+        if not allowed:
+            await self._answer_command(event, NOT_ALLOWED_REPLY)
             return self._drop("not allowed")
         if isinstance(event, Message) and not (event.conversation.is_dm or event.mentions_bot):
             return self._drop("not addressed")
@@ -165,8 +174,16 @@ class Dispatcher:
             event.conversation.key, user.scope, outcome,
         )  # fmt: skip
 
+    async def _answer_command(self, event: Event, text: str) -> None:
+        """A slash command turned away still gets its answer: the platform waits for one."""
+        if isinstance(event, SlashCommand) and not event.author.is_bot:
+            await self._say(event, text)
+
     async def _say(self, event: Event, text: str) -> None:
         try:
+            if isinstance(event, SlashCommand):  # the person alone asked; they alone hear
+                await event.answer(text)
+                return
             await self.core.reply(event.conversation, text)
         except DeliveryError:
             pass

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Awaitable, Callable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from adapters.diagnosis import Finding
 from bot.notes_cli import print_json
+from bot.platforms import PLATFORMS, Platform, configured
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -19,9 +20,6 @@ def line(check: Check) -> str:
     mark = "✓" if check.ok else "✗"
     fix = f"\n    fix: {check.fix}" if not check.ok and check.fix else ""
     return f"{mark} {check.name}: {check.detail}{fix}"
-
-
-PlatformCheck = Callable[["Settings"], Awaitable[list[Check]]]
 
 
 def add_parser(commands: Any) -> None:
@@ -177,43 +175,27 @@ async def check_mcp(settings: Settings) -> list[Check]:
     return checks
 
 
-async def check_slack(settings: Settings) -> list[Check]:
-    from adapters.slack_check import diagnose_slack
-
-    slack = settings.slack
-    assert slack.bot_token is not None
-    return await diagnose_slack(
-        slack.bot_token.get_secret_value(),
-        slack.app_token.get_secret_value() if slack.app_token else None,
-        slack.api_base_url,
-    )
-
-
-async def check_discord(settings: Settings) -> list[Check]:
-    from adapters.discord_check import diagnose_discord
-
-    discord = settings.discord
-    assert discord.token is not None
-    return await diagnose_discord(discord.token.get_secret_value(), discord.api_base_url)
-
-
-def platform_checks(settings: Settings) -> list[PlatformCheck]:
-    checks: list[PlatformCheck] = []
-    if settings.slack.configured:
-        checks.append(check_slack)
-    if settings.discord.configured:
-        checks.append(check_discord)
+async def check_platforms(
+    settings: Settings, platforms: Sequence[Platform[Any]] = PLATFORMS
+) -> list[Check]:
+    """Each configured platform's credentials tried against it, or one line saying none is."""
+    on = configured(settings, platforms)
+    if not on:
+        return [Check(True, "platforms", "none configured (`lorebot chat` still works)")]
+    checks: list[Check] = []
+    for platform in on:
+        checks += await platform.check(settings)
     return checks
 
 
-async def cmd_doctor(args: argparse.Namespace, settings: Settings) -> int:
+async def cmd_doctor(
+    args: argparse.Namespace, settings: Settings, platforms: Sequence[Platform[Any]] = PLATFORMS
+) -> int:
     source = f"from {settings.config}" if settings.config else "from the environment and defaults"
     results = [Check(True, "config", f"loaded {source}")]
-    checks = (check_database, check_ollama, check_vectors, check_skills, check_mcp)
-    for check in (*checks, *platform_checks(settings)):
+    for check in (check_database, check_ollama, check_vectors, check_skills, check_mcp):
         results += await check(settings)
-    if not settings.slack.configured and not settings.discord.configured:
-        results.append(Check(True, "platforms", "none configured (`lorebot chat` still works)"))
+    results += await check_platforms(settings, platforms)
     failed = sum(not r.ok for r in results)
     if args.json:
         print_json_report(results)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.errors import UserError
+from bot.platforms import PLATFORMS, Platform
 
 if TYPE_CHECKING:
     import asyncio
@@ -16,11 +18,15 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-NO_ADAPTERS = (
-    "no chat platform is configured: set LOREBOT_SLACK__BOT_TOKEN and "
-    "LOREBOT_SLACK__APP_TOKEN, or LOREBOT_DISCORD__TOKEN (see the README's Slack and "
-    "Discord sections), or try `lorebot chat` in the terminal"
-)
+
+def no_adapters_message(platforms: Sequence[Platform[Any]] = PLATFORMS) -> str:
+    """What `run` says without a configured platform: what to set for each one."""
+    ways = ", or ".join(f"{p.setup} for {p.title}" for p in platforms)
+    sections = " and ".join(p.title for p in platforms)
+    return (
+        f"no chat platform is configured: set {ways} (see the README's {sections} "
+        "sections), or try `lorebot chat` in the terminal"
+    )
 
 
 def add_parser(commands: Any) -> None:
@@ -28,16 +34,18 @@ def add_parser(commands: Any) -> None:
     run.set_defaults(command=cmd_run, daemon=True)
 
 
-async def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+async def cmd_run(
+    args: argparse.Namespace, settings: Settings, platforms: Sequence[Platform[Any]] = PLATFORMS
+) -> int:
     import asyncio
 
     from bot.app import Bot
     from bot.config import systemd_environment
     from bot.wiring import build_adapters
 
-    adapters = build_adapters(settings)
+    adapters = build_adapters(settings, platforms)
     if not adapters:
-        raise UserError(NO_ADAPTERS)
+        raise UserError(no_adapters_message(platforms))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):

@@ -3,24 +3,43 @@ cutting a reply that is too long to post at all."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 
-def split_message(text: str, limit: int) -> list[str]:
-    """Chunks of at most `limit` characters, broken at the last paragraph, line or word
-    break that fits; a single overlong word is cut."""
+
+def split_message(text: str, limit: int, measure: Callable[[str], int] = len) -> list[str]:
+    """Chunks of at most `limit` characters as `measure` counts them (a platform's markup
+    may make a text longer), broken at the last paragraph, line or word break that fits;
+    a single overlong word is cut. This is the one place replies are split."""
     if limit <= 0:
         raise ValueError("limit must be positive")
     chunks: list[str] = []
     rest = text.strip()
-    while len(rest) > limit:
-        window = rest[:limit]
+    while measure(rest) > limit:
+        size = _fitting(rest, limit, measure)
+        window = rest[:size]
         cut = max(window.rfind("\n\n"), 0) or max(window.rfind("\n"), 0) or window.rfind(" ")
-        if cut <= limit // 4:
-            cut = limit
+        if cut <= size // 4:
+            cut = size
         chunks.append(rest[:cut].rstrip())
         rest = rest[cut:].lstrip()
     if rest or not chunks:
         chunks.append(rest)
     return chunks
+
+
+def _fitting(text: str, limit: int, measure: Callable[[str], int]) -> int:
+    """The longest start of `text` (in characters) that `measure` counts within `limit`,
+    found by bisection since markup makes the count grow unevenly; at least one."""
+    low, high = 1, min(len(text), limit)
+    if measure(text[:high]) <= limit:
+        return high
+    while low < high:
+        middle = (low + high + 1) // 2
+        if measure(text[:middle]) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def clip_reply(text: str, limit: int) -> str:

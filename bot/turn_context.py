@@ -3,6 +3,7 @@ and the agent, so both target notes the same way."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -53,17 +54,29 @@ def make_context(
     conversation: ConversationRef, author: UserRef, read_only: bool, link: str = ""
 ) -> TurnContext:
     """The turn context of a person in a conversation; isolation comes from `visibility_for`."""
-    speaker = Scope(ScopeKind.USER, author.platform, author.id)
+    speaker = Scope.parse(author.scope)
     channel = None if conversation.is_dm else Scope.parse(conversation.channel_scope)
     team = Scope.parse(conversation.team_scope) if conversation.team_scope else None
     viewer = Viewer(speaker, channel, team)
     return TurnContext(conversation, author, visibility_for(viewer), read_only, link)
 
 
+def for_person_alone(ctx: TurnContext) -> TurnContext:
+    """The context of an answer only its person sees (a slash command's ephemeral reply):
+    their private notes are readable too, even in a channel."""
+    speaker = Scope.parse(ctx.author.scope)
+    visibility = Visibility(
+        full=(*ctx.visibility.full, speaker) if speaker not in ctx.visibility.full else (
+            ctx.visibility.full),
+        public_only=tuple(s for s in ctx.visibility.public_only if s != speaker),
+    )  # fmt: skip
+    return dataclasses.replace(ctx, visibility=visibility)
+
+
 def draft_for(ctx: TurnContext, topic: str, summary: str, body: str, about_self: bool) -> NoteDraft:
     """Where a note goes: in a DM the person's private notes; in a channel the channel's,
     unless it is about the person, which makes a user note that may show in channels."""
-    speaker = Scope(ScopeKind.USER, ctx.author.platform, ctx.author.id)
+    speaker = Scope.parse(ctx.author.scope)
     if ctx.conversation.is_dm:
         return NoteDraft(speaker, topic, summary, body, private=True, author=ctx.author.scope)
     if about_self:

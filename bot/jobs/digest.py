@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from adapters.base import ConversationRef
+from adapters.base import ConversationRef, measure
 from bot.jobs.context import JobContext
 from bot.jobs.runner import parse_period
 from bot.model import ModelUnavailable
 from bot.split import split_message
 from memory import Category, Scope
+from memory.types import raw_id
 
 MAX_LINES = 20
 
@@ -55,8 +56,8 @@ class DigestJob:
         adapter = self.ctx.adapters.get(channel.platform)
         if adapter is None:
             raise RuntimeError(f"no {channel.platform} adapter is running to post the digest")
-        conversation = ConversationRef(channel.platform, channel.id)
-        for chunk in split_message(text, adapter.max_message_chars):
+        conversation = ConversationRef(channel.platform, raw_id(channel.id))
+        for chunk in split_message(text, adapter.max_message_chars, measure(adapter)):
             await adapter.send(conversation, chunk)
         return f"posted {len(lines)} lines"
 

@@ -18,7 +18,7 @@ from bot.jobs.runner import ALL
 from bot.structured import ask_structured
 from memory import Category, NoteDraft, Scope
 from memory.events import CapturedEvent
-from memory.types import SUMMARY_MAX_CHARS, slugify
+from memory.types import SUMMARY_MAX_CHARS, raw_id, slugify
 
 MAX_EXAMPLES = 8
 
@@ -90,6 +90,6 @@ class PatternJob:
             confidence=0.7,
         )
         proposal = await self.ctx.approvals.propose_save(
-            conversation, UserRef(user.platform, user.id), draft
+            conversation, UserRef(user.platform, raw_id(user.id)), draft
         )
         await self.ctx.events.mark_pattern(action, channel, proposal.id)

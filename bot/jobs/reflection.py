@@ -18,7 +18,7 @@ from bot.jobs.runner import ALL, previous_fire_time
 from bot.structured import ask_structured
 from memory import Category, NoteDraft, Scope
 from memory.conversations import LoggedMessage
-from memory.types import SUMMARY_MAX_CHARS
+from memory.types import SUMMARY_MAX_CHARS, scope_id
 
 MAX_TRANSCRIPT_CHARS = 12000
 MAX_LESSONS = 3
@@ -40,7 +40,7 @@ def conversation_scope(conversation: str, messages: Sequence[LoggedMessage]) -> 
         if person is not None:
             return Scope.parse(person), True
     platform, channel = conversation.removeprefix("dm:").split("/")[:2]
-    return Scope.parse(f"channel:{platform}/{channel}"), False
+    return Scope.parse(f"channel:{platform}/{scope_id(channel)}"), False
 
 
 class ReflectionJob:

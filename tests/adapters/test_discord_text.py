@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from adapters.discord_text import EMPTY_REPLY, MAX_MESSAGE_CHARS, clip, plain_text, split_text
+from adapters.discord_text import EMPTY_REPLY, MAX_MESSAGE_CHARS, clip, plain_text
 
 BOT = 900
 ALICE = 101
@@ -53,31 +51,6 @@ def test_line_breaks_and_everyone_survive_as_plain_text() -> None:
     assert plain_text(content, remove_users={BOT}) == (
         "remember that:\n- step one\n- step two @everyone"
     )
-
-
-def test_short_text_is_one_message() -> None:
-    assert split_text("  hello  ") == ["hello"]
-    assert split_text("") == [EMPTY_REPLY]  # Discord refuses an empty message
-
-
-def test_long_text_is_split_at_line_breaks_then_spaces_within_the_limit() -> None:
-    lines = [f"line {i:03d} " + "x" * 80 for i in range(60)]
-    chunks = split_text("\n".join(lines))
-    assert len(chunks) > 1 and all(len(c) <= MAX_MESSAGE_CHARS for c in chunks)
-    assert all(c.split("\n")[-1] in lines for c in chunks)  # no line was cut in half
-    assert "\n".join(chunks).split("\n") == lines
-
-
-def test_a_single_overlong_word_is_cut() -> None:
-    assert split_text("a" * 4500) == ["a" * 2000, "a" * 2000, "a" * 500]
-
-
-@given(st.text(alphabet=st.sampled_from("ab \n✅é"), min_size=1, max_size=700))
-def test_split_keeps_every_character_within_the_limit(text: str) -> None:
-    chunks = split_text(text, limit=100)
-    assert all(0 < len(c) <= 100 for c in chunks)
-    if text.strip():
-        assert "".join("".join(chunks).split()) == "".join(text.split())
 
 
 def test_clip_shortens_an_edit_to_one_message() -> None:

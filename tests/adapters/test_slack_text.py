@@ -6,14 +6,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from adapters.slack import SlackAdapter
 from adapters.slack_text import (
+    SLACK_TEXT_LIMIT,
     escape,
+    fit_mrkdwn,
+    for_stream,
     mentioned_user_ids,
-    split_for_slack,
+    renders_alike,
     to_mrkdwn,
     to_plain,
     unescape,
 )
+from bot.split import split_message
 
 NAMES = {"UBOB": "bob", "UCAROL": "Carol Danvers"}
 
@@ -163,23 +168,73 @@ def test_escape_round_trips(text: str) -> None:
     assert unescape(escape(text)) == text
 
 
-# --- splitting ----------------------------------------------------------------------------
+# --- one message each ----------------------------------------------------------------------
 
 
-def test_short_text_is_one_message() -> None:
-    assert split_for_slack("hello & bye") == ["hello &amp; bye"]
+def slack_length() -> SlackAdapter:
+    return SlackAdapter(bot_token="xoxb-1", app_token="xapp-1")
 
 
-def test_escaping_that_overflows_the_limit_splits_at_breaks() -> None:
-    text = "\n\n".join(f"part {i}: " + "a & b " * 30 for i in range(8))
-    assert len(text) < 1600 < len(to_mrkdwn(text))
-    chunks = split_for_slack(text, limit=1000)
-    assert len(chunks) > 1 and all(len(chunk) <= 1000 for chunk in chunks)
-    assert " ".join(unescape(c) for c in chunks).split() == text.split()
-    assert all(chunk.startswith("part ") for chunk in chunks)
+def test_the_cores_split_keeps_escape_heavy_text_within_slacks_limit() -> None:
+    adapter = slack_length()
+    text = "\n\n".join(f"part {i}: " + "a & b <c> " * 60 for i in range(12))
+    assert len(text) < 8000 < len(to_mrkdwn(text))
+    chunks = split_message(text, adapter.max_message_chars, adapter.text_length)
+    posted = [fit_mrkdwn(chunk) for chunk in chunks]
+    assert len(chunks) > 2
+    assert all(len(message) <= adapter.max_message_chars for message in posted)
+    assert posted == [to_mrkdwn(chunk) for chunk in chunks]  # nothing cut
+    assert " ".join(unescape(m) for m in posted).split() == text.split()
 
 
-def test_a_single_overlong_word_is_cut() -> None:
-    chunks = split_for_slack("x" * 50, limit=20)
-    assert all(len(chunk) <= 20 for chunk in chunks)
-    assert "".join(chunks) == "x" * 50
+@given(st.text(alphabet="ab &<>*_\n", max_size=300), st.integers(min_value=4, max_value=80))
+def test_a_text_that_does_not_fit_is_cut_with_a_mark(text: str, limit: int) -> None:
+    message = fit_mrkdwn(text, limit)
+    assert len(message) <= limit
+    if len(to_mrkdwn(text)) <= limit:
+        assert message == to_mrkdwn(text)
+    else:
+        assert message.endswith(" …")
+
+
+def test_a_long_text_is_cut_at_a_word_break() -> None:
+    text = "cats & dogs " * 500
+    message = fit_mrkdwn(text)
+    assert SLACK_TEXT_LIMIT - 20 < len(message) <= SLACK_TEXT_LIMIT
+    kept = unescape(message.removesuffix(" …")).split()
+    assert message.endswith(" …") and kept == text.split()[: len(kept)]  # no word cut
+
+
+# --- streamed text ----------------------------------------------------------------------
+
+
+@given(st.text(), st.text())
+def test_streamed_pieces_join_to_the_whole(first: str, second: str) -> None:
+    assert for_stream(first) + for_stream(second) == for_stream(first + second)
+
+
+@pytest.mark.parametrize(
+    "text", ["<!channel> now", "<@UBOB> look", "@here deploy", "&lt;!here&gt;"]
+)
+def test_a_streamed_text_cannot_ping_or_mention(text: str) -> None:
+    streamed = for_stream(text)
+    for token in ("<!", "<@", "@here", "&lt;"):
+        assert token not in streamed
+
+
+@pytest.mark.parametrize(
+    ("text", "alike"),
+    [
+        ("The staging DB is pg-stage-2.", True),
+        ("Note: it moved on Monday (see the wiki).", True),
+        ("this is **important**", False),
+        ("see [the runbook](https://wiki.example/run)", False),
+        ("- first\n- second", False),
+        ("cats & dogs", False),
+        ("mail bob@example.com", False),
+    ],
+)
+def test_only_text_without_markup_reads_alike_streamed_and_posted(text: str, alike: bool) -> None:
+    assert renders_alike(text) is alike
+    if alike:
+        assert to_mrkdwn(text) == text

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack import STATUS_TEXT
+from adapters.base import THINKING
 from bot.app import Bot
 from tests.adapters.test_discord import adapter_for, mention
 from tests.adapters.test_slack import Running, start_bot
@@ -75,7 +75,7 @@ async def test_slack_shows_is_thinking_in_the_thread_before_the_models_reply(
     [status] = slack.calls_to(SET_STATUS)
     assert status["channel_id"] == "C7"
     assert status["thread_ts"] == body["event"]["ts"]
-    assert status["status"] == STATUS_TEXT == "is thinking…"
+    assert status["status"] == THINKING == "is thinking…"
     methods = [call.method for call in slack.calls]
     reply_at = max(i for i, m in enumerate(methods) if m == "chat.postMessage")
     assert methods.index(SET_STATUS) < reply_at

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from adapters.base import (
+    THINKING,
     ConversationRef,
+    DeliveryError,
     EventSink,
     Message,
     PostedMessage,
     ReactionEvent,
+    SlashCommand,
+    Status,
     UserRef,
 )
 
@@ -98,9 +105,105 @@ class RecordingAdapter:
         author = UserRef(PLATFORM, user, user.lower(), is_bot=is_bot)
         return Message(conversation, author, text, event_id, event_id, mentions_bot=True)
 
+    def slash(
+        self, text: str, *, user: str = "UALICE", channel: str = "C1", dm: bool = False
+    ) -> tuple[SlashCommand, list[str]]:
+        """`/lorebot <text>` typed by `user`, and the list its private answers land in."""
+        answers: list[str] = []
+
+        async def answer(reply: str) -> None:
+            answers.append(reply)
+
+        conversation = ConversationRef(
+            PLATFORM, f"D-{user}" if dm else channel, is_dm=dm, team_id=TEAM
+        )
+        event_id = f"cmd-{uuid.uuid4().hex[:8]}"
+        author = UserRef(PLATFORM, user, user.lower())
+        command = SlashCommand(
+            conversation, author, text, "", event_id, mentions_bot=True, answer=answer
+        )
+        return command, answers
+
     def reaction(self, card: Sent, emoji: str, *, user: str = "UALICE") -> ReactionEvent:
         event_id = f"re-{uuid.uuid4().hex[:8]}"
         return ReactionEvent(
             card.conversation, UserRef(PLATFORM, user, user.lower()), emoji, card.message_id,
             event_id,
         )  # fmt: skip
+
+
+class _RecordedStream:
+    """A reply stream of the streaming adapter: each `show` and `finish`, as a platform
+    would get them."""
+
+    def __init__(self, adapter: StreamingAdapter, conversation: ConversationRef) -> None:
+        self.adapter = adapter
+        self.conversation = conversation
+        self.calls: list[tuple[str, str]] = []
+        self._posted: PostedMessage | None = None
+
+    @property
+    def posted(self) -> PostedMessage | None:
+        return self._posted
+
+    async def show(self, text: str) -> None:
+        await self.adapter.before_show(len(self.calls))
+        self.calls.append(("show", text))
+        if self._posted is None:
+            self._posted = await self.adapter.send(self.conversation, text)
+        else:
+            await self.adapter.edit(self._posted, text)
+
+    async def finish(self, text: str) -> PostedMessage:
+        self.calls.append(("finish", text))
+        if self._posted is None:
+            self._posted = await self.adapter.send(self.conversation, text)
+        elif text != self.adapter._find(self._posted.message_id).current:
+            await self.adapter.edit(self._posted, text)
+        return self._posted
+
+
+class StreamingAdapter(RecordingAdapter):
+    """A recording adapter whose replies grow while the model writes them (every update
+    shown: no pacing), as Discord's edits do. `hold_after(n)` makes updates after the
+    n-th wait, as a platform that stopped answering."""
+
+    stream_interval_s = 0.0
+
+    def __init__(self, max_message_chars: int = 2000) -> None:
+        super().__init__(max_message_chars)
+        self.streams: list[_RecordedStream] = []
+        self.statuses: list[str] = []
+        self.fail_edits = 0
+        self._hold_after: int | None = None
+        self.held = asyncio.Event()
+
+    def stream_reply(self, conversation: ConversationRef, recipient: UserRef) -> _RecordedStream:
+        stream = _RecordedStream(self, conversation)
+        self.streams.append(stream)
+        return stream
+
+    @contextlib.asynccontextmanager
+    async def working(self, conversation: ConversationRef) -> AsyncIterator[Status]:
+        self.statuses.append(THINKING)
+
+        async def status(text: str) -> None:
+            if self.statuses[-1] != text:  # a status line shows changes
+                self.statuses.append(text)
+
+        yield status
+        self.statuses.append("")  # the indicator ended
+
+    async def edit(self, posted: PostedMessage, text: str) -> None:
+        if self.fail_edits:
+            self.fail_edits -= 1
+            raise DeliveryError("the platform refused the edit")
+        await super().edit(posted, text)
+
+    def hold_after(self, shows: int) -> None:
+        self._hold_after = shows
+
+    async def before_show(self, shown: int) -> None:
+        if self._hold_after is not None and shown >= self._hold_after:
+            self.held.set()
+            await asyncio.Event().wait()  # until cancelled

@@ -10,6 +10,15 @@ a thread the bot has joined and one it has not, and DMs; it records every reques
     [reply] = await fake.wait_for_posts(1)     # what the bot POSTed
     await fake.react(reply.id, "✅", user=ALICE)                         # MESSAGE_REACTION_ADD
     await fake.reconnect()                     # op 7: the client reconnects and RESUMEs
+    await fake.slash_command("recall", about="deploys")                  # INTERACTION_CREATE
+    [ack] = await fake.wait_until(lambda: fake.callbacks)   # the interaction's callback
+    [answer] = await fake.wait_until(lambda: fake.followups)
+
+Application commands are synced with ``PUT /applications/{id}/commands`` (or
+``/guilds/{id}/commands``), recorded in ``command_syncs``; ``refuse_command_sync()`` answers
+403 Missing Access as Discord does when the bot was invited without the
+``applications.commands`` scope. Interaction callbacks and follow-ups are webhook calls that
+carry the interaction's token in the path and no Authorization header.
 
 Like Discord it echoes the bot's own messages and reactions back through the gateway, so
 the client must ignore them. Behaviour that discord.py 2.7 needs (checked here): JSON with a
@@ -35,6 +44,7 @@ from aiohttp import WSMsgType, web
 
 __all__ = [
     "ALICE",
+    "APPLICATION_ID",
     "BOT",
     "BOT_ROLE_ID",
     "CHANNEL_ID",
@@ -44,9 +54,12 @@ __all__ = [
     "MALLORY",
     "OTHER_THREAD_ID",
     "TOKEN",
+    "Callback",
+    "CommandSync",
     "FakeDiscord",
     "FakeUser",
     "Posted",
+    "FollowUp",
     "Recorded",
     "fake_discord_fixture",
 ]
@@ -138,6 +151,37 @@ class Posted:
         return str(self.edits[-1]["content"]) if self.edits else self.content
 
 
+@dataclass(frozen=True)
+class CommandSync:
+    """One bulk overwrite of the application's commands: in a guild, or global (None)."""
+
+    guild_id: int | None
+    commands: list[Body]
+
+
+@dataclass(frozen=True)
+class Callback:
+    """The response to one interaction (``type`` 5 is a deferred reply; ``flags`` 64 means
+    only the person who invoked it sees it)."""
+
+    interaction_id: int
+    type: int
+    flags: int
+
+
+@dataclass(frozen=True)
+class FollowUp:
+    """A message sent with an interaction's token after its callback."""
+
+    interaction_id: int
+    content: str
+    flags: int
+
+
+# Every permission an admin has, as Discord sends it in an interaction.
+ALL_PERMISSIONS = str((1 << 51) - 1)
+
+
 def _json(data: Any, status: int = 200) -> web.Response:
     """A JSON response whose Content-Type is exactly ``application/json``."""
     return web.Response(
@@ -176,6 +220,12 @@ class FakeDiscord:
         self.refusals: list[int] = []  # close codes the fake ended a gateway session with
         self.refused_posts: dict[int, tuple[int, int, str]] = {}
         self.refused_typing: set[int] = set()  # channels where typing gets 403 Missing Permissions
+        self.refused_edits: list[tuple[int, int, str]] = []  # answers for the next edits
+        self.command_syncs: list[CommandSync] = []
+        self.refused_sync: tuple[int, int, str] | None = None
+        self.callbacks: list[Callback] = []
+        self.followups: list[FollowUp] = []
+        self._interactions: dict[str, Body] = {}  # token → INTERACTION_CREATE payload
         self._ids = itertools.count(1300000000000000001)
         self._seq = 0
         self._session_id = "fake-session-1"
@@ -201,6 +251,12 @@ class FakeDiscord:
             f"{api}/channels/{{channel}}/messages/{{message}}/reactions/{{emoji}}/@me",
             self._add_reaction,
         )
+        app.router.add_put(f"{api}/applications/{{app}}/commands", self._sync_commands)
+        app.router.add_put(
+            f"{api}/applications/{{app}}/guilds/{{guild}}/commands", self._sync_commands
+        )
+        app.router.add_post(f"{api}/interactions/{{id}}/{{token}}/callback", self._callback)
+        app.router.add_post(f"{api}/webhooks/{{app}}/{{token}}", self._followup)
         app.router.add_route("*", f"{api}/{{tail:.*}}", self._unknown)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -320,6 +376,112 @@ class FakeDiscord:
         if not self._is_dm(channel):
             data["guild_id"] = str(GUILD_ID)
         await self.dispatch("MESSAGE_REACTION_REMOVE", data)
+
+    def interaction_payload(
+        self,
+        subcommand: str,
+        *,
+        user: FakeUser = ALICE,
+        channel_id: int = CHANNEL_ID,
+        dm: bool = False,
+        channel_type: int | None = None,
+        **options: str,
+    ) -> Body:
+        """An INTERACTION_CREATE payload for ``/lorebot <subcommand>`` with string
+        ``options``, as Discord builds it: the group's SUB_COMMAND nested in ``data.options``,
+        ``member`` in a guild and ``user`` in a DM; ``data.guild_id`` when the commands were
+        last synced to the guild."""
+        interaction_id = next(self._ids)
+        data: Body = {
+            "id": str(APPLICATION_ID + 100),
+            "name": "lorebot",
+            "type": 1,
+            "options": [
+                {
+                    "name": subcommand,
+                    "type": 1,
+                    "options": [
+                        {"name": name, "type": 3, "value": value} for name, value in options.items()
+                    ],
+                }
+            ],
+        }
+        payload: Body = {
+            "id": str(interaction_id),
+            "application_id": str(APPLICATION_ID),
+            "type": 2,
+            "data": data,
+            "token": f"aW50ZXJhY3Rpb246{interaction_id}:fake-token",
+            "version": 1,
+            "locale": "en-US",
+            "entitlements": [],
+            "attachment_size_limit": 10485760,
+        }
+        if dm:
+            channel: Body = {
+                "id": str(user.dm_channel_id),
+                "type": 1,
+                "last_message_id": None,
+                "flags": 0,
+                "recipients": [user.payload()],
+            }
+            payload.update(
+                user=user.payload(),
+                context=1,
+                authorizing_integration_owners={"0": "0"},
+                app_permissions="2248473465835073",
+            )
+        else:
+            channel = {
+                "id": str(channel_id),
+                "type": 11 if channel_id in (JOINED_THREAD_ID, OTHER_THREAD_ID) else 0,
+                "guild_id": str(GUILD_ID),
+                "name": "general",
+                "permissions": ALL_PERMISSIONS,
+                "flags": 0,
+                "last_message_id": None,
+                "nsfw": False,
+                "parent_id": None,
+                "position": 0,
+                "rate_limit_per_user": 0,
+                "topic": None,
+            }
+            if self.command_syncs and self.command_syncs[-1].guild_id == GUILD_ID:
+                data["guild_id"] = str(GUILD_ID)
+            payload.update(
+                guild_id=str(GUILD_ID),
+                guild={"id": str(GUILD_ID), "locale": "en-US", "features": []},
+                guild_locale="en-US",
+                member={**self._member(user, True), "permissions": ALL_PERMISSIONS},
+                context=0,
+                authorizing_integration_owners={"0": str(GUILD_ID)},
+                app_permissions=ALL_PERMISSIONS,
+            )
+        if channel_type is not None:
+            channel["type"] = channel_type
+        payload.update(channel=channel, channel_id=channel["id"])
+        return payload
+
+    async def slash_command(self, subcommand: str, **kwargs: Any) -> Body:
+        """Dispatch an INTERACTION_CREATE for ``/lorebot <subcommand>`` (see
+        ``interaction_payload``); returns it."""
+        data = self.interaction_payload(subcommand, **kwargs)
+        self._interactions[data["token"]] = data
+        await self.dispatch("INTERACTION_CREATE", data)
+        return data
+
+    def refuse_next_edit(
+        self, status: int = 403, code: int = 50013, message: str = "Missing Permissions"
+    ) -> None:
+        """Answer the next message edit with an error (default: Missing Permissions)."""
+        self.refused_edits.append((status, code, message))
+
+    def refuse_command_sync(
+        self, status: int = 403, code: int = 50001, message: str = "Missing Access"
+    ) -> None:
+        """Answer command syncs with an error (default: the bot lacks the
+        ``applications.commands`` scope)."""
+        self.refused_sync = (status, code, message)
 
     def refuse_posts(
         self, channel_id: int, status: int = 403, code: int = 50013, message: str = ""
@@ -644,6 +806,9 @@ class FakeDiscord:
         posted = self._find(request)
         if posted is None:
             return _error(404, "Unknown Message", code=10008)
+        if self.refused_edits:
+            status, code, message = self.refused_edits.pop(0)
+            return _error(status, message, code=code)
         if not isinstance(body, dict) or len(str(body.get("content", ""))) > 2000:
             return _error(400, "Invalid Form Body", code=50035)
         posted.edits.append(body)
@@ -671,6 +836,85 @@ class FakeDiscord:
         if int(request.match_info["channel"]) in self.refused_typing:
             return _error(403, "Missing Permissions", code=50013)
         return web.Response(status=204)
+
+    async def _sync_commands(self, request: web.Request) -> web.Response:
+        body, denied = await self._record(request)
+        if denied:
+            return denied
+        if int(request.match_info["app"]) != APPLICATION_ID:
+            return _error(403, "Missing Access", code=50001)
+        if self.refused_sync is not None:
+            status, code, message = self.refused_sync
+            return _error(status, message, code=code)
+        guild = request.match_info.get("guild")
+        guild_id = None if guild is None else int(guild)
+        if not isinstance(body, list):
+            return _error(400, "Invalid Form Body", code=50035)
+        self.command_syncs.append(CommandSync(guild_id, body))
+        self._touch()
+        created: list[Body] = []
+        for index, command in enumerate(body):
+            saved = {
+                **command,
+                "id": str(APPLICATION_ID + 100 + index),
+                "application_id": str(APPLICATION_ID),
+                "version": str(next(self._ids)),
+            }
+            if guild_id is not None:
+                saved["guild_id"] = str(guild_id)
+            created.append(saved)
+        return _json(created)
+
+    async def _record_webhook(self, request: web.Request) -> tuple[Any, Body | None]:
+        """Record a call made with an interaction's token (no Authorization: the token in
+        the path is the credential); the interaction it belongs to, if the token is known."""
+        body: Any = await request.json() if request.can_read_body else None
+        path = request.path.removeprefix("/api/v10")
+        auth = request.headers.get("Authorization")
+        self.requests.append(Recorded(request.method, unquote(path), body, auth))
+        self._touch()
+        return body, self._interactions.get(unquote(request.match_info["token"]))
+
+    async def _callback(self, request: web.Request) -> web.Response:
+        body, interaction = await self._record_webhook(request)
+        if interaction is None or interaction["id"] != request.match_info["id"]:
+            return _error(404, "Unknown interaction", code=10062)
+        interaction_id = int(interaction["id"])
+        if any(c.interaction_id == interaction_id for c in self.callbacks):
+            return _error(400, "Interaction has already been acknowledged.", code=40060)
+        flags = int((body.get("data") or {}).get("flags", 0))
+        self.callbacks.append(Callback(interaction_id, int(body["type"]), flags))
+        self._touch()
+        return _json(
+            {
+                "interaction": {
+                    "id": str(interaction_id),
+                    "type": 2,
+                    "response_message_id": str(next(self._ids)),
+                    "response_message_loading": body["type"] == 5,
+                    "response_message_ephemeral": bool(flags & 64),
+                },
+                "resource": {"type": body["type"]},
+            }
+        )
+
+    async def _followup(self, request: web.Request) -> web.Response:
+        body, interaction = await self._record_webhook(request)
+        if interaction is None or int(request.match_info["app"]) != APPLICATION_ID:
+            return _error(404, "Unknown Webhook", code=10015)
+        interaction_id = int(interaction["id"])
+        if not any(c.interaction_id == interaction_id for c in self.callbacks):
+            return _error(404, "Unknown Webhook", code=10015)  # not acknowledged yet
+        content = str(body.get("content") or "")
+        if not content or len(content) > 2000:
+            return _error(400, "Invalid Form Body", code=50035)
+        flags = int(body.get("flags", 0))
+        self.followups.append(FollowUp(interaction_id, content, flags))
+        self._touch()
+        message = self.message_payload(
+            content, author=BOT, channel_id=int(interaction["channel"]["id"])
+        )
+        return _json({**message, "flags": flags, "webhook_id": str(APPLICATION_ID)})
 
     async def _unknown(self, request: web.Request) -> web.Response:
         _, denied = await self._record(request)

@@ -6,6 +6,7 @@ It records every call, checks ``Authorization: Bearer xoxb-…`` (``xapp-…`` f
 the bot posted, with their edits and reactions::
 
     fake.fail("chat.postMessage", "not_in_channel")   # the next such call is refused
+    release = fake.hold("users.info")                 # such calls wait for release.set()
     fake.rate_limit("chat.postMessage", retry_after=0) # the next such call gets HTTP 429
     body = fake.app_mention("<@UBOT> hi", user="UALICE", channel="C1")
     await fake.push(body)                    # over the websocket; waits for the ack
@@ -13,6 +14,16 @@ the bot posted, with their edits and reactions::
 
 ``event_body`` builders return Events API ``event_callback`` bodies; ``push`` wraps one in a
 Socket Mode envelope. The same body can be POSTed to an HTTP Events endpoint (see ``sign``).
+
+A slash command goes either way too, and its ``response_url`` points here::
+
+    command = fake.slash_command("recall deploys", user="UALICE", channel="C1")
+    await fake.push(command, envelope_type="slash_commands")       # Socket Mode
+    status = await post_form(url, command, secret)                  # HTTP, form-encoded
+
+Streamed replies (``chat.startStream``/``appendStream``/``stopStream``) become posts whose
+``stream`` holds each piece; ``chat.update`` refuses a post still streaming, as Slack does.
+Ephemeral answers, through ``response_url`` or ``chat.postEphemeral``, land in ``ephemerals``.
 """
 
 from __future__ import annotations
@@ -21,17 +32,19 @@ import asyncio
 import itertools
 import json
 import time
+import urllib.parse
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import pytest_asyncio
 from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
-__all__ = ["Call", "FakeSlack", "Post", "fake_slack_fixture", "sign"]
+__all__ = ["Call", "Ephemeral", "FakeSlack", "Post", "fake_slack_fixture", "post_form", "sign"]
 
 Body = dict[str, Any]
 
@@ -41,7 +54,7 @@ TEAM = "T1"
 BOT_USER = "UBOT"
 BOT_ID = "BBOT"
 ALL_SCOPES = (
-    "app_mentions:read,channels:history,chat:write,groups:history,im:history,im:read,"
+    "app_mentions:read,channels:history,chat:write,commands,groups:history,im:history,im:read,"
     "reactions:read,reactions:write,users:read"
 )
 
@@ -65,13 +78,29 @@ class Post:
     thread_ts: str | None
     edits: list[str] = field(default_factory=list)
     reactions: list[str] = field(default_factory=list)
+    stream: list[str] = field(default_factory=list)  # markdown pieces, when streamed
+    streaming: bool = False
 
     @property
     def current(self) -> str:
         return self.edits[-1] if self.edits else self.text
 
 
-def sign(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+@dataclass(frozen=True)
+class Ephemeral:
+    """A message only ``user`` sees: through a command's ``response_url`` (``via`` "url",
+    with the body Slack got) or ``chat.postEphemeral`` (``via`` "api")."""
+
+    user: str
+    channel: str
+    text: str
+    via: str
+    body: Body
+
+
+def sign(
+    secret: str, body: str, timestamp: int | None = None, content_type: str = "application/json"
+) -> dict[str, str]:
     """The headers Slack signs an HTTP event with (a stale or wrong one with the arguments)."""
     stamp = str(int(time.time()) if timestamp is None else timestamp)
     signature = SignatureVerifier(secret).generate_signature(timestamp=stamp, body=body)
@@ -79,8 +108,17 @@ def sign(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]
     return {
         "X-Slack-Request-Timestamp": stamp,
         "X-Slack-Signature": signature,
-        "Content-Type": "application/json",
+        "Content-Type": content_type,
     }
+
+
+async def post_form(url: str, fields: Body, secret: str) -> int:
+    """POST ``fields`` form-encoded and signed, as Slack sends a slash command in HTTP mode;
+    the response status (200 is Slack's acknowledgement)."""
+    body = urllib.parse.urlencode(fields)
+    headers = sign(secret, body, content_type="application/x-www-form-urlencoded")
+    async with aiohttp.ClientSession() as http, http.post(url, data=body, headers=headers) as resp:
+        return resp.status
 
 
 def _json(data: Body, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -111,12 +149,15 @@ class FakeSlack:
 
     calls: list[Call] = field(default_factory=list, init=False)
     posts: list[Post] = field(default_factory=list, init=False)
+    ephemerals: list[Ephemeral] = field(default_factory=list, init=False)
+    _commands: dict[str, tuple[str, str]] = field(default_factory=dict, init=False, repr=False)
     acks: list[Body] = field(default_factory=list, init=False)
     connections: int = field(default=0, init=False)
 
     _failures: dict[str, deque[tuple[int, Body, dict[str, str]]]] = field(
         default_factory=dict, init=False, repr=False
     )
+    _holds: dict[str, asyncio.Event] = field(default_factory=dict, init=False, repr=False)
     _sockets: list[web.WebSocketResponse] = field(default_factory=list, init=False, repr=False)
     _changed: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
     _runner: web.AppRunner | None = field(default=None, init=False, repr=False)
@@ -129,6 +170,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/link", self._link)
+        app.router.add_post("/respond/{command}", self._respond)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -160,6 +202,10 @@ class FakeSlack:
         """Refuse the next call to ``method`` with ``{"ok": false, "error": error, **extra}``."""
         body = {"ok": False, "error": error, **extra}
         self._failures.setdefault(method, deque()).append((200, body, {}))
+
+    def hold(self, method: str) -> asyncio.Event:
+        """Keep calls to ``method`` waiting until the returned event is set."""
+        return self._holds.setdefault(method, asyncio.Event())
 
     def rate_limit(self, method: str, retry_after: int = 0) -> None:
         """Answer the next call to ``method`` with HTTP 429 and ``Retry-After``."""
@@ -261,6 +307,39 @@ class FakeSlack:
             }
         )
 
+    def slash_command(
+        self,
+        text: str,
+        *,
+        user: str = "UALICE",
+        channel: str = "C1",
+        channel_name: str | None = None,
+        response_url: bool = True,
+    ) -> Body:
+        """A ``/lorebot`` payload as Slack sends it (its fields are all strings); its
+        ``response_url`` answers here, into ``ephemerals``."""
+        n = self._next()
+        trigger = f"{n}.{n * 7}.fake{n:04x}"
+        fields: Body = {
+            "token": "legacy-verification-token",
+            "team_id": self.team_id,
+            "team_domain": "lore-team",
+            "channel_id": channel,
+            "channel_name": channel_name
+            or ("directmessage" if channel.startswith("D") else f"chan-{channel.lower()}"),
+            "user_id": user,
+            "user_name": self.users.get(user, user),
+            "command": "/lorebot",
+            "text": text,
+            "api_app_id": "A1",
+            "is_enterprise_install": "false",
+            "trigger_id": trigger,
+        }
+        if response_url:
+            self._commands[str(n)] = (user, channel)
+            fields["response_url"] = f"{self.url}/respond/{n}"
+        return fields
+
     async def push(
         self,
         body: Body,
@@ -277,7 +356,7 @@ class FakeSlack:
             "envelope_id": envelope_id,
             "type": envelope_type,
             "payload": body,
-            "accepts_response_payload": False,
+            "accepts_response_payload": envelope_type == "slash_commands",
         }
         if retry_attempt is not None:
             envelope["retry_attempt"] = retry_attempt
@@ -336,6 +415,9 @@ class FakeSlack:
             return _json({"ok": False, "error": "not_authed"}, headers=headers)
         if token != expected:
             return _json({"ok": False, "error": "invalid_auth"}, headers=headers)
+        held = self._holds.get(method)
+        if held is not None:
+            await held.wait()
         queued = self._failures.get(method)
         if queued:
             status, body, extra = queued.popleft()
@@ -404,8 +486,53 @@ class FakeSlack:
         found = self._posted(params.get("channel"), params.get("ts"))
         if not found:
             return {"ok": False, "error": "message_not_found"}
+        if found[0].streaming:
+            return {"ok": False, "error": "streaming_state_conflict"}
         found[0].edits.append(str(params.get("text", "")))
         return {"ok": True, "channel": found[0].channel, "ts": found[0].ts, "text": found[0].text}
+
+    def _m_chat_postEphemeral(self, params: Body) -> Body:
+        channel, user = str(params.get("channel", "")), str(params.get("user", ""))
+        if not channel or not user:
+            return {"ok": False, "error": "invalid_arguments"}
+        self.ephemerals.append(Ephemeral(user, channel, str(params.get("text", "")), "api", params))
+        return {"ok": True, "message_ts": self.new_ts()}
+
+    def _m_chat_startStream(self, params: Body) -> Body:
+        channel, thread_ts = str(params.get("channel", "")), params.get("thread_ts")
+        if not channel or not thread_ts:
+            return {"ok": False, "error": "invalid_arguments"}
+        if not channel.startswith("D"):  # outside DMs Slack wants to know who reads it
+            for name in ("recipient_user_id", "recipient_team_id"):
+                if not params.get(name):
+                    return {"ok": False, "error": f"missing_{name}"}
+        text = str(params.get("markdown_text", ""))
+        post = Post(channel, self._post_ts(channel), text, str(thread_ts), streaming=True)
+        post.stream.append(text)
+        self.posts.append(post)
+        return {"ok": True, "channel": channel, "ts": post.ts}
+
+    def _m_chat_appendStream(self, params: Body) -> Body:
+        return self._streamed(params, stop=False)
+
+    def _m_chat_stopStream(self, params: Body) -> Body:
+        return self._streamed(params, stop=True)
+
+    def _streamed(self, params: Body, *, stop: bool) -> Body:
+        found = self._posted(params.get("channel"), params.get("ts"))
+        if not found:
+            return {"ok": False, "error": "message_not_found"}
+        post = found[0]
+        if not post.streaming:
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        text = params.get("markdown_text")
+        if text is None and not stop:
+            return {"ok": False, "error": "invalid_arguments"}
+        if text:
+            post.stream.append(str(text))
+            post.text += str(text)
+        post.streaming = not stop
+        return {"ok": True, "channel": post.channel, "ts": post.ts}
 
     def _m_reactions_add(self, params: Body) -> Body:
         found = self._posted(params.get("channel"), params.get("timestamp"))
@@ -421,6 +548,21 @@ class FakeSlack:
         if not params.get("channel_id") or not params.get("thread_ts"):
             return {"ok": False, "error": "invalid_arguments"}
         return {"ok": True}
+
+    async def _respond(self, request: web.Request) -> web.Response:
+        """A command's ``response_url``: ``ephemeral`` reaches only the person who typed it."""
+        body: Body = await request.json()
+        self.calls.append(Call("response_url", body, None))
+        self._touch()
+        known = self._commands.get(request.match_info["command"])
+        if known is None:
+            return web.Response(status=404, text="invalid_url")
+        user, channel = known
+        if body.get("response_type", "ephemeral") != "ephemeral":
+            self.posts.append(Post(channel, self.new_ts(), str(body.get("text", "")), None))
+        else:
+            self.ephemerals.append(Ephemeral(user, channel, str(body.get("text", "")), "url", body))
+        return web.Response(text="ok")
 
     # -- Socket Mode -----------------------------------------------------------------------
 

@@ -1,0 +1,198 @@
+"""A reply shown while the model writes it: paced for the platform, split where the platform
+splits, recorded so a crash never leaves it half-written without a notice.
+
+The model's words reach the person through the adapter's `ReplyStream`, at most once per
+`stream_interval_s`; the final text (what the conversation history keeps) replaces
+whatever was shown. Only the first message of a long reply grows live; the rest of it
+is posted when the reply is done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from adapters.base import (
+    SEARCHING,
+    THINKING,
+    Adapter,
+    ConversationRef,
+    DeliveryError,
+    PostedMessage,
+    ReplyStream,
+    Status,
+    StreamsReplies,
+    UserRef,
+    measure,
+)
+from bot.split import split_message
+from memory.live_replies import LiveReplies
+
+_log = logging.getLogger(__name__)
+
+# Tools whose calls show "is searching notes…".
+SEARCH_TOOLS = frozenset({"memory_search", "memory_read"})
+CUT_SHORT = "⚠️ (This reply was cut short: lorebot stopped before it was finished.)"
+
+
+class LiveReply:
+    """One streamed reply: `write` the model's words as they come, `restart` when a round
+    turned into tool calls, then `finish` with the final text (or `cut` it short)."""
+
+    def __init__(
+        self,
+        adapter: Adapter,
+        stream: ReplyStream,
+        conversation: ConversationRef,
+        *,
+        interval_s: float,
+        record: LiveReplies | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.adapter = adapter
+        self.stream = stream
+        self.conversation = conversation
+        self.interval_s = interval_s
+        self.record = record
+        self.monotonic = monotonic
+        self._measure = measure(adapter)
+        self._text = ""  # the model's words of this round
+        self._shown = ""
+        self._live = True  # false once the platform refused an update
+        self._done = False
+        # The first update waits one interval too: a reply written within it is posted once.
+        self._last = monotonic()
+
+    @property
+    def shown(self) -> str:
+        """What the person sees now."""
+        return self._shown
+
+    async def write(self, delta: str) -> None:
+        """The model wrote `delta`; show the text so far when an interval has passed."""
+        self._text += delta
+        if self._live and self.monotonic() - self._last >= self.interval_s:
+            await self._update()
+
+    def restart(self) -> None:
+        """The round's words led to tool calls: the next round's words replace them."""
+        self._text = ""
+
+    async def _update(self) -> None:
+        self._last = self.monotonic()
+        visible = self._first_part(self._text)
+        if not visible or visible == self._shown:
+            return
+        try:
+            await self.stream.show(visible)
+        except DeliveryError:
+            self._live = False  # the adapter logged why; `finish` still posts the reply
+            return
+        except Exception:
+            _log.exception("could not update a streamed reply in %s", self.conversation.key)
+            self._live = False
+            return
+        self._shown = visible
+        await self._remember()
+
+    def _first_part(self, text: str) -> str:
+        limit = self.adapter.max_message_chars
+        if self._measure(text) <= limit:
+            return text.strip()
+        return split_message(text, limit, self._measure)[0]
+
+    async def _remember(self) -> None:
+        posted = self.stream.posted
+        if self.record is None or posted is None:
+            return
+        conversation = dataclasses.asdict(self.conversation)
+        await self.record.record(
+            self.conversation.platform, conversation, posted.message_id, self._shown
+        )
+
+    async def finish(self, text: str) -> PostedMessage:
+        """Make the reply say exactly `text`: its first part in the streamed message, the
+        rest in messages after it."""
+        parts = split_message(text, self.adapter.max_message_chars, self._measure)
+        self._done = True
+        posted = await self.stream.finish(parts[0])
+        await self._forget()
+        for part in parts[1:]:
+            posted = await self.adapter.send(self.conversation, part)
+        return posted
+
+    async def cut(self) -> None:
+        """End a reply the turn did not finish (shutdown, a failure): what was shown stays,
+        with a notice that it was cut short. Never raises."""
+        if self._done or not self._shown:
+            return
+        try:
+            await self.finish(f"{self._shown}\n\n{CUT_SHORT}")
+        except Exception as exc:  # the record stays; the next start mends the message
+            _log.warning("could not mark a cut-short reply in %s: %r", self.conversation.key, exc)
+
+    async def _forget(self) -> None:
+        posted = self.stream.posted
+        if self.record is not None and posted is not None:
+            await self.record.done(self.conversation.platform, posted.message_id)
+
+
+def live_reply(
+    adapter: Adapter,
+    conversation: ConversationRef,
+    recipient: UserRef,
+    record: LiveReplies | None,
+) -> LiveReply | None:
+    """A streamed reply where the adapter can show one, else None (the reply is posted
+    whole when done)."""
+    if not isinstance(adapter, StreamsReplies):
+        return None
+    stream = adapter.stream_reply(conversation, recipient)
+    return LiveReply(
+        adapter, stream, conversation, interval_s=adapter.stream_interval_s, record=record
+    )
+
+
+async def mend_cut_replies(adapter: Adapter, record: LiveReplies) -> int:
+    """Finish the replies of `adapter` that a crash left half-written, with the notice;
+    how many were mended. A message the platform refuses to edit is given up on."""
+    mended = 0
+    for row in await record.unfinished(adapter.platform):
+        posted = PostedMessage(ConversationRef(**row.conversation), row.message_id)
+        try:
+            await adapter.edit(posted, f"{row.shown}\n\n{CUT_SHORT}")
+            mended += 1
+        except Exception as exc:
+            _log.warning("could not mark the cut-short reply %s: %r", row.message_id, exc)
+        await record.done(row.platform, row.message_id)
+    if mended:
+        _log.info("marked %d %s replies cut short by the last stop", mended, adapter.platform)
+    return mended
+
+
+async def _quiet(text: str) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class Progress:
+    """How a turn shows its work while it runs: the reply as the model writes it (None
+    where the platform cannot stream) and the status line."""
+
+    reply: LiveReply | None = None
+    status: Status = _quiet
+
+    @property
+    def on_content(self) -> Callable[[str], Awaitable[None]] | None:
+        """What the model's words are streamed to, if anything."""
+        return None if self.reply is None else self.reply.write
+
+    async def tools_called(self, names: Sequence[str]) -> None:
+        """A round ended in tool calls: its words give way to the next round's, and the
+        status says when the calls search the notes."""
+        if self.reply is not None:
+            self.reply.restart()
+        await self.status(SEARCHING if SEARCH_TOOLS.intersection(names) else THINKING)
