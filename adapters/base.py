@@ -14,7 +14,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, runtime_checkable
 
-from memory.types import scope_id
+from memory.scope_ids import scope_id
 
 APPROVE = "✅"
 REJECT = "❌"

@@ -4,55 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import re
-import string
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from urllib.parse import unquote
 
 from memory.errors import InvalidInput
 from memory.fts import STOPWORDS
+from memory.scope_ids import SCOPE_ID_MAX_CHARS, raw_id, scope_id
 
 TOPIC_MAX_CHARS = 64
 SUMMARY_MAX_CHARS = 200
 _TOPIC_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-SCOPE_ID_MAX_CHARS = 255
 _SCOPE_RE = re.compile(
     r"^(user|channel|team):([a-z][a-z0-9_-]{0,31})/((?:[A-Za-z0-9_.@-]|%[0-9A-Fa-f]{2})+)$"
 )
-_ID_KEPT = frozenset(string.ascii_letters + string.digits + "_.@-")
-
-
-def scope_id(raw: str) -> str:
-    """A platform's id as a scope writes it: each character other than ASCII letters,
-    digits and `_.@-` becomes `%XX` of its UTF-8 bytes (`%` too), so any id fits and
-    Slack and Discord ids stay as they are. Raises `InvalidInput` for an empty id or one
-    longer than `SCOPE_ID_MAX_CHARS` once written so."""
-    if not raw:
-        raise InvalidInput("a memory scope needs a platform id, and this one is empty")
-    escaped = "".join(c if c in _ID_KEPT else _percent(c) for c in raw)
-    if set(escaped) == {"."}:  # `.` and `..` are path steps in exported folders
-        escaped = escaped.replace(".", "%2E")
-    if len(escaped) > SCOPE_ID_MAX_CHARS:
-        raise InvalidInput(
-            f"the platform id {raw[:40]!r}… is too long for a memory scope: "
-            f"{len(escaped)} characters once written with %XX escapes, at most "
-            f"{SCOPE_ID_MAX_CHARS}"
-        )
-    return escaped
-
-
-def _percent(char: str) -> str:
-    return "".join(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
-
-
-def raw_id(escaped: str) -> str:
-    """The platform's id a scope id stands for: the inverse of `scope_id`."""
-    try:
-        return unquote(escaped, errors="strict")
-    except UnicodeDecodeError:
-        raise InvalidInput(f"{escaped!r} has %XX escapes that are not UTF-8") from None
 
 
 class ScopeKind(StrEnum):

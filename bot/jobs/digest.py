@@ -14,7 +14,7 @@ from bot.jobs.runner import parse_period
 from bot.model import ModelUnavailable
 from bot.split import split_message
 from memory import Category, Scope
-from memory.types import raw_id
+from memory.scope_ids import raw_id
 
 MAX_LINES = 20
 

@@ -18,7 +18,8 @@ from bot.jobs.runner import ALL
 from bot.structured import ask_structured
 from memory import Category, NoteDraft, Scope
 from memory.events import CapturedEvent
-from memory.types import SUMMARY_MAX_CHARS, raw_id, slugify
+from memory.scope_ids import raw_id
+from memory.types import SUMMARY_MAX_CHARS, slugify
 
 MAX_EXAMPLES = 8
 

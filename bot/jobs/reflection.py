@@ -18,7 +18,8 @@ from bot.jobs.runner import ALL, previous_fire_time
 from bot.structured import ask_structured
 from memory import Category, NoteDraft, Scope
 from memory.conversations import LoggedMessage
-from memory.types import SUMMARY_MAX_CHARS, scope_id
+from memory.scope_ids import scope_id
+from memory.types import SUMMARY_MAX_CHARS
 
 MAX_TRANSCRIPT_CHARS = 12000
 MAX_LESSONS = 3

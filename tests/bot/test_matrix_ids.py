@@ -8,7 +8,7 @@ from pathlib import Path
 
 from adapters.base import APPROVE, ConversationRef, UserRef
 from memory import Scope
-from memory.types import raw_id
+from memory.scope_ids import raw_id
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
 from tests.fakes.adapter import PLATFORM

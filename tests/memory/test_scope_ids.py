@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from adapters.base import ConversationRef, UserRef
 from memory import InvalidInput, NoteDraft, NoteStore, Scope, Viewer, visibility_for
-from memory.types import SCOPE_ID_MAX_CHARS, raw_id, scope_id
+from memory.scope_ids import SCOPE_ID_MAX_CHARS, raw_id, scope_id
 
 ROOM = "!OGEhHVWSdvArJzumhm:matrix.org"
 OTHER_ROOM = "!xYzAbCdEfGhIjKlMnO:matrix.org"
