@@ -442,6 +442,20 @@ def systemd_environment() -> SystemdEnvironment:
     return SystemdEnvironment(os.environ.get("NOTIFY_SOCKET") or None, watchdog)
 
 
+def _secret_values(value: object) -> list[str]:
+    """The values of every `SecretStr` in a settings model, at any depth, so a platform's
+    new secret setting is scrubbed from logs without being listed anywhere."""
+    if isinstance(value, SecretStr):
+        return [value.get_secret_value()]
+    if isinstance(value, BaseModel):
+        return [
+            s for name in type(value).model_fields for s in _secret_values(getattr(value, name))
+        ]
+    if isinstance(value, list | tuple):
+        return [secret for item in value for secret in _secret_values(item)]
+    return []
+
+
 class Settings(BaseSettings):
     """Everything lorebot can be configured with; defaults run with no config at all."""
 
@@ -474,9 +488,7 @@ class Settings(BaseSettings):
 
     def secrets(self) -> list[str]:
         """Every configured secret value, so logs can be scrubbed of them."""
-        values = [self.slack.bot_token, self.slack.app_token, self.slack.signing_secret,
-                  self.discord.token]  # fmt: skip
-        found = [v.get_secret_value() for v in values if v is not None and v.get_secret_value()]
+        found = [value for value in _secret_values(self) if value]
         references = [*self.skills.script_env.values()]
         for server in self.mcp.servers:
             references += [*server.env.values(), *server.headers.values()]

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, SecretStr
 
 from adapters.base import Adapter
 from adapters.diagnosis import Finding
@@ -136,3 +137,21 @@ async def test_the_discord_command_server_setting_registers_slash_commands_there
         assert sync.guild_id == GUILD_ID
     finally:
         await adapter.close()
+
+
+class MatrixSettings(BaseModel):
+    homeserver: str = "https://matrix.example.org"
+    access_token: SecretStr | None = None
+
+
+class SettingsWithMatrix(Settings):
+    matrix: MatrixSettings = MatrixSettings()
+
+
+def test_a_new_platforms_secret_setting_is_scrubbed_from_logs_without_being_listed() -> None:
+    settings = SettingsWithMatrix(
+        matrix=MatrixSettings(access_token=SecretStr("syt_bWF0cml4_secret")),
+        discord={"token": "discord-token-value"},
+    )
+    assert {"syt_bWF0cml4_secret", "discord-token-value"} <= set(settings.secrets())
+    assert "https://matrix.example.org" not in settings.secrets()
