@@ -14,6 +14,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, runtime_checkable
 
+from adapters.errors import AdapterConfigError as AdapterConfigError
+from adapters.errors import AdapterError as AdapterError
+from adapters.errors import DeliveryError as DeliveryError
 from memory.scope_ids import scope_id
 
 APPROVE = "✅"
@@ -21,19 +24,6 @@ REJECT = "❌"
 # An admin's "approve, and allow this tool here from now on" (♾️ without its variation
 # selector, as Discord reports it).
 ALWAYS = "\u267e"
-
-
-class AdapterError(Exception):
-    """Root of the errors adapters raise."""
-
-
-class AdapterConfigError(AdapterError):
-    """The platform refused lorebot's setup (bad token, missing scope or intent); the
-    message names the setting to fix and is shown to the operator as is."""
-
-
-class DeliveryError(AdapterError):
-    """The platform refused a call; the adapter already logged what to fix."""
 
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.base import AdapterConfigError
+from adapters.errors import AdapterConfigError
 from memory.errors import InvalidInput, StoreError
 
 

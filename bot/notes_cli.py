@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from adapters.base import valid_text
 from bot.errors import UserError
 from memory.errors import InvalidInput
 from memory.types import Category, Scope, parse_category
@@ -405,6 +404,7 @@ async def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
+    from adapters.base import valid_text
     from memory.types import NoteDraft
 
     body = sys.stdin.read() if args.body == "-" else args.body

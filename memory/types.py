@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -115,6 +114,8 @@ def is_generic(words: list[str]) -> bool:
 def hashed_topic(text: str) -> str:
     """A topic for text that has no usable words (another script, only numbers): `note-`
     and a short hash of the text, the same for the same text."""
+    import hashlib  # loaded here: most commands never hash a topic
+
     digest = hashlib.sha256(" ".join(text.split()).encode("utf-8", "replace")).hexdigest()
     return f"note-{digest[:6]}"
 
