@@ -14,13 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 from bot.errors import UserError
 from memory.errors import InvalidInput
-from memory.types import Category, Scope, parse_category
 
 # What only some commands use is imported in them: `--help` and `notes search` start fast.
 if TYPE_CHECKING:
     from bot.config import Settings
     from memory import Change, Note, NoteStore, Visibility
+    from memory.types import Category, Scope
     from memory.vectors import VectorIndex
+
+# The note categories `notes add` takes, as memory.types.Category names them (a test keeps
+# the two in step); listed here so that `--help` does not load memory.
+CATEGORIES = ("fact", "preference", "convention", "decision", "pattern", "reflection")
 
 
 def add_parser(commands: Any) -> None:
@@ -87,9 +91,9 @@ def add_parser(commands: Any) -> None:
     p.add_argument("--body", default="", help="the details; '-' reads them from stdin")
     p.add_argument(
         "--category",
-        default=Category.FACT.value,
+        default="fact",
         type=_category,
-        help="one of " + ", ".join(c.value for c in Category) + " (default fact)",
+        help="one of " + ", ".join(CATEGORIES) + " (default fact)",
     )
     p.add_argument("--private", action="store_true", help="never shown in channels")
     p.add_argument("--pinned", action="store_true", help="always first in the index")
@@ -143,6 +147,8 @@ def add_parser(commands: Any) -> None:
 
 
 def _scope(text: str) -> Scope:
+    from memory.types import Scope
+
     try:
         return Scope.parse(text)
     except InvalidInput as exc:
@@ -150,6 +156,8 @@ def _scope(text: str) -> Scope:
 
 
 def _category(text: str) -> Category:
+    from memory.types import parse_category
+
     try:
         return parse_category(text)
     except InvalidInput as exc:

@@ -30,7 +30,7 @@ try:
     code = main(sys.argv[1:])
 finally:
     sys.stdout.flush()
-    print("\\nIMPORTED " + json.dumps(sorted({m.split(".")[0] for m in sys.modules})))
+    print("\\nIMPORTED " + json.dumps(sorted(sys.modules)))
 sys.exit(code)
 """
 
@@ -75,7 +75,24 @@ def test_a_one_shot_command_leaves_the_daemons_libraries_unimported(
     assert code == 0, out
     code, out, imported = _imported(tmp_path, *argv)
     assert code == 0, out
-    assert not imported & set(DAEMON_ONLY), sorted(imported & set(DAEMON_ONLY))
+    packages = {name.split(".")[0] for name in imported}
+    assert not packages & set(DAEMON_ONLY), sorted(packages & set(DAEMON_ONLY))
+
+
+def test_help_loads_neither_the_settings_nor_memory_nor_the_adapter_contract(
+    tmp_path: Path,
+) -> None:
+    code, out, imported = _imported(tmp_path, "--help")
+    assert code == 0 and "notes" in out
+    heavy = {"pydantic", "pydantic_settings", "memory.types", "adapters.base", "hashlib"}
+    assert not imported & heavy, sorted(imported & heavy)
+
+
+def test_the_categories_notes_add_offers_are_memorys() -> None:
+    from bot.notes_cli import CATEGORIES
+    from memory.types import Category
+
+    assert tuple(category.value for category in Category) == CATEGORIES
 
 
 def test_help_does_not_even_load_the_settings(tmp_path: Path) -> None:
