@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bot import backups
 from bot.errors import UserError
@@ -31,8 +30,7 @@ def add_parsers(commands: Any) -> None:
     p.set_defaults(command=cmd_restore)
 
 
-@dataclass(frozen=True, slots=True)
-class BackupTarget:
+class BackupTarget(NamedTuple):
     """Where a backup goes, and the folder to prune when it is a dated file in a folder."""
 
     path: Path

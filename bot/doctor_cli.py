@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.diagnosis import Finding
 from bot.notes_cli import print_json
-from bot.platforms import PLATFORMS, Platform, configured
 
 if TYPE_CHECKING:
     from bot.config import Settings
+    from bot.platforms import Platform
 
 Check = Finding
 
@@ -176,10 +176,13 @@ async def check_mcp(settings: Settings) -> list[Check]:
 
 
 async def check_platforms(
-    settings: Settings, platforms: Sequence[Platform[Any]] = PLATFORMS
+    settings: Settings, platforms: Sequence[Platform[Any]] | None = None
 ) -> list[Check]:
-    """Each configured platform's credentials tried against it, or one line saying none is."""
-    on = configured(settings, platforms)
+    """Each configured platform's credentials tried against it, or one line saying none is;
+    `platforms` defaults to the table of `bot.platforms`."""
+    from bot.platforms import PLATFORMS, configured
+
+    on = configured(settings, PLATFORMS if platforms is None else platforms)
     if not on:
         return [Check(True, "platforms", "none configured (`lorebot chat` still works)")]
     checks: list[Check] = []
@@ -189,7 +192,7 @@ async def check_platforms(
 
 
 async def cmd_doctor(
-    args: argparse.Namespace, settings: Settings, platforms: Sequence[Platform[Any]] = PLATFORMS
+    args: argparse.Namespace, settings: Settings, platforms: Sequence[Platform[Any]] | None = None
 ) -> int:
     source = f"from {settings.config}" if settings.config else "from the environment and defaults"
     results = [Check(True, "config", f"loaded {source}")]

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bot.errors import UserError
 from bot.notes_cli import iso_z, print_json
@@ -44,8 +43,7 @@ def _offline_bot(settings: Settings, adapters: list[Adapter]) -> Bot:
     return Bot(quiet, adapters, daemon=False)
 
 
-@dataclass(frozen=True, slots=True)
-class _Schedule:
+class _Schedule(NamedTuple):
     """One line of `jobs list`: a job's schedule in one scope, its next and last run."""
 
     job: str

@@ -9,18 +9,22 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.errors import UserError
-from bot.platforms import PLATFORMS, Platform
 
 if TYPE_CHECKING:
     import asyncio
 
     from bot.config import Settings
+    from bot.platforms import Platform
 
 _log = logging.getLogger(__name__)
 
 
-def no_adapters_message(platforms: Sequence[Platform[Any]] = PLATFORMS) -> str:
-    """What `run` says without a configured platform: what to set for each one."""
+def no_adapters_message(platforms: Sequence[Platform[Any]] | None = None) -> str:
+    """What `run` says without a configured platform: what to set for each one of
+    `platforms` (the table of `bot.platforms` unless given)."""
+    from bot.platforms import PLATFORMS
+
+    platforms = PLATFORMS if platforms is None else platforms
     ways = ", or ".join(f"{p.setup} for {p.title}" for p in platforms)
     sections = " and ".join(p.title for p in platforms)
     return (
@@ -35,14 +39,16 @@ def add_parser(commands: Any) -> None:
 
 
 async def cmd_run(
-    args: argparse.Namespace, settings: Settings, platforms: Sequence[Platform[Any]] = PLATFORMS
+    args: argparse.Namespace, settings: Settings, platforms: Sequence[Platform[Any]] | None = None
 ) -> int:
     import asyncio
 
     from bot.app import Bot
     from bot.config import systemd_environment
+    from bot.platforms import PLATFORMS
     from bot.wiring import build_adapters
 
+    platforms = PLATFORMS if platforms is None else platforms
     adapters = build_adapters(settings, platforms)
     if not adapters:
         raise UserError(no_adapters_message(platforms))

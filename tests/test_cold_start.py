@@ -84,7 +84,7 @@ def test_help_loads_neither_the_settings_nor_memory_nor_the_adapter_contract(
 ) -> None:
     code, out, imported = _imported(tmp_path, "--help")
     assert code == 0 and "notes" in out
-    heavy = {"pydantic", "pydantic_settings", "memory.types", "adapters.base", "hashlib"}
+    heavy = {"pydantic", "pydantic_settings", "memory.types", "adapters.base", "dataclasses"}
     assert not imported & heavy, sorted(imported & heavy)
 
 
