@@ -227,6 +227,9 @@ class Core:
     ) -> None:
         if result.awaiting is not None:
             await progress.status(AWAITING_APPROVAL)
+            if progress.reply is not None and progress.reply.shown:
+                # What the model said before asking for the card stays as it was shown.
+                await progress.reply.finish(progress.reply.shown)
         if not result.reply:
             return
         if progress.reply is not None:

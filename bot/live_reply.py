@@ -35,7 +35,7 @@ _log = logging.getLogger(__name__)
 
 # Tools whose calls show "is searching notes…".
 SEARCH_TOOLS = frozenset({"memory_search", "memory_read"})
-CUT_SHORT = "⚠️ (This reply was cut short: lorebot stopped before it was finished.)"
+CUT_SHORT = "⚠️ (This reply was cut short before it was finished.)"
 
 
 class LiveReply:

@@ -168,10 +168,14 @@ async def test_a_turn_waiting_for_a_card_says_so_and_shows_its_work_again_when_r
             description="Triage a production incident. Use when something is down.",
             body="# Triage\n1. Check the dashboards.\n",
         )  # fmt: skip
-        fake_ollama.tool_call("load_skill", {"name": "incident-triage"})
+        fake_ollama.tool_call(
+            "load_skill", {"name": "incident-triage"}, content="I will load the triage skill."
+        )
         await h.say("the API is down, what do I do?")
         [card] = adapter.cards
         assert adapter.statuses == [THINKING, AWAITING_APPROVAL, ""]
+        # What the model said before the card stays as said, with no notice of a cut.
+        assert adapter.sent[0].current == "I will load the triage skill."
 
         fake_ollama.reply("Check the dashboards first, then page the owner.")
         await h.react(card, APPROVE)
