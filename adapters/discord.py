@@ -1,10 +1,10 @@
 """The Discord adapter: discord.py's gateway and REST client behind the adapter contract.
 
 Guild messages that mention the bot, DMs, and messages in threads the bot is part of become
-`Message` events; `/lorebot` application commands become `SlashCommand` events; reactions
-arrive as raw gateway events, so a card posted before a restart still works. Replies in guild
-channels are Discord replies to the message that asked, and grow by edits while the model
-writes them.
+`Message` events; `/lorebot` application commands become `SlashCommand` events
+(`adapters.discord_commands`); reactions arrive as raw gateway events, so a card posted before
+a restart still works. Replies in guild channels are Discord replies to the message that
+asked, and grow by edits while the model writes them (`adapters.discord_stream`).
 
 Where discord.py connects is a process-wide setting (`discord.http.Route.BASE` and
 `discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY`); `start()` sets both from this adapter's
@@ -22,13 +22,11 @@ from typing import Any, Final, TypeVar
 import aiohttp
 import discord
 import yarl
-from discord import app_commands
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from adapters.base import (
     AdapterConfigError,
-    Answer,
     ConversationRef,
     DeliveryError,
     EventSink,
@@ -40,7 +38,10 @@ from adapters.base import (
     Status,
     UserRef,
 )
-from adapters.discord_text import MAX_MESSAGE_CHARS, clip, command_text, plain_text
+from adapters.discord_commands import INTERACTION_FIXES, command_tree, sync_commands
+from adapters.discord_commands import UNKNOWN_CHANNEL as UNKNOWN_CHANNEL
+from adapters.discord_stream import STREAM_INTERVAL_S, DiscordReplyStream
+from adapters.discord_text import MAX_MESSAGE_CHARS, clip, plain_text
 
 _log = logging.getLogger(__name__)
 
@@ -60,12 +61,6 @@ ENABLE_INTENT = (
     "Privileged Gateway Intents → Message Content Intent"
 )
 MISSING_INTENT = f"Discord refused the privileged Message Content intent: {ENABLE_INTENT}"
-# View Channels, Send Messages, Send Messages in Threads, Add Reactions, Read Message History.
-PERMISSIONS: Final = 274877975616
-INVITE_URL: Final = (
-    "https://discord.com/oauth2/authorize?client_id={application_id}"
-    f"&scope=bot+applications.commands&permissions={PERMISSIONS}"
-)
 
 # What the bot reads: servers and their channels, messages and reactions in guilds and DMs,
 # and (privileged) the text of messages that do not mention it, for threads it is part of.
@@ -85,17 +80,12 @@ ALLOWED_MENTIONS: Final = discord.AllowedMentions(
 )
 
 REPLIES_REMEMBERED: Final = 1000
-STREAM_INTERVAL_S: Final = 1.0
-"""How often a streamed reply is edited: Discord allows about five edits per five seconds
-in a channel."""
-COMMAND_GROUP: Final = "lorebot"
 CLOSE_GRACE_S: Final = 1.0
 TYPING_WAIT_S: Final = 2.0
 """How long a turn waits for Discord to take the first typing trigger before going on
 without it."""
 
 _ANSWERED_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
-UNKNOWN_CHANNEL = "lorebot cannot take commands in this kind of channel."
 
 
 class DiscordStartError(AdapterConfigError):
@@ -176,7 +166,7 @@ class DiscordAdapter:
             allowed_mentions=ALLOWED_MENTIONS,
             guild_ready_timeout=self.guild_ready_timeout,
         )
-        tree = self._command_tree(client)
+        tree = command_tree(client, self)
         self._client = client
         self._closing = False
         try:
@@ -200,7 +190,9 @@ class DiscordAdapter:
             "connected to Discord as %s (id %s) in %d servers",
             user, user.id if user else "?", len(client.guilds),
         )  # fmt: skip
-        self._sync = asyncio.create_task(self._sync_commands(tree), name="discord-commands")
+        self._sync = asyncio.create_task(
+            sync_commands(tree, self.command_guild_id), name="discord-commands"
+        )
 
     async def _login(self, client: discord.Client) -> None:
         try:
@@ -230,50 +222,6 @@ class DiscordAdapter:
 
     def _gateway(self) -> str:
         return self.gateway_url or str(DISCORD_GATEWAY)
-
-    def _command_tree(self, client: discord.Client) -> app_commands.CommandTree[discord.Client]:
-        """The `/lorebot` group on `client`: global, and copied to `command_guild_id` when set,
-        since Discord shows a server's commands at once."""
-        tree: app_commands.CommandTree[discord.Client] = app_commands.CommandTree(client)
-        tree.add_command(_LorebotCommands(self))
-        if self.command_guild_id is not None:
-            tree.copy_global_to(guild=discord.Object(self.command_guild_id))
-        return tree
-
-    async def _sync_commands(self, tree: app_commands.CommandTree[discord.Client]) -> None:
-        """Register `/lorebot` with Discord, once per start. A refusal is logged with its fix;
-        mentions and DMs work without the commands."""
-        guild_id = self.command_guild_id
-        where = "globally" if guild_id is None else f"in server {guild_id}"
-        try:
-            await tree.sync(guild=None if guild_id is None else discord.Object(guild_id))
-        except discord.HTTPException as exc:
-            _log.warning(
-                "Discord refused to register the /lorebot commands %s (HTTP %s, code %s): %s; "
-                "mentions and DMs still work",
-                where, exc.status, exc.code, self._sync_fix(exc),
-            )  # fmt: skip
-        except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
-            _log.warning("could not register the /lorebot commands %s: %s", where, _describe(exc))
-        except Exception:
-            _log.exception("could not register the /lorebot commands %s", where)
-        else:
-            _log.info("registered the /lorebot commands %s", where)
-
-    def _sync_fix(self, exc: discord.HTTPException) -> str:
-        """What the operator can do about a refused command sync, in one sentence."""
-        if exc.status != 403:
-            return exc.text or "Discord gave no reason"
-        client = self._client
-        application_id = client.application_id if client is not None else None
-        invite = INVITE_URL.format(application_id=application_id or "APPLICATION_ID")
-        fix = f"re-invite lorebot with the applications.commands scope: {invite}"
-        if self.command_guild_id is not None:
-            fix += (
-                f", and check that LOREBOT_DISCORD__COMMAND_GUILD_ID ({self.command_guild_id}) "
-                "is a server lorebot is in"
-            )
-        return fix
 
     async def close(self) -> None:
         """Disconnect from Discord; safe to call twice, and after a failed start."""
@@ -338,26 +286,9 @@ class DiscordAdapter:
         if event is not None:
             await self._sink(event)
 
-    async def _on_command(
-        self, interaction: discord.Interaction[discord.Client], text: str
-    ) -> None:
-        """Acknowledge a `/lorebot` command at once (Discord allows 3 s; only the person sees
-        "lorebot is thinking…"), then hand it to the sink."""
-        channel_id = interaction.channel_id
-        defer = interaction.response.defer(thinking=True, ephemeral=True)
-        try:
-            await _rest("acknowledge a /lorebot command", channel_id or 0, defer)
-        except DiscordRequestError:
-            return  # logged; an interaction that was not acknowledged takes no answer
-        event = self.command_event(interaction, text)
-        if event is None:
-            _log.warning("a /lorebot command came from a channel discord.py does not know")
-            await _rest(
-                "answer a /lorebot command",
-                0,
-                interaction.followup.send(UNKNOWN_CHANNEL, ephemeral=True),
-            )
-        elif self._sink is not None:
+    async def deliver(self, event: SlashCommand) -> None:
+        """Hand an acknowledged `/lorebot` command to the core (called by the command group)."""
+        if self._sink is not None:
             await self._sink(event)
 
     # --- conversion at the edge -----------------------------------------------------
@@ -404,45 +335,6 @@ class DiscordAdapter:
             link=message.jump_url,
         )
 
-    def command_event(
-        self, interaction: discord.Interaction[discord.Client], text: str
-    ) -> SlashCommand | None:
-        """The `SlashCommand` for an acknowledged `/lorebot` invocation whose command text is
-        `text`, or None when its channel is of a kind discord.py cannot read."""
-        channel_id = interaction.channel_id
-        if channel_id is None:
-            return None
-        guild_id = interaction.guild_id
-        user = interaction.user
-        conversation = ConversationRef(
-            PLATFORM,
-            str(channel_id),
-            is_dm=guild_id is None,
-            team_id=None if guild_id is None else str(guild_id),
-        )
-        return SlashCommand(
-            conversation=conversation,
-            author=UserRef(PLATFORM, str(user.id), user.display_name, is_bot=user.bot),
-            text=text,
-            message_id="",
-            event_id=f"interaction:{interaction.id}",
-            mentions_bot=True,
-            answer=self._answer_to(interaction, channel_id),
-        )
-
-    def _answer_to(
-        self, interaction: discord.Interaction[discord.Client], channel_id: int
-    ) -> Answer:
-        """An ephemeral follow-up to `interaction`, which only its person sees (for 15 minutes
-        after the command)."""
-        limit = self.max_message_chars
-
-        async def answer(text: str) -> None:
-            call = interaction.followup.send(clip(text, limit), ephemeral=True)
-            await _rest("answer a /lorebot command", channel_id, call)
-
-        return answer
-
     def reaction_event(
         self, payload: discord.RawReactionActionEvent, bot: discord.ClientUser
     ) -> ReactionEvent | None:
@@ -488,6 +380,11 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is not started")
         return self._client
 
+    async def request(self, action: str, channel_id: int, call: Awaitable[T]) -> T:
+        """Await one REST call; a refusal is logged as one line saying what to fix and raised
+        as `DiscordRequestError`."""
+        return await _rest(action, channel_id, call)
+
     async def send(self, conversation: ConversationRef, text: str) -> PostedMessage:
         """Post `text` as one message, clipped to 2,000 characters (the core splits long
         replies before); an empty text is posted as "…", since Discord refuses an empty
@@ -517,7 +414,7 @@ class DiscordAdapter:
     def stream_reply(self, conversation: ConversationRef, recipient: UserRef) -> ReplyStream:
         """A reply posted by its first `show` (as `send` posts it) and edited after; Discord
         shows every edit to everyone in the channel, so `recipient` changes nothing."""
-        return _DiscordReplyStream(self, conversation)
+        return DiscordReplyStream(self, conversation)
 
     @contextlib.asynccontextmanager
     async def working(self, conversation: ConversationRef) -> AsyncIterator[Status]:
@@ -558,87 +455,6 @@ class DiscordAdapter:
         """React to a message the bot posted with a unicode emoji."""
         call = self._partial(posted).add_reaction(emoji)
         await _rest("add a reaction", int(posted.conversation.channel_id), call)
-
-
-class _DiscordReplyStream:
-    """One reply that grows by edits: the first `show` posts it, later ones edit it, and an
-    unchanged text is never sent again. A refusal ends the live updates; `finish` still sets
-    the final text (or posts it, when nothing was posted)."""
-
-    def __init__(self, adapter: DiscordAdapter, conversation: ConversationRef) -> None:
-        self._adapter = adapter
-        self._conversation = conversation
-        self._posted: PostedMessage | None = None
-        self._shown = ""  # what Discord shows, as clipped for it
-        self._live = True
-
-    @property
-    def posted(self) -> PostedMessage | None:
-        """The reply once it is posted."""
-        return self._posted
-
-    async def show(self, text: str) -> None:
-        """Post or edit the reply to show `text`, unless Discord refused an earlier update."""
-        if not self._live:
-            return
-        try:
-            await self._put(text)
-        except DiscordRequestError:
-            self._live = False  # logged; `finish` tries once more with the final text
-
-    async def finish(self, text: str) -> PostedMessage:
-        """Make the reply say exactly `text`: one post when nothing was shown, else one edit
-        if it differs from what is shown."""
-        self._live = False
-        return await self._put(text)
-
-    async def _put(self, text: str) -> PostedMessage:
-        content = clip(text, self._adapter.max_message_chars)
-        if self._posted is None:
-            self._posted = await self._adapter.send(self._conversation, content)
-        elif content != self._shown:
-            await self._adapter.edit(self._posted, content)
-        self._shown = content
-        return self._posted
-
-
-class _LorebotCommands(
-    app_commands.Group,
-    name=COMMAND_GROUP,
-    description="lorebot's notes: remember, forget, recall, undo",
-):
-    """`/lorebot remember|forget|recall|undo|help`, each handed to the adapter as the text the
-    core reads for it. Who may do what is checked by the core: discord.py drops
-    `default_permissions` on subcommands."""
-
-    def __init__(self, adapter: DiscordAdapter) -> None:
-        super().__init__()
-        self._adapter = adapter
-
-    @app_commands.command(description="Propose a note; it is saved when you approve its card")
-    @app_commands.describe(text="What to remember, e.g. deploys happen on Tuesdays")
-    async def remember(self, interaction: discord.Interaction[discord.Client], text: str) -> None:
-        await self._adapter._on_command(interaction, command_text("remember", text))
-
-    @app_commands.command(description="Propose forgetting the note that matches")
-    @app_commands.describe(what="The topic or words of the note to forget")
-    async def forget(self, interaction: discord.Interaction[discord.Client], what: str) -> None:
-        await self._adapter._on_command(interaction, command_text("forget", what))
-
-    @app_commands.command(description="What lorebot remembers here, shown to you alone")
-    @app_commands.describe(about="Search the notes for this; leave it out to list them")
-    async def recall(
-        self, interaction: discord.Interaction[discord.Client], about: str | None = None
-    ) -> None:
-        await self._adapter._on_command(interaction, command_text("recall", about))
-
-    @app_commands.command(description="Revert your latest change to lorebot's notes")
-    async def undo(self, interaction: discord.Interaction[discord.Client]) -> None:
-        await self._adapter._on_command(interaction, command_text("undo"))
-
-    @app_commands.command(description="What lorebot understands")
-    async def help(self, interaction: discord.Interaction[discord.Client]) -> None:
-        await self._adapter._on_command(interaction, command_text("help"))
 
 
 class _GatewayClient(discord.Client):
@@ -708,9 +524,7 @@ def _fix(exc: discord.HTTPException, channel_id: int) -> str:
             "Messages in Threads for a thread), Add Reactions and Read Message History there"
         ),
         50083: f"thread {channel_id} is archived: unarchive it to continue there",
-        10015: "the command's 15 minutes for answers ran out",
-        10062: "the command was not acknowledged within Discord's 3 seconds",
-        40060: "the command was acknowledged already",
+        **INTERACTION_FIXES,
     }
     return fixes.get(exc.code) or exc.text or "Discord gave no reason"
 

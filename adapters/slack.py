@@ -3,8 +3,9 @@
 Socket Mode (bot token and app-level token) needs no public URL; HTTP Events mode serves
 bolt's signed-request endpoint when a signing secret and a listen address are configured.
 Both feed one handler, which bolt runs after it has acknowledged the event, and which turns
-the payload into the core's `Message` / `ReactionEvent` in one place (`_to_event`); the
-`/lorebot` slash command is acknowledged first, then handed over as a `SlashCommand`.
+the payload into the core's `Message` / `ReactionEvent` in one place (`_to_event`). The
+`/lorebot` slash command lives in `slack_commands`, the thread status in `slack_status`, and
+streamed replies in `slack_stream`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ import asyncio
 import logging
 import re
 import time
-import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +24,6 @@ import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_bolt.context.ack.async_ack import AsyncAck
-from slack_bolt.context.respond.async_respond import AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -40,9 +38,7 @@ from adapters.base import (
     ALWAYS,
     APPROVE,
     REJECT,
-    THINKING,
     AdapterConfigError,
-    Answer,
     ConversationRef,
     DeliveryError,
     Event,
@@ -51,10 +47,11 @@ from adapters.base import (
     PostedMessage,
     ReactionEvent,
     ReplyStream,
-    SlashCommand,
     Status,
     UserRef,
 )
+from adapters.slack_commands import register_command
+from adapters.slack_status import ThreadStatus
 from adapters.slack_stream import (
     STREAM_INTERVAL_S,
     SlackReplyStream,
@@ -66,7 +63,6 @@ from adapters.slack_text import fit_mrkdwn, mentioned_user_ids, to_mrkdwn, to_pl
 _log = logging.getLogger(__name__)
 
 PLATFORM = "slack"
-COMMAND = "/lorebot"
 
 REQUIRED_SCOPES = (
     "app_mentions:read",
@@ -100,10 +96,6 @@ MAX_LOOKUPS_PER_MESSAGE = 20
 their id unless their name is cached."""
 THREAD_MEMORY = 10_000
 CLOSE_GRACE_S = 5.0
-STATUS_WAIT_S = 2.0
-"""How long a turn's end waits for its pending status calls, so a status cannot land after
-the reply and show for two more minutes."""
-_STATUS_TRANSIENT = frozenset({"ratelimited", "internal_error", "fatal_error", "request_timeout"})
 CONNECT_TIMEOUT_S = 30.0
 
 
@@ -230,7 +222,7 @@ class SlackAdapter:
         self._inflight: set[asyncio.Task[Any]] = set()
         self._users: OrderedDict[str, tuple[SlackUser, float]] = OrderedDict()
         self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self._status_allowed = True
+        self._status = ThreadStatus(self)
         self.stream_gate = StreamGate()
         self._started = False
         self._closed = False
@@ -264,7 +256,7 @@ class SlackAdapter:
                 logger=logging.getLogger("slack_bolt"),
             )
             app.event(re.compile(".*"))(self._on_event)
-            app.command(COMMAND)(self._on_command)
+            register_command(app, self)
             if self.http_mode:
                 await self._serve_http(app)
             else:
@@ -366,6 +358,7 @@ class SlackAdapter:
         if self._closed:
             return
         self._closed = True
+        self._status.close()
         socket, self._socket = self._socket, None
         runner, self._runner = self._runner, None
         try:
@@ -398,16 +391,9 @@ class SlackAdapter:
 
     async def _on_event(self, body: dict[str, Any]) -> None:
         """bolt's listener for every event; it runs after the event was acknowledged."""
-        await self._hand_over(lambda: self._to_event(body), f"event {body.get('event_id')}")
+        await self.hand_over(lambda: self._to_event(body), f"event {body.get('event_id')}")
 
-    async def _on_command(self, ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        """bolt's listener for `/lorebot`: acknowledge at once (Slack waits 3 s at most, and
-        bolt answers Slack when `ack` is called), then hand the command over."""
-        await ack()
-        trigger = body.get("trigger_id")
-        await self._hand_over(lambda: self._command(body, respond), f"command {trigger}")
-
-    async def _hand_over(self, convert: Callable[[], Awaitable[Event | None]], what: str) -> None:
+    async def hand_over(self, convert: Callable[[], Awaitable[Event | None]], what: str) -> None:
         """Turn a payload into the core's event and give it to the sink; tracked, so `close`
         lets it finish."""
         if self._closed:
@@ -480,7 +466,7 @@ class SlackAdapter:
         if not (user_id and channel and ts):
             return None
         raw = str(event.get("text") or "")
-        author, names = await self._names(raw, user_id)
+        author, names = await self.fetch_names(raw, user_id)
         text = to_plain(raw, bot_user_id=self.bot_user_id, names=names)
         is_bot = author.is_bot or bool(event.get("bot_id"))
         return Message(
@@ -493,7 +479,7 @@ class SlackAdapter:
             link=permalink(self.workspace_url, channel, str(ts), thread_id),
         )
 
-    async def _names(self, raw: str, author_id: str) -> tuple[SlackUser, dict[str, str]]:
+    async def fetch_names(self, raw: str, author_id: str) -> tuple[SlackUser, dict[str, str]]:
         """The author and the display names of the people `raw` mentions.
 
         At most `MAX_LOOKUPS_PER_MESSAGE` mentioned people are looked up; others are named
@@ -510,63 +496,6 @@ class SlackAdapter:
             if cached is not None:
                 names[user_id] = cached.name
         return author, names
-
-    async def _command(self, body: Mapping[str, Any], respond: AsyncRespond) -> SlashCommand | None:
-        """The core's `SlashCommand` for a `/lorebot …` payload; its `answer` reaches the
-        person who typed it, alone."""
-        user_id, channel = body.get("user_id"), body.get("channel_id")
-        if not (user_id and channel):
-            return None
-        trigger = str(body.get("trigger_id") or "")
-        event_id = f"command:{trigger or uuid.uuid4().hex}"  # Slack always sends one
-        raw = str(body.get("text") or "")
-        author, names = await self._names(raw, user_id)
-        is_dm = channel.startswith("D") or body.get("channel_name") == "directmessage"
-        team_id = body.get("team_id") or self.team_id
-        return SlashCommand(
-            ConversationRef(PLATFORM, channel, is_dm, None, team_id),
-            UserRef(PLATFORM, user_id, author.name, is_bot=author.is_bot),
-            to_plain(raw, bot_user_id=self.bot_user_id, names=names),
-            trigger,
-            event_id,
-            mentions_bot=True,
-            answer=self._answer_to(channel, user_id, respond),
-        )
-
-    def _answer_to(self, channel: str, user: str, respond: AsyncRespond) -> Answer:
-        """Answer one person ephemerally: through the command's response_url, else (none, or
-        refused) with chat.postEphemeral."""
-
-        async def answer(text: str) -> None:
-            body = fit_mrkdwn(text)
-            if respond.response_url and await self._respond(respond, body):
-                return
-            await self._api(
-                "chat.postEphemeral",
-                self._web.chat_postEphemeral(channel=channel, user=user, text=body),
-                channel=channel,
-            )
-
-        return answer
-
-    async def _respond(self, respond: AsyncRespond, body: str) -> bool:
-        """Post `body` to the command's response_url; False when that failed."""
-        try:
-            response = await respond(text=body, response_type="ephemeral")
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            _log.warning(
-                "could not answer a Slack command through its response_url (%s); "
-                "using chat.postEphemeral",
-                exc or type(exc).__name__,
-            )
-            return False
-        if response.status_code == 200:
-            return True
-        _log.warning(
-            "Slack refused a command's response_url (HTTP %d: %.80s); using chat.postEphemeral",
-            response.status_code, response.body,
-        )  # fmt: skip
-        return False
 
     def _reaction(
         self, event: Mapping[str, Any], event_id: str, team_id: str | None, *, added: bool
@@ -685,6 +614,14 @@ class SlackAdapter:
             self.remember_thread(conversation.channel_id, conversation.thread_id)
         return PostedMessage(conversation, str(response.get("ts") or ""))
 
+    async def post_ephemeral(self, channel: str, user: str, text: str) -> None:
+        """Post mrkdwn `text` in `channel` for `user` alone (chat.postEphemeral)."""
+        await self._api(
+            "chat.postEphemeral",
+            self._web.chat_postEphemeral(channel=channel, user=user, text=text),
+            channel=channel,
+        )
+
     async def edit(self, posted: PostedMessage, text: str) -> None:
         """Replace a message's text with `text` as mrkdwn (chat.update), cut with " …" when
         too long; a message still streaming (a crash left it so) is stopped first."""
@@ -719,49 +656,11 @@ class SlackAdapter:
             harmless=frozenset({"already_reacted"}),
         )
 
-    @asynccontextmanager
-    async def working(self, conversation: ConversationRef) -> AsyncIterator[Status]:
+    def working(self, conversation: ConversationRef) -> AbstractAsyncContextManager[Status]:
         """Show "is thinking…" under the bot's name in the conversation's thread while the
         block runs (assistant.threads.setStatus), and give the block a function that shows
-        another status there; Slack clears the status when the reply is posted.
-
-        The calls run beside the block, one after another, so they never delay the turn; a
-        top-level DM has no thread to show a status in."""
-        thread_ts = conversation.thread_id
-        if thread_ts is None or not self._status_allowed or self._closed:
-            yield _no_status
-            return
-        line = _StatusLine(self, conversation.channel_id, thread_ts)
-        await line.show(THINKING)
-        try:
-            yield line.show
-        finally:
-            await line.settle(STATUS_WAIT_S)
-
-    @property
-    def status_allowed(self) -> bool:
-        """False once Slack refused a status for good (or the adapter closed)."""
-        return self._status_allowed and not self._closed
-
-    async def set_status(self, channel: str, thread_ts: str, text: str) -> None:
-        """Set the thread's status; a refusal turns the status off for good, said once."""
-        try:
-            await self._web.assistant_threads_setStatus(
-                channel_id=channel, thread_ts=thread_ts, status=text
-            )
-        except SlackApiError as exc:
-            error = str(exc.response.get("error") or "unknown_error")
-            if error in _STATUS_TRANSIENT:
-                _log.debug("Slack could not set the thread status now (%s)", error)
-            elif self._status_allowed:
-                self._status_allowed = False
-                _log.info(
-                    "Slack refused assistant.threads.setStatus (%s), so lorebot will not show "
-                    "its status (“%s”) while it works; replies are not affected",
-                    error, THINKING,
-                )  # fmt: skip
-        except Exception as exc:  # the status is a courtesy: nothing about it may fail a turn
-            _log.debug("could not set the Slack thread status: %r", exc)
+        another status there; Slack clears the status when the reply is posted."""
+        return self._status.working(conversation.channel_id, conversation.thread_id)
 
     def remember_thread(self, channel: str, thread_ts: str) -> None:
         """Note a thread the bot replied in, so replies there reach it without a mention."""
@@ -770,48 +669,6 @@ class SlackAdapter:
         self._threads.move_to_end(key)
         while len(self._threads) > THREAD_MEMORY:
             self._threads.popitem(last=False)
-
-
-async def _no_status(text: str) -> None:
-    return None
-
-
-class _StatusLine:
-    """The status of one thread while a turn runs: each new text is set after the previous
-    call, in the background, so statuses land in order and never hold the turn up."""
-
-    def __init__(self, adapter: SlackAdapter, channel: str, thread_ts: str) -> None:
-        self._adapter = adapter
-        self._channel = channel
-        self._thread_ts = thread_ts
-        self._text = ""
-        self._calls: list[asyncio.Task[None]] = []
-        self._settled = False
-
-    async def show(self, text: str) -> None:
-        """Set `text` as the thread's status after the calls before it; a repeat is skipped."""
-        if self._settled or text == self._text or not self._adapter.status_allowed:
-            return
-        self._text = text
-        previous = self._calls[-1] if self._calls else None
-        self._calls.append(
-            asyncio.create_task(self._set(previous, text), name="slack thread status")
-        )
-
-    async def _set(self, previous: asyncio.Task[None] | None, text: str) -> None:
-        if previous is not None:
-            await asyncio.wait({previous})
-        if self._adapter.status_allowed:
-            await self._adapter.set_status(self._channel, self._thread_ts, text)
-
-    async def settle(self, within: float) -> None:
-        """Wait up to `within` seconds for the calls still pending; cancel the rest."""
-        self._settled = True
-        pending = {call for call in self._calls if not call.done()}
-        if pending:
-            _, late = await asyncio.wait(pending, timeout=within)
-            for call in late:
-                call.cancel()
 
 
 def permalink(workspace_url: str, channel: str, ts: str, thread_ts: str | None) -> str:
