@@ -17,7 +17,6 @@ from typing import Any, Protocol, runtime_checkable
 from adapters.errors import AdapterConfigError as AdapterConfigError
 from adapters.errors import AdapterError as AdapterError
 from adapters.errors import DeliveryError as DeliveryError
-from memory.scope_ids import scope_id
 
 APPROVE = "✅"
 REJECT = "❌"
@@ -60,12 +59,6 @@ class UserRef:
     def __post_init__(self) -> None:
         _make_valid(self)
 
-    @property
-    def scope(self) -> str:
-        """The person's memory scope, e.g. `user:slack/U024BE7LH`; ids with other
-        characters are %-escaped (`user:matrix/@alice%3Amatrix.org`)."""
-        return f"user:{self.platform}/{scope_id(self.id)}"
-
 
 @dataclass(frozen=True, slots=True)
 class ConversationRef:
@@ -86,14 +79,6 @@ class ConversationRef:
     def key(self) -> str:
         """Events with the same key are handled in order."""
         return f"{self.platform}/{self.channel_id}"
-
-    @property
-    def channel_scope(self) -> str:
-        return f"channel:{self.platform}/{scope_id(self.channel_id)}"
-
-    @property
-    def team_scope(self) -> str | None:
-        return None if self.team_id is None else f"team:{self.platform}/{scope_id(self.team_id)}"
 
 
 @dataclass(frozen=True, slots=True)

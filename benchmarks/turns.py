@@ -70,6 +70,8 @@ from adapters.base import ConversationRef, EventSink, Message, PostedMessage, Us
 from bot.app import Bot
 from bot.config import Settings
 from bot.model import DEFAULT_CONTEXT, ChatResult, Model
+from bot.ollama_client import OnContent
+from bot.scopes import user_scope
 from memory import Category, NoteDraft, Scope, driver
 from memory.conversations import LogEntry
 
@@ -493,9 +495,10 @@ class RecordingModel(Model):
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         format: Mapping[str, Any] | None = None,
+        on_content: OnContent | None = None,
     ) -> ChatResult:
         started = time.perf_counter()
-        result = await super().chat(messages, tools=tools, format=format)
+        result = await super().chat(messages, tools=tools, format=format, on_content=on_content)
         elapsed = time.perf_counter() - started
         self.chat_seconds += elapsed
         self.chat_durations.append(elapsed)
@@ -691,7 +694,10 @@ class Bench:
                 question = self.questions.ask(c, speaker)
                 message = Message(conversation_ref(c), author, question, "seed", "seed")
                 key = self.bot.core.context(message).history_key
-                entries = [LogEntry("user", question, author.scope), LogEntry("assistant", REPLY)]
+                entries = [
+                    LogEntry("user", question, user_scope(author)),
+                    LogEntry("assistant", REPLY),
+                ]
                 await self.bot.log.append(key, entries)
 
     def message(self, conversation: int, phase: str) -> Turn:
@@ -768,7 +774,7 @@ class Bench:
             author = UserRef(PLATFORM, user_id(speaker), f"person{speaker}")
             message = Message(conversation_ref(conversation), author, "?", "count", "count")
             visibility = self.bot.core.context(message).visibility
-            counts[author.scope] = len(await self.bot.notes.list_visible(visibility))
+            counts[user_scope(author)] = len(await self.bot.notes.list_visible(visibility))
         return counts
 
     async def concurrent(self, model: RecordingModel, conversations: int) -> LevelResult:

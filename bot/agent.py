@@ -25,6 +25,7 @@ from bot.config import Settings
 from bot.live_reply import Progress
 from bot.model import ChatResult, Model, ModelUnavailable, ToolCall
 from bot.prompt import BYTES_PER_TOKEN, estimate_tokens, render_prefix, user_turn
+from bot.scopes import user_scope
 from bot.skill_use import SkillUse
 from bot.split import clip_reply
 from bot.tool_args import ToolArgumentError
@@ -228,7 +229,7 @@ class Agent:
         said = await self.recall_messages(ctx, text, vector)
         notices = await self.recall_notices(vector) if hits or said else []
         tail = user_turn(text, hits, self.recall_budget(index_bytes), said, notices)
-        question = LogEntry("user", text, ctx.author.scope, ctx.author.name)
+        question = LogEntry("user", text, user_scope(ctx.author), ctx.author.name)
         try:
             history = await self._history_messages(ctx, prefix)
             active = await self.skills.active_messages(ctx.conversation.key)
@@ -421,7 +422,7 @@ class Agent:
         await self.events.capture(
             tool.name, arguments, outcome=output[:200],
             conversation=dataclasses.asdict(ctx.conversation),
-            channel_scope=ctx.channel_scope, person=ctx.author.scope,
+            channel_scope=ctx.channel_scope, person=user_scope(ctx.author),
         )  # fmt: skip
 
     async def _history_messages(self, ctx: TurnContext, prefix: str) -> list[dict[str, Any]]:

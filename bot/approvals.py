@@ -25,6 +25,7 @@ from adapters.base import (
 )
 from bot import metrics
 from bot.config import Settings
+from bot.scopes import channel_scope, user_scope
 from bot.turn_context import free_topic
 from memory import Conflict, Note, NoteDraft, NoteStore, Scope, ScopeKind
 from memory.actions import ActionLog
@@ -234,7 +235,7 @@ class ApprovalService:
     ) -> Proposal:
         return await self.proposals.create(
             kind,
-            requester=requester.scope,
+            requester=user_scope(requester),
             platform=conversation.platform,
             conversation=dataclasses.asdict(conversation),
             payload=payload,
@@ -288,18 +289,20 @@ class ApprovalService:
         )
         if proposal is None:
             return None
-        if not self.may_decide(proposal, event.user.scope):
+        if not self.may_decide(proposal, user_scope(event.user)):
             _log.info(
                 "ignored %s on proposal %d by %s: only %s or an admin decides",
-                event.emoji, proposal.id, event.user.scope, proposal.requester,
+                event.emoji, proposal.id, user_scope(event.user), proposal.requester,
             )  # fmt: skip
             return None
         if event.emoji == ALWAYS:
             return await self._approve_always(proposal, event)
-        return await self.decide(proposal.id, approve=event.emoji == APPROVE, by=event.user.scope)
+        return await self.decide(
+            proposal.id, approve=event.emoji == APPROVE, by=user_scope(event.user)
+        )
 
     async def _approve_always(self, proposal: Proposal, event: ReactionEvent) -> Proposal | None:
-        who = event.user.scope
+        who = user_scope(event.user)
         conversation = conversation_of(proposal)
         if proposal.kind != ACTION or who not in self.admins or conversation.is_dm:
             _log.info("ignored ♾️ on proposal %d by %s: only admins, on actions", proposal.id, who)
@@ -308,8 +311,8 @@ class ApprovalService:
         if "sha256" in proposal.payload:
             return decided  # a skill script: every run asks, whatever an admin allowed
         tool = f"{proposal.payload['server']}__{proposal.payload['tool']}"
-        allowance = await self.actions.allow(conversation.channel_scope, tool, who)
-        _log.info("%s allowed %s in %s (allowance %d)", who, tool, conversation.channel_scope,
+        allowance = await self.actions.allow(channel_scope(conversation), tool, who)
+        _log.info("%s allowed %s in %s (allowance %d)", who, tool, channel_scope(conversation),
                   allowance.id)  # fmt: skip
         return decided
 
@@ -341,7 +344,7 @@ class ApprovalService:
         return (
             proposal.kind in MEMORY_WRITES
             and not conversation.is_dm
-            and conversation.channel_scope in self.read_only
+            and channel_scope(conversation) in self.read_only
         )
 
     async def follow_up(self, proposal: Proposal) -> bool:
@@ -365,7 +368,7 @@ class ApprovalService:
             arguments,
             outcome=proposal.outcome or "approved",
             conversation=proposal.conversation,
-            channel_scope=None if conversation.is_dm else conversation.channel_scope,
+            channel_scope=None if conversation.is_dm else channel_scope(conversation),
             person=proposal.requester,
         )
 

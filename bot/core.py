@@ -38,6 +38,7 @@ from bot.commands import (
 from bot.config import Settings
 from bot.live_reply import Progress, live_reply
 from bot.model import ModelUnavailable
+from bot.scopes import channel_scope, user_scope
 from bot.split import split_message
 from bot.structured import InvalidModelOutput, ask_structured
 from bot.turn_context import (
@@ -119,7 +120,7 @@ class Core:
 
     def context(self, message: Message) -> TurnContext:
         conv = message.conversation
-        read_only = conv.channel_scope in self.read_only
+        read_only = channel_scope(conv) in self.read_only
         return make_context(conv, message.author, read_only, message.link)
 
     async def reply(self, conversation: ConversationRef, text: str) -> None:
@@ -240,7 +241,7 @@ class Core:
     async def activate_skill(self, ctx: TurnContext, name: str, rest: str) -> None:
         """`/name rest`: the person asked for the skill, so no card; then answer `rest`."""
         skill = self.agent.skills.find(name, ctx.channel_scope, by_person=True)
-        await self.agent.skills.activate(ctx.conversation.key, skill, ctx.author.scope)
+        await self.agent.skills.activate(ctx.conversation.key, skill, user_scope(ctx.author))
         if rest.strip():
             await self.turn(ctx, rest)
         else:
@@ -308,7 +309,7 @@ class Core:
             await say("This channel's memory is read-only.")
             return
         try:
-            change = await self.notes.undo(ctx.author.scope, visibility=ctx.writable())
+            change = await self.notes.undo(user_scope(ctx.author), visibility=ctx.writable())
         except NotFound:
             await say("There is no change of yours to undo here.")
             return

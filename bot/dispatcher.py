@@ -16,6 +16,7 @@ from bot.approvals import ApprovalService
 from bot.config import BotSettings
 from bot.core import Core
 from bot.errors import user_message
+from bot.scopes import channel_scope, user_scope
 from bot.tasks import TaskTracker
 from memory import Conflict, InvalidInput
 from memory.conversations import ConversationLog
@@ -66,13 +67,13 @@ class Dispatcher:
         user = event.author if isinstance(event, Message) else event.user
         if user.is_bot:
             return False
-        if user.scope in self.settings.admins:
+        if user_scope(user) in self.settings.admins:
             return True
         users, channels = self.settings.allowed_users, self.settings.allowed_channels
-        if users and user.scope not in users:
+        if users and user_scope(user) not in users:
             return False
         conv = event.conversation
-        return not (channels and not conv.is_dm and conv.channel_scope not in channels)
+        return not (channels and not conv.is_dm and channel_scope(conv) not in channels)
 
     async def submit(self, event: Event) -> None:
         """Accept one event from an adapter; returns once it is queued (or dropped)."""
@@ -171,7 +172,7 @@ class Dispatcher:
         _log.info(
             "%s conversation=%s person=%s outcome=%s",
             "reaction" if isinstance(event, ReactionEvent) else "message",
-            event.conversation.key, user.scope, outcome,
+            event.conversation.key, user_scope(user), outcome,
         )  # fmt: skip
 
     async def _answer_command(self, event: Event, text: str) -> None:

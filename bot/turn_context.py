@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.base import ConversationRef, UserRef
+from bot.scopes import channel_scope, team_scope, user_scope
 from memory import Note, NoteDraft, NoteStore, Scope, Viewer, Visibility, visibility_for
 from memory.types import TOPIC_MAX_CHARS, ScopeKind
 
@@ -26,7 +27,9 @@ class TurnContext:
     @property
     def message_scope(self) -> str:
         """Who may search this conversation's messages: its channel, or the DM's person."""
-        return self.author.scope if self.conversation.is_dm else self.conversation.channel_scope
+        if self.conversation.is_dm:
+            return user_scope(self.author)
+        return channel_scope(self.conversation)
 
     @property
     def history_key(self) -> str:
@@ -37,7 +40,7 @@ class TurnContext:
 
     @property
     def channel_scope(self) -> str | None:
-        return None if self.conversation.is_dm else self.conversation.channel_scope
+        return None if self.conversation.is_dm else channel_scope(self.conversation)
 
     def writable(self) -> Visibility:
         """What a person may propose changes to from here: what they see, but never team
@@ -54,9 +57,10 @@ def make_context(
     conversation: ConversationRef, author: UserRef, read_only: bool, link: str = ""
 ) -> TurnContext:
     """The turn context of a person in a conversation; isolation comes from `visibility_for`."""
-    speaker = Scope.parse(author.scope)
-    channel = None if conversation.is_dm else Scope.parse(conversation.channel_scope)
-    team = Scope.parse(conversation.team_scope) if conversation.team_scope else None
+    speaker = Scope.parse(user_scope(author))
+    channel = None if conversation.is_dm else Scope.parse(channel_scope(conversation))
+    team_text = team_scope(conversation)
+    team = Scope.parse(team_text) if team_text else None
     viewer = Viewer(speaker, channel, team)
     return TurnContext(conversation, author, visibility_for(viewer), read_only, link)
 
@@ -64,7 +68,7 @@ def make_context(
 def for_person_alone(ctx: TurnContext) -> TurnContext:
     """The context of an answer only its person sees (a slash command's ephemeral reply):
     their private notes are readable too, even in a channel."""
-    speaker = Scope.parse(ctx.author.scope)
+    speaker = Scope.parse(user_scope(ctx.author))
     visibility = Visibility(
         full=(*ctx.visibility.full, speaker) if speaker not in ctx.visibility.full else (
             ctx.visibility.full),
@@ -76,13 +80,14 @@ def for_person_alone(ctx: TurnContext) -> TurnContext:
 def draft_for(ctx: TurnContext, topic: str, summary: str, body: str, about_self: bool) -> NoteDraft:
     """Where a note goes: in a DM the person's private notes; in a channel the channel's,
     unless it is about the person, which makes a user note that may show in channels."""
-    speaker = Scope.parse(ctx.author.scope)
+    author = user_scope(ctx.author)
+    speaker = Scope.parse(author)
     if ctx.conversation.is_dm:
-        return NoteDraft(speaker, topic, summary, body, private=True, author=ctx.author.scope)
+        return NoteDraft(speaker, topic, summary, body, private=True, author=author)
     if about_self:
-        return NoteDraft(speaker, topic, summary, body, private=False, author=ctx.author.scope)
-    channel = Scope.parse(ctx.conversation.channel_scope)
-    return NoteDraft(channel, topic, summary, body, author=ctx.author.scope)
+        return NoteDraft(speaker, topic, summary, body, private=False, author=author)
+    channel = Scope.parse(channel_scope(ctx.conversation))
+    return NoteDraft(channel, topic, summary, body, author=author)
 
 
 async def find_writable(notes: NoteStore, ctx: TurnContext, what: str) -> Note | None:

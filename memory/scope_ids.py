@@ -1,6 +1,6 @@
 """Platform ids as memory scopes write them: any id fits, escaped, and Slack and Discord ids
-stay as they are. Kept apart from `memory.types` so the adapter contract can use it
-without loading the rest of memory."""
+stay as they are. The core makes scopes with it (`bot/scopes.py`); it is kept apart from
+`memory.types` so that costs no more of memory than this."""
 
 from __future__ import annotations
 

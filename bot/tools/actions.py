@@ -17,6 +17,7 @@ from typing import Any
 
 from bot.approvals import ACTION, ApprovalService
 from bot.mcp_servers import CallResult, McpServer, RemoteTool, ServerUnavailable
+from bot.scopes import user_scope
 from bot.tool_args import coerce_arguments
 from bot.tools.base import Call, Kind, Suspend, Toolbox, ToolOutput
 from bot.tools.schemas import flatten, validate
@@ -124,7 +125,7 @@ class McpTool:
             return f"error: server {self.server.name} is unavailable right now; say so and go on"
         exemption = await self._exemption(ctx)
         action = await self.actions.record(
-            self.name, arguments, requester=ctx.author.scope, channel_scope=ctx.channel_scope,
+            self.name, arguments, requester=user_scope(ctx.author), channel_scope=ctx.channel_scope,
             conversation=dataclasses.asdict(ctx.conversation), approval=exemption or BY_CARD,
         )  # fmt: skip
         if exemption is not None:

@@ -22,6 +22,7 @@ from pydantic import ConfigDict, Field, StringConstraints, field_validator
 from bot.approvals import ACTION, ApprovalService
 from bot.config import Settings, resolve_secret
 from bot.errors import ConfigError
+from bot.scopes import user_scope
 from bot.script_runner import Limits, ScriptError, ScriptResult, run_script, script_sandbox_problem
 from bot.skill_use import SkillUse
 from bot.tools.actions import close_unapproved
@@ -140,7 +141,7 @@ class SkillScripts:
         arguments = {"skill": skill.name, "script": script.relative, "args": list(args.args)}
         action = await self.actions.record(
             f"skill:{skill.name}/{script.relative}", {**arguments, "sha256": script.sha256},
-            requester=ctx.author.scope, channel_scope=ctx.channel_scope,
+            requester=user_scope(ctx.author), channel_scope=ctx.channel_scope,
             conversation=dataclasses.asdict(ctx.conversation), approval=BY_CARD,
         )  # fmt: skip
         card = self._card(ctx, skill.name, script, list(args.args))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from bot.approvals import ApprovalService
+from bot.scopes import user_scope
 from bot.skill_use import SkillUse
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
 from bot.turn_context import TurnContext
@@ -61,7 +62,7 @@ def skill_tools(skills: SkillUse, approvals: ApprovalService) -> list[BuiltinToo
         ctx = call.ctx
         name = skills.new_skill_name(args.name)  # before any card is posted
         text = skills.draft_skill(
-            name, args.description, args.body, ctx.author.scope, ctx.conversation.key
+            name, args.description, args.body, user_scope(ctx.author), ctx.conversation.key
         )
         proposal = await approvals.propose_skill_create(ctx.conversation, ctx.author, name, text)
         return f"proposal #{proposal.id} shows the whole skill on a card for approval"

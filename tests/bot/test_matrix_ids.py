@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.base import APPROVE, ConversationRef, UserRef
+from bot.scopes import channel_scope, user_scope
 from memory import Scope
 from memory.scope_ids import raw_id
 from tests.bot.harness import Harness, start_harness
@@ -31,9 +32,9 @@ async def test_a_note_saved_in_a_matrix_room_is_found_there_and_not_in_another(
     assert card.current.startswith("✅ Saved `staging-db`")
 
     [note] = await harness.bot.notes.list_notes()
-    assert str(note.scope) == ConversationRef(PLATFORM, ROOM).channel_scope == ROOM_SCOPE
+    assert str(note.scope) == channel_scope(ConversationRef(PLATFORM, ROOM)) == ROOM_SCOPE
     assert raw_id(note.scope.id) == ROOM
-    assert note.author == UserRef(PLATFORM, ALICE).scope == "user:test/@alice%3Amatrix.org"
+    assert note.author == user_scope(UserRef(PLATFORM, ALICE)) == "user:test/@alice%3Amatrix.org"
 
     await harness.say("what do you remember about staging", user=ALICE, channel=ROOM)
     assert "pg-stage-2" in harness.adapter.replies[-1]

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.base import ConversationRef, UserRef
+from bot.scopes import channel_scope, team_scope, user_scope
 from memory import InvalidInput, NoteDraft, NoteStore, Scope, Viewer, visibility_for
 from memory.scope_ids import SCOPE_ID_MAX_CHARS, raw_id, scope_id
 
@@ -31,19 +32,19 @@ def test_slack_and_discord_ids_are_written_as_before(raw: str) -> None:
     for kind in ("user", "channel", "team"):
         text = f"{kind}:slack/{raw}"
         assert str(Scope.parse(text)) == text
-    assert UserRef("slack", raw).scope == f"user:slack/{raw}"
+    assert user_scope(UserRef("slack", raw)) == f"user:slack/{raw}"
     conversation = ConversationRef("discord", raw, team_id=raw)
-    assert conversation.channel_scope == f"channel:discord/{raw}"
-    assert conversation.team_scope == f"team:discord/{raw}"
+    assert channel_scope(conversation) == f"channel:discord/{raw}"
+    assert team_scope(conversation) == f"team:discord/{raw}"
 
 
 def test_matrix_ids_are_escaped_and_parse() -> None:
     room = ConversationRef("matrix", ROOM, team_id="matrix.org")
-    assert room.channel_scope == "channel:matrix/%21OGEhHVWSdvArJzumhm%3Amatrix.org"
-    assert room.team_scope == "team:matrix/matrix.org"
-    assert UserRef("matrix", ALICE).scope == "user:matrix/@alice%3Amatrix.org"
-    scope = Scope.parse(room.channel_scope)
-    assert raw_id(scope.id) == ROOM and str(scope) == room.channel_scope
+    assert channel_scope(room) == "channel:matrix/%21OGEhHVWSdvArJzumhm%3Amatrix.org"
+    assert team_scope(room) == "team:matrix/matrix.org"
+    assert user_scope(UserRef("matrix", ALICE)) == "user:matrix/@alice%3Amatrix.org"
+    scope = Scope.parse(channel_scope(room))
+    assert raw_id(scope.id) == ROOM and str(scope) == channel_scope(room)
 
 
 def test_percent_itself_is_escaped_so_ids_never_collide() -> None:
@@ -99,9 +100,9 @@ def test_any_id_round_trips_and_old_ids_stay_unchanged(raw: str) -> None:
 
 
 async def test_a_note_of_a_matrix_room_is_seen_in_that_room_only(store: NoteStore) -> None:
-    room = Scope.parse(ConversationRef("matrix", ROOM).channel_scope)
-    other = Scope.parse(ConversationRef("matrix", OTHER_ROOM).channel_scope)
-    alice = Scope.parse(UserRef("matrix", ALICE).scope)
+    room = Scope.parse(channel_scope(ConversationRef("matrix", ROOM)))
+    other = Scope.parse(channel_scope(ConversationRef("matrix", OTHER_ROOM)))
+    alice = Scope.parse(user_scope(UserRef("matrix", ALICE)))
     await store.save(NoteDraft(room, "staging-db", "staging DB is pg-stage-2"), actor="t")
     await store.save(NoteDraft(alice, "editor", "alice uses helix", private=True), actor="t")
 
