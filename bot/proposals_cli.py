@@ -21,8 +21,8 @@ def add_parser(commands: Any) -> None:
         "--json",
         action="store_true",
         help="print a JSON array, one object per proposal: id, status, kind, scope, topic, "
-        "requester, created_at, expires_at, decided_by, outcome, card (platform, channel_id, "
-        "thread_id, message_id; null without a card)",
+        "requester, created_at, expires_at, decided_by, decided_at, outcome, card (platform, "
+        "channel_id, thread_id, message_id; null without a card)",
     )
     p.set_defaults(command=cmd_proposals_list)
     for name, approve in (("approve", True), ("reject", False)):
@@ -56,6 +56,7 @@ def _proposal_json(proposal: Proposal) -> dict[str, Any]:
         "created_at": iso_z(proposal.created_at),
         "expires_at": iso_z(proposal.expires_at),
         "decided_by": proposal.decided_by,
+        "decided_at": iso_z(proposal.decided_at),
         "outcome": proposal.outcome,
         "card": _card_json(proposal),
     }

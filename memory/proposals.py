@@ -52,6 +52,7 @@ class Proposal:
     decided_by: str | None
     outcome: str
     followed_up: bool = False
+    decided_at: datetime | None = None  # when it was approved, rejected or expired
 
     @property
     def pending(self) -> bool:
@@ -311,4 +312,5 @@ def _proposal_from_row(row: Any) -> Proposal:
         decided_by=row["decided_by"],
         outcome=row["outcome"],
         followed_up=row["followed_up_at"] is not None,
+        decided_at=from_db_time(row["decided_at"]),
     )

@@ -138,6 +138,7 @@ def test_proposals_list_shows_status_decider_and_card(
     assert decided["scope"] == "user:console/bob" and decided["topic"]
     created, expires = utc(decided["created_at"]), utc(decided["expires_at"])
     assert (expires - created).total_seconds() == 24 * 3600
+    assert created <= utc(decided["decided_at"]) < expires and waiting["decided_at"] is None
     card = decided["card"]
     assert (card["platform"], card["channel_id"], card["thread_id"]) == ("console", "dm-bob", None)
     assert card["message_id"] and card["message_id"] != waiting["card"]["message_id"]
