@@ -88,6 +88,8 @@ _PLACEHOLDER_WORDS = frozenset(
      "passwd", "pass", "pwd", "secret", "token"}
 )  # fmt: skip
 _REFERENCE = re.compile(r"[a-z_][a-z0-9_.]{0,100}(?:[(\[].{0,200})?")
+# "my password", "our wifi password": the words right before a key that say whose it is.
+_POSSESSIVE = re.compile(r"\b(?:my|our|your|his|her|their)\s+(?:[\w-]+\s+)?$", re.IGNORECASE)
 _PLAIN_WORD = re.compile(r"[A-Za-z][a-z]{0,100}")
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
@@ -148,9 +150,14 @@ def _accept_assignment(text: str, match: re.Match[str], value: str) -> bool:
         return False
     if match.group("sep") != ":" or match.group("kq"):
         return True
-    # `password: x` is YAML or prose: a plain word mid-sentence is prose.
+    # `password: x` is YAML or prose: a plain word mid-sentence is prose, unless someone's
+    # own password is given ("my wifi password: bluesky").
     key_start = _key_start(text, match.start())
-    return _PLAIN_WORD.fullmatch(value) is None or _alone_on_line(text, key_start, match.end())
+    return (
+        _PLAIN_WORD.fullmatch(value) is None
+        or _alone_on_line(text, key_start, match.end())
+        or _POSSESSIVE.search(text[max(0, key_start - 40) : key_start]) is not None
+    )
 
 
 def _accept_flag(text: str, match: re.Match[str], value: str) -> bool:

@@ -64,3 +64,23 @@ def test_redact_removes_each_secret(kind: str, text: str) -> None:
 )
 def test_ordinary_ops_text_is_not_a_secret(text: str) -> None:
     assert find_secret(text) is None
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        ("my password: correcthorse", "my password: [REDACTED]"),
+        ("our wifi password: bluesky", "our wifi password: [REDACTED]"),
+        ("Her token: abcdef", "Her token: [REDACTED]"),
+        # Prose that merely names the field keeps its words.
+        ("the field is password: required", "the field is password: required"),
+        (
+            "in my view the password: field is required",
+            "in my view the password: field is required",
+        ),
+    ],
+)
+def test_someones_own_password_is_redacted_even_as_one_word_in_a_sentence(
+    said: str, kept: str
+) -> None:
+    assert redact(said) == kept
