@@ -291,10 +291,15 @@ class Agent:
 
     def _connect_wait(self, name: str) -> float:
         """How long to wait for a tool that is not there: one of a configured MCP server
-        may come when the server (re)connects, as right after a restart."""
+        may come when the server (re)connects, as right after a restart. A server whose
+        other tools are here is connected already: the tool is gone, so no wait."""
         server, separator, _ = name.partition("__")
         configured = {s.name for s in self.settings.mcp.servers}
-        return self.settings.mcp.connect_timeout_s if separator and server in configured else 0
+        if not separator or server not in configured:
+            return 0
+        if any(tool.startswith(f"{server}__") for tool in self.toolbox.names):
+            return 0
+        return self.settings.mcp.connect_timeout_s
 
     async def _tool_gone(self, name: str, proposal: Proposal) -> str:
         """The decided tool is not available: an approved action is recorded as not run."""

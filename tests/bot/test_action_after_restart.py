@@ -78,3 +78,24 @@ async def test_a_server_that_stays_away_leaves_the_action_recorded_as_not_run(
         assert action.outcome == "error" and action.output.startswith("not run")
     finally:
         await h.bot.stop()
+
+
+async def test_an_action_whose_tool_its_connected_server_dropped_is_not_run_at_once(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    first = await card_before_restart(tmp_path, fake_ollama, clock)
+    upgraded = stdio_server(env={"OPS_WITHOUT": "restart"})  # back without that tool
+    h = await start_harness(
+        tmp_path, fake_ollama, clock, first.adapter,
+        mcp={"servers": [upgraded], "connect_timeout_s": 60},
+    )  # fmt: skip
+    try:
+        assert await h.bot.mcp.servers["ops"].wait_connected(20)
+        h.ollama.reply("I could not restart web: its tool is gone.")
+        async with asyncio.timeout(15):  # not the minute a reconnecting server gets
+            await h.react(first.adapter.cards[-1], APPROVE)
+        assert told(h) == "error: the tool ops__restart is not available, so it was not run"
+        [action] = await h.bot.actions.recent()
+        assert action.outcome == "error" and action.output.startswith("not run")
+    finally:
+        await h.bot.stop()

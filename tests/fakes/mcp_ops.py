@@ -80,4 +80,7 @@ def make_server() -> tuple[MCPServer, Counter[str]]:
 
 
 if __name__ == "__main__":
-    make_server()[0].run()
+    ops = make_server()[0]
+    for name in os.environ.get("OPS_WITHOUT", "").split():  # an upgrade dropped these tools
+        ops.remove_tool(name)
+    ops.run()
