@@ -22,6 +22,11 @@ Run by hand, not in CI:
     python benchmarks/history_import.py                      # 100k messages, every format
     python benchmarks/history_import.py --messages 20k --formats slack
     python benchmarks/history_import.py --repeat 3 --json /tmp/history-import.json
+
+`--compare DIR` measures another checkout too (e.g. `git worktree add /tmp/base HEAD`): each
+run of its code and of this one is a fresh process on the same generated export, the two
+taking turns (before, after, after, before, …), so both see the same load; it prints the
+median of each side. notes_import.py takes the same option.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -287,12 +293,63 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=1, help="runs per format (median row)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--compare", type=Path, metavar="DIR", help=COMPARE_HELP)
     return parser.parse_args(argv)
+
+
+COMPARE_HELP = "also run the code of the checkout DIR, in turn with this one (see above)"
+
+
+def compare(
+    script: str,
+    baseline: Path,
+    kinds: tuple[str, Sequence[str]],
+    options: Sequence[str],
+    repeat: int,
+    rates: tuple[str, str],
+) -> list[dict[str, Any]]:
+    """Run `script` of `baseline` and of this checkout in turn, one fresh process per run
+    and kind (`kinds`: the option naming one, and the kinds), and return each side's
+    medians per kind: items per second of wall time and of CPU time, and the load."""
+    flag, names = kinds
+    this = Path(__file__).resolve().parent.parent
+    rows = []
+    for name in names:
+        runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+        for n in range(repeat):
+            sides = [("before", baseline), ("after", this)]
+            for side, root in sides if n % 2 == 0 else sides[::-1]:
+                with tempfile.TemporaryDirectory(prefix="lorebot-compare-") as tmp:
+                    out = Path(tmp) / "result.json"
+                    command = [sys.executable, str(root / "benchmarks" / script), flag, name,
+                               *options, "--json", str(out)]  # fmt: skip
+                    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+                    found = json.loads(out.read_text())["results"][0]
+                runs[side].append(found)
+                print(f"{name:8} {side:6} {found[rates[0]]:10,.0f}/s wall"
+                      f"  {found[rates[1]]:10,.0f}/CPU-s  load {found['load']:.2f}")  # fmt: skip
+        for side, found in runs.items():
+            rows.append({"kind": name, "side": side, "runs": len(found),
+                         "wall": statistics.median(r[rates[0]] for r in found),
+                         "cpu": statistics.median(r[rates[1]] for r in found),
+                         "load": statistics.median(r["load"] for r in found)})  # fmt: skip
+    print("\nmedians            items/s wall   per CPU-s   load")
+    for row in rows:
+        print(f"{row['kind']:8} {row['side']:6} {row['wall']:14,.0f} {row['cpu']:11,.0f}"
+              f"   {row['load']:.2f}")  # fmt: skip
+    return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    if args.compare is not None:
+        options = ["--messages", str(args.messages), "--seed", str(args.seed)]
+        rows = compare("history_import.py", args.compare, ("--formats", formats), options,
+                       args.repeat, ("msg_per_s", "msg_per_cpu_s"))  # fmt: skip
+        if args.json:
+            args.json.write_text(json.dumps({"compare": rows}, indent=2))
+        return 0
     results = []
     print(f"{args.messages} messages per format; load before: {os.getloadavg()[0]:.2f}")
     print("format   files  MB     read s  import s  CPU s  reader  msg/s read  msg/s import"

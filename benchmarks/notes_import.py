@@ -18,6 +18,7 @@ Run by hand, not in CI:
     python benchmarks/notes_import.py                     # 100k notes, both forms
     python benchmarks/notes_import.py --notes 20k --forms jsonl
     python benchmarks/notes_import.py --repeat 3 --json /tmp/notes-import.json
+    python benchmarks/notes_import.py --notes 20k --forms jsonl --repeat 5 --compare /tmp/base
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from history_import import parse_count, size_of  # noqa: E402
+from history_import import COMPARE_HELP, compare, parse_count, size_of  # noqa: E402
 from recall import GenNote, generate_corpus  # noqa: E402
 
 from memory import Database, NoteStore, Scope  # noqa: E402
@@ -139,12 +140,20 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=1, help="runs per form (median row)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--compare", type=Path, metavar="DIR", help=COMPARE_HELP)
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     forms = [f.strip() for f in args.forms.split(",") if f.strip()]
+    if args.compare is not None:
+        options = ["--notes", str(args.notes), "--seed", str(args.seed)]
+        rows = compare("notes_import.py", args.compare, ("--forms", forms), options,
+                       args.repeat, ("notes_per_s", "notes_per_cpu_s"))  # fmt: skip
+        if args.json:
+            args.json.write_text(json.dumps({"compare": rows}, indent=2))
+        return 0
     notes = generate_corpus(args.notes, args.seed).notes
     results = []
     print(f"{args.notes} notes per form; load before: {os.getloadavg()[0]:.2f}")

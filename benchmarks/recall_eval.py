@@ -24,6 +24,7 @@ questions whose every evidence turn is in the top 10.
     python benchmarks/recall_eval.py --half first --sweep
     python benchmarks/recall_eval.py --half first --weight-grid   # chooses the note weights
     python benchmarks/recall_eval.py --no-vectors --json results.json
+    python benchmarks/recall_eval.py --no-vectors --ranks   # per question, vs plain BM25
 """
 
 from __future__ import annotations
@@ -328,7 +329,7 @@ def stopwords_dropped(hs: HalfStore) -> Ranker:
 
 
 def note_weights(topic: float, summary: float, body: float) -> str:
-    return f"bm25(notes_fts, {topic}, {summary}, {body}, 0.0)"
+    return fts.bm25_call("notes_fts", (topic, summary, body))
 
 
 async def note_sweep(hs: HalfStore) -> dict[str, Ranker]:
@@ -486,6 +487,29 @@ async def message_sweep(hs: HalfStore) -> dict[str, Ranker]:
 # --- report -------------------------------------------------------------------------------
 
 
+def first_rank(ranked: Sequence[str], q: Question) -> int | None:
+    """The rank (from 1) of the first evidence turn in the top K, or None."""
+    return next((i for i, key in enumerate(ranked[:K], start=1) if key in q.evidence), None)
+
+
+async def print_ranks(label: str, rankers: dict[str, Ranker], qs: Sequence[Question]) -> int:
+    """Per question, the rank of its first evidence turn under plain BM25 and under
+    lorebot's words (`-` outside the top K); marks the questions lorebot ranks lower.
+    Returns how many those are."""
+    reference, words = rankers["plain FTS5 BM25 (reference)"], rankers["lorebot words"]
+    print(f"\n{label}: rank of the first evidence turn, plain BM25 vs lorebot words\n")
+    print("| question | kind | plain BM25 | lorebot words | lower |")
+    print("| --- | --- | --- | --- | --- |")
+    lower = 0
+    for q in qs:
+        ref, ours = first_rank(await reference(q), q), first_rank(await words(q), q)
+        worse = ref is not None and (ours is None or ours > ref)
+        lower += worse
+        print(f"| {q.id} | {q.kind} | {ref or '-'} | {ours or '-'} | {'LOWER' if worse else ''} |")
+    print(f"\n{label}: lorebot words rank {lower} of {len(qs)} questions lower than plain BM25")
+    return lower
+
+
 def print_table(title: str, results: dict[str, dict[str, Score]], by_kind: bool) -> None:
     print(f"\n{title}\n")
     print("| ranking | questions | hit@5 | hit@10 | MRR@10 | all@10 |")
@@ -498,11 +522,21 @@ def print_table(title: str, results: dict[str, dict[str, Score]], by_kind: bool)
 
 
 async def run_half(
-    half: str, embedder: Embedder | None, sweep: bool, workdir: Path, weights: bool = False
+    half: str,
+    embedder: Embedder | None,
+    sweep: bool,
+    workdir: Path,
+    weights: bool = False,
+    ranks: bool = False,
 ) -> dict[str, Any]:
     hs = await build(half, workdir / f"{half}.db", embedder)
     report: dict[str, Any] = {}
     try:
+        if ranks:
+            for label, rankers in (("notes", note_rankers(hs)), ("messages", message_rankers(hs))):
+                report[f"{label} lower"] = await print_ranks(f"{label} ({half} half)", rankers,
+                                                             hs.questions)  # fmt: skip
+            return report
         if weights:
             results, other = await weight_grid(hs), await quality_grid(workdir)
             print_grid(half, results, other)
@@ -597,18 +631,22 @@ async def main(argv: Sequence[str] | None = None) -> int:
         help="only the note column weights: a grid, on this half and on recall_quality.py's "
         "notes; those at or above plain BM25 on both first",
     )  # fmt: skip
+    parser.add_argument(
+        "--ranks", action="store_true",
+        help="only the rank of each question's first evidence turn, plain BM25 vs lorebot words",
+    )  # fmt: skip
     parser.add_argument("--no-vectors", action="store_true", help="skip MiniLM")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--cache", type=Path, help="keep the MiniLM vectors in this file")
     args = parser.parse_args(argv)
-    embedder = load_embedder(not (args.no_vectors or args.weight_grid), args.cache)
+    embedder = load_embedder(not (args.no_vectors or args.weight_grid or args.ranks), args.cache)
     halves = ["first", "second"] if args.half == "both" else [args.half]
     report: dict[str, Any] = {"python": sys.version.split()[0], "cpus": os.cpu_count(),
                               "load": os.getloadavg()[0]}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="lorebot-eval-") as tmp:
         for half in halves:
             report[half] = await run_half(
-                HALVES[half], embedder, args.sweep, Path(tmp), args.weight_grid
+                HALVES[half], embedder, args.sweep, Path(tmp), args.weight_grid, args.ranks
             )
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))

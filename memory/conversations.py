@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
 
 import aiosqlite
 
+from memory import driver
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.fts import query_terms
 from memory.message_search import MessageHit, index_new, search_messages
@@ -19,9 +23,11 @@ from memory.vectors import PREVIOUS_CHARS, VectorIndex
 from memory.visibility import Visibility, scope_keys
 
 # Messages per batch of an import: written while the next is read and redacted, with a
-# pause every few messages so the writer's statements start without waiting for the batch.
-IMPORT_BATCH = 2000
+# pause every few messages so that a batch just queued reaches the writer's thread.
+IMPORT_BATCH = 4000
 _YIELD_EVERY = 200
+# Batches queued for the writer at most, while the next is read.
+_IN_FLIGHT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,27 +138,38 @@ class ConversationLog:
         Each conversation's messages should come oldest first: history, and the neighbours
         a message is searched with, follow insertion order. While one batch is written,
         the next is read and redacted here."""
-        async with self.db.transaction() as conn:
-            start = int(await self.db.scalar("SELECT coalesce(max(id), 0) FROM messages"))
-            await conn.create_function(_SCOPE_KEYS, 1, _message_scope_keys, deterministic=True)
-            writing: asyncio.Future[None] | None = None
-            rows: list[tuple[str, ...]] = []
-            try:
-                for message in messages:
-                    rows.append(self._imported_row(message))
-                    if len(rows) % _YIELD_EVERY == 0:
-                        await asyncio.sleep(0)  # the writer's next statement can start
-                    if len(rows) >= batch:
-                        writing = asyncio.ensure_future(_write_imported(conn, rows, writing))
-                        rows = []
-                writing = asyncio.ensure_future(_write_imported(conn, rows, writing))
-                await writing
-            except BaseException:
-                # The writer must be done before the rollback, or it would write after it.
-                if writing is not None:
-                    await asyncio.gather(writing, return_exceptions=True)
-                raise
-            return int(await self.db.scalar("SELECT count(*) FROM messages WHERE id > ?", (start,)))
+        with quick_gil_handoffs():
+            async with self.db.transaction() as conn:
+                start = int(await self.db.scalar("SELECT coalesce(max(id), 0) FROM messages"))
+                await self._import(conn, messages, batch)
+                new = await self.db.scalar("SELECT count(*) FROM messages WHERE id > ?", (start,))
+        return int(new)
+
+    async def _import(
+        self, conn: aiosqlite.Connection, messages: Iterable[PastMessage], batch: int
+    ) -> None:
+        """Write `messages` in batches of `batch`, each while the next is read."""
+        await conn.execute(_CREATE_SCOPE_KEYS)
+        known: set[str] = set()
+        writes: list[asyncio.Future[None]] = []
+        rows: list[tuple[str, ...]] = []
+        try:
+            for message in messages:
+                rows.append(self._imported_row(message))
+                if len(rows) % _YIELD_EVERY == 0:
+                    await asyncio.sleep(0)  # a batch just queued reaches the writer
+                if len(rows) >= batch:
+                    await _keep_up(writes)
+                    writes.append(_queue_batch(conn, rows, known))
+                    rows = []
+            if rows:
+                writes.append(_queue_batch(conn, rows, known))
+        finally:
+            # Every batch must be written before the commit or the rollback.
+            await asyncio.gather(*writes, return_exceptions=True)
+        for write in writes:
+            write.result()  # the first failed write, if any
+        await conn.execute(f"DROP TABLE {_SCOPE_KEYS}")
 
     def _imported_row(self, m: PastMessage) -> tuple[str, ...]:
         return (
@@ -310,13 +327,57 @@ class ConversationLog:
             return {date.fromisoformat(day): content for day, content in await cursor.fetchall()}
 
 
-_SCOPE_KEYS = "lorebot_message_scope_keys"
+# The FTS scope keys of the scopes an import has met: a Python SQL function would take
+# the GIL for every row, and the writer could then advance only between the reader's steps.
+_SCOPE_KEYS = "temp.lorebot_import_scope_keys"
+_CREATE_SCOPE_KEYS = (
+    f"CREATE TABLE IF NOT EXISTS {_SCOPE_KEYS} (scope TEXT PRIMARY KEY, keys TEXT NOT NULL) "
+    "WITHOUT ROWID"
+)
+_IMPORTED_COLUMNS = (
+    "conversation", "content", "author", "author_name", "scope", "link", "created_at", "source_id",
+)  # fmt: skip
+_IMPORTED_ROW = f"('user', {', '.join('?' for _ in _IMPORTED_COLUMNS)})"
 # The text of the message just before or after m in its conversation and scope, cut, or ''.
 _NEIGHBOUR = (
     "coalesce(substr((SELECT o.content FROM messages AS o WHERE o.conversation = "
     "m.conversation AND o.scope = m.scope AND o.id {op} m.id ORDER BY o.id {order} LIMIT 1), "
     f"1, {PREVIOUS_CHARS}), '')"
 )
+# The message before each conversation's first new one gets its new neighbour.
+_NEW_NEIGHBOURS = (
+    "UPDATE messages_fts SET context_after = coalesce(substr((SELECT n.content FROM "
+    "messages AS n, messages AS p WHERE p.id = messages_fts.rowid AND n.conversation = "
+    "p.conversation AND n.scope = p.scope AND n.id > p.id ORDER BY n.id LIMIT 1), 1, ?), "
+    "'') WHERE rowid IN (SELECT (SELECT max(p.id) FROM messages AS p WHERE p.conversation "
+    "= g.conversation AND p.scope = g.scope AND p.id <= ?) FROM (SELECT DISTINCT "
+    "conversation, scope FROM messages NOT INDEXED WHERE id > ? AND scope != '') AS g)"
+)
+_INDEX_IMPORTED = (
+    "INSERT INTO messages_fts (rowid, content, context_before, context_after, author, "
+    f"scope_keys) SELECT m.id, m.content, {_NEIGHBOUR.format(op='<', order='DESC')}, "
+    f"{_NEIGHBOUR.format(op='>', order='')}, m.author_name, (SELECT k.keys FROM "
+    f"{_SCOPE_KEYS} AS k WHERE k.scope = m.scope) FROM messages AS m "
+    "WHERE m.id > ? AND m.scope != ''"
+)
+_SQLITE_LIMIT_VARIABLE_NUMBER = 9
+
+
+# How long the writer's thread may wait for the GIL while the reader runs Python: it takes
+# the GIL back after each SQLite call, and at Python's default of 5 ms the few calls of a
+# batch could wait for it longer than a writer-bound import can spare.
+_IMPORT_SWITCH_INTERVAL_S = 0.002
+
+
+@contextlib.contextmanager
+def quick_gil_handoffs() -> Iterator[None]:
+    """Let a thread waiting for the GIL have it sooner, for the duration of an import."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(min(interval, _IMPORT_SWITCH_INTERVAL_S))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(interval)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -324,41 +385,68 @@ def _message_scope_keys(scope: str) -> str:
     return scope_keys(Scope.parse(scope), True)
 
 
-async def _write_imported(
-    conn: aiosqlite.Connection,
-    rows: list[tuple[str, ...]],
-    previous: asyncio.Future[None] | None,
-) -> None:
-    """Store one batch after the one before it, and index it as `index_new` indexes live
-    messages (tests/memory/test_history_import.py compares the two), but for all of the
-    batch's conversations at once: an export has thousands of threads, and one statement
-    per thread would be most of an import's time."""
-    if previous is not None:
-        await previous
-    if not rows:
-        return
-    async with conn.execute("SELECT coalesce(max(id), 0) FROM messages") as cursor:
-        row = await cursor.fetchone()
-    last = int(row[0]) if row else 0
-    await conn.executemany(
-        "INSERT OR IGNORE INTO messages (conversation, role, content, author, author_name, "
-        "scope, link, created_at, source_id) VALUES (?, 'user', ?, ?, ?, ?, ?, ?, ?)",
-        rows,
+@functools.cache
+def _insert_imported(rows: int) -> str:
+    """One statement inserting `rows` imported messages."""
+    return (
+        f"INSERT OR IGNORE INTO messages (role, {', '.join(_IMPORTED_COLUMNS)}) VALUES "
+        + ", ".join([_IMPORTED_ROW] * rows)
     )
-    # The message before each conversation's first new one gets its new neighbour.
-    await conn.execute(
-        "UPDATE messages_fts SET context_after = coalesce(substr((SELECT n.content FROM "
-        "messages AS n, messages AS p WHERE p.id = messages_fts.rowid AND n.conversation = "
-        "p.conversation AND n.scope = p.scope AND n.id > p.id ORDER BY n.id LIMIT 1), 1, ?), "
-        "'') WHERE rowid IN (SELECT (SELECT max(p.id) FROM messages AS p WHERE p.conversation "
-        "= g.conversation AND p.scope = g.scope AND p.id <= ?) FROM (SELECT DISTINCT "
-        "conversation, scope FROM messages NOT INDEXED WHERE id > ? AND scope != '') AS g)",
-        (PREVIOUS_CHARS, last, last),
-    )
-    await conn.execute(
-        "INSERT INTO messages_fts (rowid, content, context_before, context_after, author, "
-        f"scope_keys) SELECT m.id, m.content, {_NEIGHBOUR.format(op='<', order='DESC')}, "
-        f"{_NEIGHBOUR.format(op='>', order='')}, m.author_name, {_SCOPE_KEYS}(m.scope) "
-        "FROM messages AS m WHERE m.id > ? AND m.scope != ''",
-        (last,),
-    )
+
+
+def rows_per_statement(raw: Any, columns: int) -> int:
+    """How many rows of `columns` values one statement on the raw connection `raw` can
+    bind: SQLite's limit on variables is 32766 since 3.32 unless the build or the
+    connection lowered it, 999 before."""
+    getlimit = getattr(raw, "getlimit", None)
+    if getlimit is not None:
+        limit = int(getlimit(_SQLITE_LIMIT_VARIABLE_NUMBER))
+    else:
+        limit = 32766 if driver.sqlite_module().sqlite_version_info >= (3, 32, 0) else 999
+    return max(1, limit // columns)
+
+
+def _store_batch(raw: Any, rows: list[tuple[str, ...]], new_keys: list[tuple[str, str]]) -> None:
+    """Store and index one batch, on the writer's own thread: a few statements, each of
+    which runs without the GIL, so the reader goes on reading meanwhile."""
+    last = int(raw.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
+    step = rows_per_statement(raw, len(_IMPORTED_COLUMNS))
+    for start in range(0, len(rows), step):
+        chunk = rows[start : start + step]
+        raw.execute(_insert_imported(len(chunk)), [value for row in chunk for value in row])
+    if new_keys:
+        raw.executemany(f"INSERT OR IGNORE INTO {_SCOPE_KEYS} VALUES (?, ?)", new_keys)
+    raw.execute(_NEW_NEIGHBOURS, (PREVIOUS_CHARS, last, last))
+    raw.execute(_INDEX_IMPORTED, (last,))
+
+
+def _queue_batch(
+    conn: aiosqlite.Connection, rows: list[tuple[str, ...]], known: set[str]
+) -> asyncio.Future[None]:
+    """Queue one batch for the writer, after those queued before it, and index it as
+    `index_new` indexes live messages (tests/memory/test_history_import.py compares the
+    two), but for all of the batch's conversations at once: an export has thousands of
+    threads, and one statement per thread would be most of an import's time. `known`
+    holds the scopes whose keys are stored already."""
+    scopes = {row[4] for row in rows if row[4]} - known
+    new_keys = [(scope, _message_scope_keys(scope)) for scope in sorted(scopes)]
+    known |= scopes
+    return on_writer_thread(conn, functools.partial(_store_batch, rows=rows, new_keys=new_keys))
+
+
+async def _keep_up(writes: list[asyncio.Future[None]]) -> None:
+    """Wait while more batches than `_IN_FLIGHT` are queued, so a reader faster than the
+    writer does not hold the whole export in memory."""
+    if len(writes) >= _IN_FLIGHT:
+        await asyncio.wait([writes[-_IN_FLIGHT]])
+
+
+def on_writer_thread(
+    conn: aiosqlite.Connection, work: Callable[[Any], None]
+) -> asyncio.Future[None]:
+    """Queue `work` to run with the raw connection on aiosqlite's thread, after the calls
+    queued before it, as one call: a statement awaited one by one from here would wait for
+    the event loop, which an import's reader holds between its pauses."""
+    runner: Any = conn
+    queued: Coroutine[Any, Any, None] = runner._execute(lambda: work(runner._conn))
+    return asyncio.ensure_future(queued)

@@ -21,13 +21,14 @@ from typing import Any
 import aiosqlite
 
 from memory import fusion as fusion_weights
-from memory.fts import match_terms
+from memory.fts import bm25_call, match_terms
 from memory.fusion import Method, fuse
 from memory.types import Scope
 from memory.vectors import MESSAGE, PREVIOUS_CHARS, VectorIndex
 from memory.visibility import Visibility, explicit, scope_keys, scope_match
 
-# bm25 weights of content, the message before, the message after, author (scope keys: 0).
+# bm25 weights of content, the message before, the message after, author, relative to each
+# other (scope keys: 0; see `bm25_call`).
 CONTENT_WEIGHT = 1.0
 BEFORE_WEIGHT = 0.75
 AFTER_WEIGHT = 0.5
@@ -109,9 +110,9 @@ async def search_messages(
     if words is not None:
         # Only the conversation's own scopes: no public keys of anyone's DMs.
         match = f"{scope_match(explicit(visibility.full))} AND {words}"
-        weights = f"{CONTENT_WEIGHT}, {BEFORE_WEIGHT}, {AFTER_WEIGHT}, {AUTHOR_WEIGHT}, 0.0"
+        weights = (CONTENT_WEIGHT, BEFORE_WEIGHT, AFTER_WEIGHT, AUTHOR_WEIGHT)
         async with conn.execute(
-            f"SELECT rowid, bm25(messages_fts, {weights}) AS score FROM messages_fts "
+            f"SELECT rowid, {bm25_call('messages_fts', weights)} AS score FROM messages_fts "
             "WHERE messages_fts MATCH ? ORDER BY score LIMIT ?",
             (match, max(k * 4, _POOL)),
         ) as cursor:

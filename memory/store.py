@@ -7,8 +7,10 @@ reverted. Every read that serves a conversation takes a `Visibility` and filters
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -17,9 +19,10 @@ from typing import Any
 import aiosqlite
 
 from memory import rows
+from memory.conversations import on_writer_thread, quick_gil_handoffs, rows_per_statement
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.errors import Conflict, InvalidInput, NotFound
-from memory.fts import match_terms, ranking_terms
+from memory.fts import bm25_call, match_terms, ranking_terms
 from memory.fusion import Method, fuse
 from memory.index import INDEX_MAX_BYTES, INDEX_MAX_LINES, ScopeIndex, build_index, fit_turn
 from memory.secrets import find_secret
@@ -43,12 +46,14 @@ _log = logging.getLogger(__name__)
 DEFAULT_MAX_NOTE_BYTES = 4096
 # How many ranked notes of a scope are considered for its index; more never fit 40 lines.
 _INDEX_CANDIDATES = 400
-# bm25 column weights: topic, summary, body, scope keys (never matched by words). Chosen by
-# `benchmarks/recall_eval.py --half first --weight-grid`: the best MRR@10 on that half of
-# the weightings at or above plain bm25 at hit@5, hit@10 and MRR@10 there and on
-# recall_quality.py's notes (4/2/1 was one question short at hit@5 on the held-back half).
-# Every column keeps a weight, so a note found by its topic or body words alone scores.
-_BM25 = "bm25(notes_fts, 1.5, 3.0, 1.0, 0.0)"
+# bm25 column weights of topic, summary and body, relative to each other: scaled so the
+# heaviest counts a word as plain bm25 does (`bm25_call`; scope keys are never matched by
+# words). Chosen by `benchmarks/recall_eval.py --half first --weight-grid`: the best MRR@10
+# on that half of the weightings at or above plain bm25 at hit@5, hit@10 and MRR@10 there
+# and on recall_quality.py's notes. Every column keeps a weight, so a note found by its
+# topic or body words alone scores.
+NOTE_WEIGHTS = (1.0, 1.5, 1.0)
+_BM25 = bm25_call("notes_fts", NOTE_WEIGHTS)
 # Candidates beyond k, for expired notes the maintenance job has not purged yet; when more
 # than these drop out, the ranking is read again further down.
 _SPARE = 5
@@ -506,36 +511,36 @@ class NoteStore:
         """Save many notes in one transaction: all of them or, on any error, none. Each
         change still gets its change set.
 
-        Rows go to SQLite in chunks while the next chunk is validated: SQLite releases the
-        GIL while it writes, so both run at once. `labels` name where each draft came from
-        (e.g. a file and line) for error messages."""
+        Each chunk is written, by a few statements that run without the GIL, while the
+        next chunk is validated. `labels` name where each draft came from (e.g. a file and
+        line) for error messages."""
         counts = {"create": 0, "update": 0, "unchanged": 0}
         now = to_db_time(self.clock())
         self._changed()
         # A topic repeated in the file updates a note this import created; the update
-        # trigger would unindex text the bulk index below has not indexed yet, so those
-        # rows are written after it, in file order.
+        # trigger would unindex text the chunk's index below has not indexed yet, so those
+        # rows are written after every chunk, in file order.
         created: set[tuple[str, str]] = set()
         repeats: list[tuple[object, ...]] = []
-        async with self.db.transaction() as conn:
-            states = await self._states(conn, [(str(d.scope), d.topic) for d in drafts])
-            last_id = await self.db.scalar("SELECT coalesce(max(id), 0) FROM notes")
-            writes: list[asyncio.Future[Any]] = []
-            try:
-                for start in range(0, len(drafts), _IMPORT_CHUNK):
-                    chunk = drafts[start : start + _IMPORT_CHUNK]
-                    notes, changes = self._import_rows(
-                        chunk, start, labels, states, actor, now, counts, created, repeats
-                    )
-                    writes.append(asyncio.ensure_future(conn.executemany(_UPSERT_NOTE, notes)))
-                    writes.append(asyncio.ensure_future(conn.executemany(_INSERT_CHANGE, changes)))
-            finally:
-                await asyncio.gather(*writes, return_exceptions=True)
-            for write in writes:
-                write.result()  # raise the first failed write, if any
-            await conn.execute(f"{_INDEX_NOTES} WHERE id > ?", (last_id,))
-            if repeats:
-                await conn.executemany(_UPSERT_NOTE, repeats)
+        with quick_gil_handoffs():
+            async with self.db.transaction() as conn:
+                states = await self._states(conn, [(_scope_text(d.scope), d.topic) for d in drafts])
+                writes: list[asyncio.Future[None]] = []
+                try:
+                    for start in range(0, len(drafts), _IMPORT_CHUNK):
+                        chunk = drafts[start : start + _IMPORT_CHUNK]
+                        notes, changes = self._import_rows(
+                            chunk, start, labels, states, actor, now, counts, created, repeats
+                        )
+                        write = functools.partial(_store_import_chunk, notes=notes, changes=changes)
+                        writes.append(on_writer_thread(conn, write))
+                        await asyncio.sleep(0)  # the chunk reaches the writer now
+                finally:
+                    await asyncio.gather(*writes, return_exceptions=True)
+                for write_done in writes:
+                    write_done.result()  # raise the first failed write, if any
+                if repeats:
+                    await conn.executemany(_UPSERT_NOTE, repeats)
         return ImportResult(counts["create"], counts["update"], counts["unchanged"])
 
     def _import_rows(
@@ -560,7 +565,7 @@ class NoteStore:
             except InvalidInput as exc:
                 label = labels[number] if number < len(labels) else f"note {number + 1}"
                 raise InvalidInput(f"{label}: {exc}") from None
-            key = (str(draft.scope), draft.topic)
+            key = (_scope_text(draft.scope), draft.topic)
             before = states.get(key)
             after = self._after(draft, before, actor, now)
             if before is not None and rows.same_content(before, after):
@@ -570,7 +575,7 @@ class NoteStore:
             action = "create" if before is None else "update"
             counts[action] += 1
             keys = scope_keys(draft.scope, draft.private)
-            row = (*key, keys, *(after[c] for c in rows.STATE_COLUMNS))
+            row = (*key, keys, *_STATE_VALUES(after))
             (repeats if key in created else notes).append(row)
             if before is None:
                 created.add(key)
@@ -757,6 +762,37 @@ _INSERT_CHANGE = (
     "INSERT INTO note_changes (scope, topic, action, before_json, after_json, actor, reason, "
     "proposal_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_NOTE_COLUMNS = 3 + len(rows.STATE_COLUMNS)
+_CHANGE_COLUMNS = 9
+_STATE_VALUES = operator.itemgetter(*rows.STATE_COLUMNS)
+
+
+@functools.lru_cache(maxsize=4096)
+def _scope_text(scope: Scope) -> str:
+    return str(scope)
+
+
+@functools.cache
+def _many_rows(sql: str, rows: int) -> str:
+    """`sql`, an INSERT of one row of VALUES, inserting `rows` rows."""
+    head, values = sql.split(" VALUES ", 1)
+    values, tail = values.split(")", 1)
+    return f"{head} VALUES {', '.join([values + ')'] * rows)}{tail}"
+
+
+def _store_import_chunk(
+    raw: Any, notes: list[tuple[object, ...]], changes: list[tuple[object, ...]]
+) -> None:
+    """Write one chunk of an import and index its new notes, on the writer's own thread:
+    a few statements, each of which runs without the GIL."""
+    last = int(raw.execute("SELECT coalesce(max(id), 0) FROM notes").fetchone()[0])
+    for sql, found, columns in ((_UPSERT_NOTE, notes, _NOTE_COLUMNS),
+                                (_INSERT_CHANGE, changes, _CHANGE_COLUMNS)):  # fmt: skip
+        step = rows_per_statement(raw, columns)
+        for start in range(0, len(found), step):
+            part = found[start : start + step]
+            raw.execute(_many_rows(sql, len(part)), [value for row in part for value in row])
+    raw.execute(f"{_INDEX_NOTES} WHERE id > ?", (last,))
 
 
 def _prefixed(alias: str) -> str:

@@ -60,7 +60,7 @@ class ImportedNote(BaseModel):
     @field_validator("scope")
     @classmethod
     def _scope(cls, value: str) -> str:
-        return str(_parsed_scope(value))
+        return _scope_text(value)
 
     @field_validator("topic")
     @classmethod
@@ -85,7 +85,7 @@ class ImportedNote(BaseModel):
             topic=self.topic,
             summary=self.summary,
             body=self.body,
-            category=Category(self.category),
+            category=_CATEGORIES[self.category],
             private=self.private,
             pinned=self.pinned,
             author=self.author,
@@ -158,6 +158,15 @@ def _parsed_line(line: str, where: str) -> NoteDraft:
 def _parsed_scope(text: str) -> Scope:
     """`Scope.parse`, once per scope: an import has many notes of each."""
     return Scope.parse(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _scope_text(text: str) -> str:
+    """The scope `text` names, written as lorebot writes it."""
+    return str(_parsed_scope(text))
+
+
+_CATEGORIES = {category.value: category for category in Category}
 
 
 def _json_object(line: str, where: str) -> dict[Any, Any]:
