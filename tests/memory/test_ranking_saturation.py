@@ -12,13 +12,12 @@ of the question ORed).
 from __future__ import annotations
 
 import json
-import re
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
+from tests.memory.test_ranking_floor import plain_bm25_over
 
 SCOPE = "channel:slack/C0DATA"
 K = 5
@@ -47,20 +46,7 @@ def notes() -> list[tuple[str, str]]:
 
 def plain_bm25(question: str) -> list[str]:
     """The reference: one FTS5 column of topic and summary, every word ORed, bm25()."""
-    db = sqlite3.connect(":memory:")
-    try:
-        db.execute("CREATE VIRTUAL TABLE ref USING fts5(topic UNINDEXED, text, "
-                   "tokenize = 'porter unicode61')")  # fmt: skip
-        db.executemany("INSERT INTO ref (topic, text) VALUES (?, ?)",
-                       [(t, f"{t} {s}") for t, s in notes()])  # fmt: skip
-        words = dict.fromkeys(w.lower() for w in re.findall(r"\w+", question))
-        match = " OR ".join('"' + w + '"' for w in words)
-        rows = db.execute(
-            "SELECT topic FROM ref WHERE ref MATCH ? ORDER BY bm25(ref) LIMIT ?", (match, K)
-        ).fetchall()
-        return [r[0] for r in rows]
-    finally:
-        db.close()
+    return plain_bm25_over([(t, f"{t} {s}") for t, s in notes()], question, K)
 
 
 def test_a_word_said_twice_ranks_as_plain_bm25_ranks_it(
