@@ -4,7 +4,9 @@ Guild messages that mention the bot, DMs, and messages in threads the bot is par
 `Message` events; `/lorebot` application commands become `SlashCommand` events
 (`adapters.discord_commands`); reactions arrive as raw gateway events, so a card posted before
 a restart still works. Replies in guild channels are Discord replies to the message that
-asked, and grow by edits while the model writes them (`adapters.discord_stream`).
+asked, and grow by edits while the model writes them (`adapters.discord_stream`). Gateway
+objects become events in `adapters.discord_events`; failures are worded in
+`adapters.discord_errors`.
 
 Where discord.py connects is a process-wide setting (`discord.http.Route.BASE` and
 `discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY`); `start()` sets both from this adapter's
@@ -16,8 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, Final, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any, Final
 
 import aiohttp
 import discord
@@ -26,41 +28,29 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from adapters.base import (
-    AdapterConfigError,
     ConversationRef,
-    DeliveryError,
     EventSink,
-    Message,
     PostedMessage,
-    ReactionEvent,
     ReplyStream,
     SlashCommand,
     Status,
     UserRef,
 )
-from adapters.discord_commands import INTERACTION_FIXES, command_tree, sync_commands
 from adapters.discord_commands import UNKNOWN_CHANNEL as UNKNOWN_CHANNEL
+from adapters.discord_commands import command_tree, sync_commands
+from adapters.discord_errors import BAD_TOKEN as BAD_TOKEN
+from adapters.discord_errors import ENABLE_INTENT, describe, rest, start_error
+from adapters.discord_errors import MISSING_INTENT as MISSING_INTENT
+from adapters.discord_errors import DiscordRequestError as DiscordRequestError
+from adapters.discord_errors import DiscordStartError as DiscordStartError
+from adapters.discord_events import PLATFORM, message_event, reaction_event
 from adapters.discord_stream import STREAM_INTERVAL_S, DiscordReplyStream
-from adapters.discord_text import MAX_MESSAGE_CHARS, clip, plain_text
+from adapters.discord_text import MAX_MESSAGE_CHARS, clip
 
 _log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-PLATFORM: Final = "discord"
 DEFAULT_API_BASE_URL: Final = "https://discord.com/api/v10"
 DISCORD_GATEWAY: Final = DiscordWebSocket.DEFAULT_GATEWAY
-PORTAL: Final = "https://discord.com/developers/applications"
-
-BAD_TOKEN = (
-    "Discord rejected the bot token: check LOREBOT_DISCORD__TOKEN (the token under Bot in "
-    f"the developer portal, {PORTAL})"
-)
-ENABLE_INTENT = (
-    f"enable it in the Discord developer portal ({PORTAL}) under your application → Bot → "
-    "Privileged Gateway Intents → Message Content Intent"
-)
-MISSING_INTENT = f"Discord refused the privileged Message Content intent: {ENABLE_INTENT}"
 
 # What the bot reads: servers and their channels, messages and reactions in guilds and DMs,
 # and (privileged) the text of messages that do not mention it, for threads it is part of.
@@ -84,22 +74,6 @@ CLOSE_GRACE_S: Final = 1.0
 TYPING_WAIT_S: Final = 2.0
 """How long a turn waits for Discord to take the first typing trigger before going on
 without it."""
-
-_ANSWERED_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
-
-
-class DiscordStartError(AdapterConfigError):
-    """Discord could not be connected (bad token, missing intent, unreachable); the message
-    says what to fix and never contains the token."""
-
-
-class DiscordRequestError(DeliveryError):
-    """A REST call Discord refused; the message says what to fix."""
-
-    def __init__(self, action: str, exc: discord.HTTPException, fix: str) -> None:
-        super().__init__(f"Discord refused to {action} (HTTP {exc.status}, code {exc.code}): {fix}")
-        self.status = exc.status
-        self.code = exc.code
 
 
 class DiscordAdapter:
@@ -201,7 +175,7 @@ class DiscordAdapter:
             raise DiscordStartError(BAD_TOKEN) from None
         except (discord.HTTPException, aiohttp.ClientError, OSError) as exc:
             raise DiscordStartError(
-                f"could not log in to Discord at {self.api_base_url}: {_describe(exc)}"
+                f"could not log in to Discord at {self.api_base_url}: {describe(exc)}"
             ) from None
         flags = client.application_flags
         if not (flags.gateway_message_content or flags.gateway_message_content_limited):
@@ -215,9 +189,9 @@ class DiscordAdapter:
         """The gateway loop ended: before ready it fails `start`; afterwards it is logged."""
         exc = None if task.cancelled() else task.exception()
         if self._ready is not None and not self._ready.done():
-            self._ready.set_exception(_start_error(exc, self._gateway()))
+            self._ready.set_exception(start_error(exc, self._gateway()))
         elif exc is not None and not self._closing:
-            error = _start_error(exc, self._gateway())
+            error = start_error(exc, self._gateway())
             _log.error("the Discord gateway stopped and will not reconnect: %s", error)
 
     def _gateway(self) -> str:
@@ -274,15 +248,15 @@ class DiscordAdapter:
         bot = self._client.user if self._client else None
         if bot is None or self._sink is None:
             return
-        event = self.message_event(message, bot)
+        event = message_event(message, bot, self._threads)
         if event is not None:
             await self._sink(event)
 
     async def _on_raw_reaction(self, payload: discord.RawReactionActionEvent) -> None:
-        bot = self._client.user if self._client else None
-        if bot is None or self._sink is None:
+        client = self._client
+        if client is None or client.user is None or self._sink is None:
             return
-        event = self.reaction_event(payload, bot)
+        event = reaction_event(payload, client.user, client.get_user)
         if event is not None:
             await self._sink(event)
 
@@ -291,99 +265,12 @@ class DiscordAdapter:
         if self._sink is not None:
             await self._sink(event)
 
-    # --- conversion at the edge -----------------------------------------------------
-
-    def message_event(self, message: discord.Message, bot: discord.ClientUser) -> Message | None:
-        """The platform-neutral `Message` for a gateway message, or None for the bot's own
-        messages and system messages (joins, pins, thread starts)."""
-        if message.author.id == bot.id or message.type not in _ANSWERED_TYPES:
-            return None
-        channel = message.channel
-        guild_id = _guild_id(message)
-        bot_roles = {r.id for r in message.role_mentions if r.tags and r.tags.bot_id == bot.id}
-        mentioned = bot_roles or any(user.id == bot.id for user in message.mentions)
-        in_thread = isinstance(channel, discord.Thread)
-        joined = isinstance(channel, discord.Thread) and (
-            channel.me is not None or channel.owner_id == bot.id or channel.id in self._threads
-        )
-        # In a guild channel the reply refers to the message; in a thread or DM it is
-        # simply posted there.
-        reply_to = None if guild_id is None or in_thread else str(message.id)
-        conversation = ConversationRef(
-            PLATFORM,
-            str(channel.id),
-            is_dm=guild_id is None,
-            team_id=None if guild_id is None else str(guild_id),
-            reply_to=reply_to,
-        )
-        text = plain_text(
-            message.content,
-            remove_users={bot.id},
-            remove_roles=bot_roles,
-            users={user.id: user.display_name for user in message.mentions},
-            roles={role.id: role.name for role in message.role_mentions},
-            channels={c.id: c.name for c in message.channel_mentions},
-        )
-        author = message.author
-        return Message(
-            conversation=conversation,
-            author=UserRef(PLATFORM, str(author.id), author.display_name, is_bot=author.bot),
-            text=text,
-            message_id=str(message.id),
-            event_id=str(message.id),  # a gateway replay after a resume is dropped
-            mentions_bot=bool(guild_id is None or mentioned or joined),
-            link=message.jump_url,
-        )
-
-    def reaction_event(
-        self, payload: discord.RawReactionActionEvent, bot: discord.ClientUser
-    ) -> ReactionEvent | None:
-        """The `ReactionEvent` for a raw reaction on one of the bot's messages, or None for
-        the bot's own reactions and reactions on other people's messages."""
-        if payload.user_id == bot.id:
-            return None
-        if payload.message_author_id is not None and payload.message_author_id != bot.id:
-            return None
-        # APPROVE and REJECT arrive as their unicode names (sometimes with a variation selector);
-        # anything else is passed on as is and ignored by the approvals.
-        emoji = (payload.emoji.name or str(payload.emoji)).replace("\ufe0f", "")
-        guild_id = payload.guild_id
-        conversation = ConversationRef(
-            PLATFORM,
-            str(payload.channel_id),
-            is_dm=guild_id is None,
-            team_id=None if guild_id is None else str(guild_id),
-        )
-        member = payload.member
-        known = member or (self._client.get_user(payload.user_id) if self._client else None)
-        user = UserRef(
-            PLATFORM,
-            str(payload.user_id),
-            known.display_name if known else "",
-            is_bot=bool(known and known.bot),
-        )
-        return ReactionEvent(
-            conversation=conversation,
-            user=user,
-            emoji=emoji,
-            target_message_id=str(payload.message_id),
-            # Discord gives reactions no id; a removal carries the id of the add it undoes,
-            # so the dispatcher takes the same reaction added again as a new decision.
-            event_id=f"{payload.message_id}:{payload.user_id}:{emoji}",
-            added=payload.event_type == "REACTION_ADD",
-        )
-
     # --- answering ------------------------------------------------------------------
 
     def _running(self) -> discord.Client:
         if self._client is None:
             raise RuntimeError("the Discord adapter is not started")
         return self._client
-
-    async def request(self, action: str, channel_id: int, call: Awaitable[T]) -> T:
-        """Await one REST call; a refusal is logged as one line saying what to fix and raised
-        as `DiscordRequestError`."""
-        return await _rest(action, channel_id, call)
 
     async def send(self, conversation: ConversationRef, text: str) -> PostedMessage:
         """Post `text` as one message, clipped to 2,000 characters (the core splits long
@@ -399,7 +286,7 @@ class DiscordAdapter:
         if isinstance(client.get_channel(channel_id), discord.Thread):
             self._threads.add(channel_id)  # posting there makes the bot part of the thread
         if reply_to is None or reply_to in self._replied:
-            sent = await _rest("post", channel_id, channel.send(content))
+            sent = await rest("post", channel_id, channel.send(content))
         else:
             reference = discord.MessageReference(
                 message_id=int(reply_to),
@@ -407,7 +294,7 @@ class DiscordAdapter:
                 guild_id=guild_id,
                 fail_if_not_exists=False,
             )
-            sent = await _rest("post", channel_id, channel.send(content, reference=reference))
+            sent = await rest("post", channel_id, channel.send(content, reference=reference))
             self._remember_reply(reply_to)
         return PostedMessage(conversation, str(sent.id))
 
@@ -449,12 +336,12 @@ class DiscordAdapter:
     async def edit(self, posted: PostedMessage, text: str) -> None:
         """Replace the text of a message the bot posted (clipped to 2,000 characters)."""
         call = self._partial(posted).edit(content=clip(text, self.max_message_chars))
-        await _rest("edit a message", int(posted.conversation.channel_id), call)
+        await rest("edit a message", int(posted.conversation.channel_id), call)
 
     async def add_reaction(self, posted: PostedMessage, emoji: str) -> None:
         """React to a message the bot posted with a unicode emoji."""
         call = self._partial(posted).add_reaction(emoji)
-        await _rest("add a reaction", int(posted.conversation.channel_id), call)
+        await rest("add a reaction", int(posted.conversation.channel_id), call)
 
 
 class _GatewayClient(discord.Client):
@@ -485,66 +372,3 @@ class _GatewayClient(discord.Client):
 
 async def _no_status(text: str) -> None:
     """Discord shows no status text; the typing indicator says the bot is working."""
-
-
-def _guild_id(message: discord.Message) -> int | None:
-    if message.guild is not None:
-        return message.guild.id
-    channel = message.channel
-    if isinstance(channel, discord.PartialMessageable):
-        return channel.guild_id
-    return None
-
-
-async def _rest(action: str, channel_id: int, call: Awaitable[T]) -> T:
-    """Await one REST call; a refusal is logged as one line saying what to fix and raised
-    as `DiscordRequestError`. discord.py has already retried rate limits and 5xx answers."""
-    try:
-        return await call
-    except discord.HTTPException as exc:
-        failure = DiscordRequestError(action, exc, _fix(exc, channel_id))
-        _log.error("%s", failure)
-        raise failure from None
-
-
-def _fix(exc: discord.HTTPException, channel_id: int) -> str:
-    """What the operator can do about a refused call, in one sentence."""
-    if exc.status == 401:
-        return "the bot token was reset or revoked: update LOREBOT_DISCORD__TOKEN"
-    fixes = {
-        10003: f"channel {channel_id} does not exist any more",
-        10008: "the message was deleted",
-        50001: (
-            f"lorebot cannot see channel {channel_id}: give it View Channels and Read Message "
-            "History there"
-        ),
-        50007: "this person does not accept direct messages from lorebot",
-        50013: (
-            f"lorebot lacks a permission in channel {channel_id}: give it Send Messages (Send "
-            "Messages in Threads for a thread), Add Reactions and Read Message History there"
-        ),
-        50083: f"thread {channel_id} is archived: unarchive it to continue there",
-        **INTERACTION_FIXES,
-    }
-    return fixes.get(exc.code) or exc.text or "Discord gave no reason"
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, discord.HTTPException):
-        return f"HTTP {exc.status} {exc.text or exc.response.reason}".strip()
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _start_error(exc: BaseException | None, gateway: str) -> DiscordStartError:
-    """One line for the operator about why the gateway gave up."""
-    if isinstance(exc, discord.PrivilegedIntentsRequired):
-        return DiscordStartError(MISSING_INTENT)
-    if isinstance(exc, discord.ConnectionClosed):
-        if exc.code == 4004:
-            return DiscordStartError(BAD_TOKEN)
-        return DiscordStartError(f"Discord closed the gateway connection with code {exc.code}")
-    # Anything else means the connection itself failed; discord.py has logged the cause (and
-    # may report it as an AttributeError, discord.py issue #10520).
-    return DiscordStartError(
-        f"could not connect to Discord's gateway at {gateway}; the cause is logged above"
-    )

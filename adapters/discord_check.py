@@ -7,7 +7,7 @@ import discord
 from discord.http import Route
 
 from adapters.diagnosis import Finding
-from adapters.discord import BAD_TOKEN, ENABLE_INTENT
+from adapters.discord_errors import BAD_TOKEN, ENABLE_INTENT
 
 
 async def diagnose_discord(token: str, api_base_url: str) -> list[Finding]:

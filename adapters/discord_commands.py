@@ -5,19 +5,17 @@ answer only its person sees."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
-from typing import Final, Protocol, TypeVar
+from typing import Final, Protocol
 
 import aiohttp
 import discord
 from discord import app_commands
 
 from adapters.base import Answer, ConversationRef, DeliveryError, SlashCommand, UserRef
+from adapters.discord_errors import rest
 from adapters.discord_text import clip, command_text
 
 _log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 COMMAND_GROUP: Final = "lorebot"
 UNKNOWN_CHANNEL = "lorebot cannot take commands in this kind of channel."
@@ -27,12 +25,6 @@ INVITE_URL: Final = (
     "https://discord.com/oauth2/authorize?client_id={application_id}"
     f"&scope=bot+applications.commands&permissions={PERMISSIONS}"
 )
-INTERACTION_FIXES: Final = {
-    10015: "the command's 15 minutes for answers ran out",
-    10062: "the command was not acknowledged within Discord's 3 seconds",
-    40060: "the command was acknowledged already",
-}
-"""What the operator can do about a refused answer to a command, by Discord error code."""
 
 
 class CommandHost(Protocol):
@@ -41,10 +33,6 @@ class CommandHost(Protocol):
     platform: str
     max_message_chars: int
     command_guild_id: int | None
-
-    async def request(self, action: str, channel_id: int, call: Awaitable[T]) -> T:
-        """Await one REST call; a refusal is logged with its fix and raised as a
-        `DeliveryError`."""
 
     async def deliver(self, event: SlashCommand) -> None:
         """Hand `event` to the core."""
@@ -108,13 +96,13 @@ async def handle_command(
     channel_id = interaction.channel_id
     defer = interaction.response.defer(thinking=True, ephemeral=True)
     try:
-        await host.request("acknowledge a /lorebot command", channel_id or 0, defer)
+        await rest("acknowledge a /lorebot command", channel_id or 0, defer)
     except DeliveryError:
         return  # logged; an interaction that was not acknowledged takes no answer
     event = command_event(host, interaction, text)
     if event is None:
         _log.warning("a /lorebot command came from a channel discord.py does not know")
-        await host.request(
+        await rest(
             "answer a /lorebot command",
             0,
             interaction.followup.send(UNKNOWN_CHANNEL, ephemeral=True),
@@ -159,7 +147,7 @@ def _answer_to(
 
     async def answer(text: str) -> None:
         call = interaction.followup.send(clip(text, limit), ephemeral=True)
-        await host.request("answer a /lorebot command", channel_id, call)
+        await rest("answer a /lorebot command", channel_id, call)
 
     return answer
 
