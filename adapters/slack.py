@@ -4,8 +4,9 @@ Socket Mode (bot token and app-level token) needs no public URL; HTTP Events mod
 bolt's signed-request endpoint when a signing secret and a listen address are configured.
 Both feed one handler, which bolt runs after it has acknowledged the event, and which turns
 the payload into the core's `Message` / `ReactionEvent` in one place (`_to_event`). The
-`/lorebot` slash command lives in `slack_commands`, the thread status in `slack_status`, and
-streamed replies in `slack_stream`.
+`/lorebot` slash command lives in `slack_commands`, the thread status in `slack_status`,
+streamed replies in `slack_stream`, Web API refusals in `slack_errors`, and the cache of
+people's names in `slack_users`.
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -25,12 +24,6 @@ from aiohttp import web
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
-from slack_sdk.http_retry.async_handler import AsyncRetryHandler
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-    AsyncServerErrorRetryHandler,
-)
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
@@ -40,7 +33,6 @@ from adapters.base import (
     REJECT,
     AdapterConfigError,
     ConversationRef,
-    DeliveryError,
     Event,
     EventSink,
     Message,
@@ -51,6 +43,10 @@ from adapters.base import (
     UserRef,
 )
 from adapters.slack_commands import register_command
+from adapters.slack_errors import BOT_TOKEN_HELP, response_header, retry_handlers
+from adapters.slack_errors import SlackRequestError as SlackRequestError
+from adapters.slack_errors import describe_error as describe_error
+from adapters.slack_errors import missing_scopes as missing_scopes
 from adapters.slack_status import ThreadStatus
 from adapters.slack_stream import (
     STREAM_INTERVAL_S,
@@ -59,109 +55,26 @@ from adapters.slack_stream import (
     stop_stream,
 )
 from adapters.slack_text import fit_mrkdwn, mentioned_user_ids, to_mrkdwn, to_plain
+from adapters.slack_users import MAX_LOOKUPS_PER_MESSAGE as MAX_LOOKUPS_PER_MESSAGE
+from adapters.slack_users import SlackUser as SlackUser
+from adapters.slack_users import SlackUsers
 
 _log = logging.getLogger(__name__)
 
 PLATFORM = "slack"
 
-REQUIRED_SCOPES = (
-    "app_mentions:read",
-    "channels:history",
-    "chat:write",
-    "commands",
-    "groups:history",
-    "im:history",
-    "reactions:read",
-    "reactions:write",
-    "users:read",
-)
-"""The bot token scopes lorebot uses; a missing one is named at start."""
-
 _EMOJI = {"white_check_mark": APPROVE, "x": REJECT, "infinity": ALWAYS}
 _REACTION_NAMES = {APPROVE: "white_check_mark", REJECT: "x"}
 _MESSAGE_SUBTYPES = {None, "file_share", "thread_broadcast"}
-_AUTH_ERRORS = {"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
-_BOT_TOKEN_HELP = (
-    "LOREBOT_SLACK__BOT_TOKEN (the Bot User OAuth Token, xoxb-…, under OAuth & Permissions)"
-)
+_USER_UNKNOWN = frozenset({"user_not_found", "user_not_visible"})
 _APP_TOKEN_HELP = (
     "LOREBOT_SLACK__APP_TOKEN (an app-level token, xapp-…, with connections:write, "
     "under Basic Information → App-Level Tokens)"
 )
 
-USER_CACHE_TTL_S = 3600.0
-USER_CACHE_SIZE = 5000
-MAX_LOOKUPS_PER_MESSAGE = 20
-"""Mentioned people whose names one message may look up (users.info); the rest keep
-their id unless their name is cached."""
 THREAD_MEMORY = 10_000
 CLOSE_GRACE_S = 5.0
 CONNECT_TIMEOUT_S = 30.0
-
-
-class SlackRequestError(DeliveryError):
-    """A Web API call Slack refused; the message says what to fix."""
-
-    def __init__(self, method: str, error: str, fix: str) -> None:
-        super().__init__(f"Slack {method} failed ({error}): {fix}")
-        self.method = method
-        self.error = error
-
-
-@dataclass(frozen=True, slots=True)
-class SlackUser:
-    """What lorebot keeps about a person: the name to show and whether it is a bot."""
-
-    id: str
-    name: str
-    is_bot: bool = False
-
-
-def retry_handlers() -> list[AsyncRetryHandler]:
-    """slack-sdk's own retries: connection drops, rate limits (honouring Retry-After), 5xx."""
-    return [
-        AsyncConnectionErrorRetryHandler(max_retry_count=2),
-        AsyncRateLimitErrorRetryHandler(max_retry_count=3),
-        AsyncServerErrorRetryHandler(max_retry_count=2),
-    ]
-
-
-def missing_scopes(granted_header: str | None) -> list[str]:
-    """The required scopes absent from an `x-oauth-scopes` header value."""
-    granted = {scope.strip() for scope in (granted_header or "").split(",")}
-    return [scope for scope in REQUIRED_SCOPES if scope not in granted]
-
-
-def describe_error(
-    error: str, data: Mapping[str, Any], *, channel: str | None = None, bot_name: str = "lorebot"
-) -> str:
-    """What to fix when Slack answers `error`, in one sentence."""
-    where = f"channel {channel}" if channel else "the channel"
-    if error == "not_in_channel":
-        return f"@{bot_name} is not a member of {where}: invite it there with /invite @{bot_name}"
-    if error == "channel_not_found":
-        return (
-            f"{where} does not exist or @{bot_name} cannot see it: invite the bot to it "
-            "(private channels also need the groups:history scope)"
-        )
-    if error == "missing_scope":
-        needed = data.get("needed") or "a scope"
-        return (
-            f"the Slack app lacks the {needed} scope: add it under OAuth & Permissions → "
-            "Bot Token Scopes, then reinstall the app to the workspace"
-        )
-    if error in _AUTH_ERRORS:
-        return f"Slack rejected the bot token: check {_BOT_TOKEN_HELP}"
-    if error == "ratelimited":
-        return "Slack kept rate-limiting lorebot after several retries; try again later"
-    return f"Slack answered {error!r}"
-
-
-def response_header(response: AsyncSlackResponse, name: str) -> str | None:
-    for key, value in (response.headers or {}).items():
-        if key.lower() == name:
-            return str(value[0] if isinstance(value, list) else value)
-    return None
 
 
 def _split_listen(listen: str) -> tuple[str | None, int]:
@@ -188,7 +101,7 @@ class SlackAdapter:
     ) -> None:
         if not bot_token.startswith("xoxb-"):
             raise AdapterConfigError(
-                f"the Slack bot token must start with xoxb-: set {_BOT_TOKEN_HELP}"
+                f"the Slack bot token must start with xoxb-: set {BOT_TOKEN_HELP}"
             )
         self.http_mode = signing_secret is not None and listen is not None
         if not self.http_mode:
@@ -220,7 +133,7 @@ class SlackAdapter:
         self._socket: AsyncSocketModeHandler | None = None
         self._runner: web.AppRunner | None = None
         self._inflight: set[asyncio.Task[Any]] = set()
-        self._users: OrderedDict[str, tuple[SlackUser, float]] = OrderedDict()
+        self._users = SlackUsers(self._user_info)
         self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._status = ThreadStatus(self)
         self.stream_gate = StreamGate()
@@ -480,22 +393,8 @@ class SlackAdapter:
         )
 
     async def fetch_names(self, raw: str, author_id: str) -> tuple[SlackUser, dict[str, str]]:
-        """The author and the display names of the people `raw` mentions.
-
-        At most `MAX_LOOKUPS_PER_MESSAGE` mentioned people are looked up; others are named
-        only when already cached, so a message full of mentions costs a bounded number
-        of users.info calls."""
-        others = [u for u in mentioned_user_ids(raw) if u not in (self.bot_user_id, author_id)]
-        looked_up = others[:MAX_LOOKUPS_PER_MESSAGE]
-        author, *mentioned = await asyncio.gather(
-            self.fetch_user(author_id), *(self.fetch_user(u) for u in looked_up)
-        )
-        names = {user.id: user.name for user in (author, *mentioned)}
-        for user_id in others[MAX_LOOKUPS_PER_MESSAGE:]:
-            cached = self.get_cached_user(user_id)
-            if cached is not None:
-                names[user_id] = cached.name
-        return author, names
+        """The author and the display names of the people `raw` mentions (see `SlackUsers`)."""
+        return await self._users.fetch_names(raw, author_id, self.bot_user_id)
 
     def _reaction(
         self, event: Mapping[str, Any], event_id: str, team_id: str | None, *, added: bool
@@ -508,56 +407,21 @@ class SlackAdapter:
         if item_user and self.bot_user_id and item_user != self.bot_user_id:
             return None  # only the bot's own messages can be cards
         name = str(event.get("reaction") or "").split("::", 1)[0]
-        cached = self._users.get(user_id)
+        known = self._users.peek(user_id)
         user = UserRef(
             PLATFORM,
             user_id,
-            cached[0].name if cached else "",
-            is_bot=user_id == self.bot_user_id or bool(cached and cached[0].is_bot),
+            known.name if known else "",
+            is_bot=user_id == self.bot_user_id or bool(known and known.is_bot),
         )
         conversation = ConversationRef(PLATFORM, channel, channel.startswith("D"), None, team_id)
         return ReactionEvent(conversation, user, _EMOJI.get(name, name), str(ts), event_id, added)
 
-    def get_cached_user(self, user_id: str) -> SlackUser | None:
-        """The person as last looked up, while that lookup is fresh; no Web API call."""
-        cached = self._users.get(user_id)
-        if cached is None or cached[1] <= time.monotonic():
-            return None
-        self._users.move_to_end(user_id)
-        return cached[0]
-
-    async def fetch_user(self, user_id: str) -> SlackUser:
-        """The person's display name (users.info), cached for an hour."""
-        cached = self.get_cached_user(user_id)
-        if cached is not None:
-            return cached
-        now = time.monotonic()
-        ttl = USER_CACHE_TTL_S
-        try:
-            response = await self._api(
-                "users.info",
-                self._web.users_info(user=user_id),
-                harmless=frozenset({"user_not_found", "user_not_visible"}),
-            )
-            data = response.get("user") or {}
-            if not data:
-                ttl = 300.0
-            profile = data.get("profile") or {}
-            name = (
-                profile.get("display_name")
-                or profile.get("real_name")
-                or data.get("real_name")
-                or data.get("name")
-                or user_id
-            )
-            user = SlackUser(user_id, str(name), bool(data.get("is_bot")))
-        except (SlackRequestError, aiohttp.ClientError, TimeoutError):
-            user, ttl = SlackUser(user_id, user_id), 300.0  # the id will do; ask again soon
-        self._users[user_id] = (user, now + ttl)
-        self._users.move_to_end(user_id)
-        while len(self._users) > USER_CACHE_SIZE:
-            self._users.popitem(last=False)
-        return user
+    async def _user_info(self, user_id: str) -> Mapping[str, Any]:
+        response = await self._api(
+            "users.info", self._web.users_info(user=user_id), harmless=_USER_UNKNOWN
+        )
+        return response.get("user") or {}
 
     # --- calls out ----------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.diagnosis import Finding
-from adapters.slack import describe_error, missing_scopes, response_header
+from adapters.slack_errors import describe_error, missing_scopes, response_header
 
 APP_TOKEN_FIX = "generate an app-level token with connections:write and enable Socket Mode"
 SCOPES_FIX = "add them under OAuth & Permissions → Bot Token Scopes, then reinstall the app"

@@ -18,7 +18,7 @@ from adapters.base import Answer, ConversationRef, Event, SlashCommand, UserRef
 from adapters.slack_text import fit_mrkdwn, to_plain
 
 if TYPE_CHECKING:
-    from adapters.slack import SlackUser
+    from adapters.slack_users import SlackUser
 
 _log = logging.getLogger(__name__)
 
