@@ -33,6 +33,8 @@ class ConsoleReplyStream:
         self._plain = plain
         self._live = live  # piped output gets the whole reply at once
         self._printed = ""
+        self._done = ""  # the complete lines of the text last shown, and their plain form
+        self._done_plain = ""
         self._posted: PostedMessage | None = None
 
     @property
@@ -55,9 +57,11 @@ class ConsoleReplyStream:
         """The plain text that will not change as the model writes on: the complete lines,
         and the current line up to where markup may start."""
         done, newline, current = text.rpartition("\n")
+        if done != self._done:  # complete lines change only at a line break
+            self._done, self._done_plain = done, self._plain(done)
         markup = _MARKUP.search(current)
         ahead = current if markup is None else current[: markup.start()]
-        return (self._plain(done) + newline if newline else "") + ahead
+        return (self._done_plain + newline if newline else "") + ahead
 
     async def finish(self, text: str) -> PostedMessage:
         plain = self._plain(text)

@@ -69,11 +69,11 @@ def for_person_alone(ctx: TurnContext) -> TurnContext:
     """The context of an answer only its person sees (a slash command's ephemeral reply):
     their private notes are readable too, even in a channel."""
     speaker = Scope.parse(user_scope(ctx.author))
+    full = ctx.visibility.full
     visibility = Visibility(
-        full=(*ctx.visibility.full, speaker) if speaker not in ctx.visibility.full else (
-            ctx.visibility.full),
+        full=full if speaker in full else (*full, speaker),
         public_only=tuple(s for s in ctx.visibility.public_only if s != speaker),
-    )  # fmt: skip
+    )
     return dataclasses.replace(ctx, visibility=visibility)
 
 
