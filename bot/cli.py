@@ -29,10 +29,13 @@ from bot.errors import ConfigError, user_message
 
 if TYPE_CHECKING:
     from bot.config import Settings
+    from bot.memory_setup import StoreSettings
+    from bot.settings_snapshot import SettingsSnapshot
 
 _log = logging.getLogger(__name__)
 
 Command = Callable[[argparse.Namespace, "Settings"], Coroutine[Any, Any, int]]
+SnapshotCommand = Callable[[argparse.Namespace, "StoreSettings"], Coroutine[Any, Any, int]]
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE
@@ -50,6 +53,9 @@ EXISTING_DATABASE = frozenset({
 # Commands that touch the database's folder before `open_memory` would check it (a copy,
 # a lock file), so the check comes first: command -> whether it may start a database.
 CHECKED_FIRST = {"backup": False, "chat": True, "run": True}
+# Commands that only read notes: they start from the settings snapshot of their last full
+# load when nothing it came from changed (bot/settings_snapshot.py), without pydantic.
+SNAPSHOT_COMMANDS = frozenset({"notes list", "notes show", "notes search"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,22 +168,25 @@ def _main(argv: Sequence[str] | None) -> int:
         # Loaded here, not at the top: `--help` and a mistyped command need none of it.
         import asyncio
 
-        from bot.config import load_settings
         from bot.logs import configure_logging
         from bot.memory_setup import check_database, existing_database_only
 
-        settings = load_settings(args.config)
+        path = getattr(args, "command_path", "")
+        settings = _settings(args.config, snapshot=path in SNAPSHOT_COMMANDS)
         log_format = args.log_format or settings.observability.log_format
         level = logging.DEBUG if args.debug else logging.getLevelName(settings.log_level)
         if not args.debug and not getattr(args, "daemon", False):
             level = max(level, logging.WARNING)  # one-shot commands: only what goes wrong
         configure_logging(level, log_format, settings.secrets())
-        path = getattr(args, "command_path", "")
         if path in CHECKED_FIRST:
             check_database(settings, create=CHECKED_FIRST[path])
-        command: Command = args.command
+        command: Command | SnapshotCommand = args.command
         with existing_database_only(path in EXISTING_DATABASE):
-            return asyncio.run(command(args, settings))
+            # Only a SNAPSHOT_COMMANDS command may be given a snapshot, which it takes.
+            code = asyncio.run(command(args, settings))  # type: ignore[arg-type]
+        if code == 0 and path in SNAPSHOT_COMMANDS:
+            _keep_snapshot(args.config, settings)
+        return code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -198,6 +207,29 @@ def _main(argv: Sequence[str] | None) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERNAL_ERROR
+
+
+def _settings(config: Path | None, *, snapshot: bool) -> Settings | SettingsSnapshot:
+    """The settings, loaded in full, or for `snapshot` commands from the snapshot when
+    nothing it came from changed."""
+    if snapshot:
+        from bot import settings_snapshot
+
+        kept = settings_snapshot.load(config)
+        if kept is not None:
+            return kept
+    from bot.config import load_settings
+
+    return load_settings(config)
+
+
+def _keep_snapshot(config: Path | None, settings: Settings | SettingsSnapshot) -> None:
+    """After a snapshot command succeeded on settings loaded in full, keep them for the
+    next one (a failed command leaves nothing behind)."""
+    from bot import settings_snapshot
+
+    if not isinstance(settings, settings_snapshot.SettingsSnapshot):
+        settings_snapshot.save(config, settings)
 
 
 def _user_error(exc: Exception, message: str, debug: bool) -> int:

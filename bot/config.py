@@ -3,8 +3,9 @@
 Sources, highest priority first: environment variables `LOREBOT_…` (nested with `__`,
 e.g. `LOREBOT_OLLAMA__MODEL`), a `.env` file in the working directory, then a TOML file:
 `--config`, else `LOREBOT_CONFIG`, else the first of `$XDG_CONFIG_HOME/lorebot/config.toml`
-and `/etc/lorebot/config.toml` that exists. This is the only module that reads the
-environment.
+and `/etc/lorebot/config.toml` that exists. This module and bot/config_paths.py (the paths
+the defaults start from) are the only ones that read the environment for settings;
+bot/settings_snapshot.py digests the same inputs to know when its snapshot still holds.
 """
 
 from __future__ import annotations
@@ -43,73 +44,17 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from bot.config_paths import (
+    DOTENV_FILE,
+    ENV_PREFIX,
+    absolute,
+    default_database_path,
+    find_config_file,
+    home,
+    state_directory,
+    xdg_dir,
+)
 from bot.errors import ConfigError
-
-ENV_PREFIX = "LOREBOT_"
-DOTENV_FILE = Path(".env")
-SYSTEM_CONFIG = Path("/etc/lorebot/config.toml")
-
-
-def _home() -> Path:
-    try:
-        return Path.home()
-    except RuntimeError:  # no HOME and no password entry, as for some service users
-        return Path("/")
-
-
-def _xdg_dir(variable: str, fallback: str) -> Path:
-    """An XDG base directory; relative values are ignored, as the specification says."""
-    value = os.environ.get(variable, "")
-    return Path(value) if os.path.isabs(value) else _home() / fallback
-
-
-def state_directory() -> Path | None:
-    """The first of systemd's `$STATE_DIRECTORY` folders, when running as a service."""
-    first = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
-    return Path(first).absolute() if first else None
-
-
-def default_database_path() -> Path:
-    """`$STATE_DIRECTORY/lorebot.db` under systemd, else `$XDG_DATA_HOME/lorebot/lorebot.db`."""
-    state = state_directory()
-    if state is not None:
-        return state / "lorebot.db"
-    return _xdg_dir("XDG_DATA_HOME", ".local/share") / "lorebot" / "lorebot.db"
-
-
-def user_config_path() -> Path:
-    """Where this user's config file is looked for: `$XDG_CONFIG_HOME/lorebot/config.toml`."""
-    return _xdg_dir("XDG_CONFIG_HOME", ".config") / "lorebot" / "config.toml"
-
-
-def find_config_file(explicit: Path | None = None) -> Path | None:
-    """The config file in use: `explicit` (`--config`), `$LOREBOT_CONFIG`, else the first
-    of the user's and the system's config files that exists."""
-    if explicit is None and os.environ.get(ENV_PREFIX + "CONFIG"):
-        explicit = Path(os.environ[ENV_PREFIX + "CONFIG"])
-    if explicit is not None:
-        return _absolute(explicit)
-    return next((p for p in (user_config_path(), SYSTEM_CONFIG) if p.is_file()), None)
-
-
-def _absolute(path: Path) -> Path:
-    """The path as lorebot prints it: `~` expanded and made absolute (not resolved)."""
-    return path if str(path) == ":memory:" else path.expanduser().absolute()
-
-
-def old_database_hint(database: Path) -> str | None:
-    """How to move `./lorebot.db`, where lorebot kept its database before, when it exists
-    and `database` (the default) does not yet."""
-    old = Path("lorebot.db").absolute()
-    if database != default_database_path() or old == database or database.exists():
-        return None
-    if not old.is_file():
-        return None
-    return (
-        f"{old} is from an older lorebot, which kept its database in the working folder: "
-        f"move it with `mkdir -p {database.parent} && mv {old} {database}` while lorebot "
-        f"is stopped, or keep it there with LOREBOT_DATABASE__PATH={old}"
-    )
 
 
 class _Section(BaseModel):
@@ -127,7 +72,7 @@ class DatabaseSettings(_Section):
     @field_validator("path")
     @classmethod
     def _absolute_path(cls, path: Path) -> Path:
-        return _absolute(path)
+        return absolute(path)
 
 
 class MemorySettings(_Section):
@@ -255,7 +200,7 @@ class DiscordSettings(_Section):
 
 
 def _home_skills() -> Path:
-    return _home() / ".agents" / "skills"
+    return home() / ".agents" / "skills"
 
 
 def _user_skills() -> Path:
@@ -263,7 +208,7 @@ def _user_skills() -> Path:
     state = state_directory()
     if state is not None:
         return state / "skills"
-    return _xdg_dir("XDG_CONFIG_HOME", ".config") / "lorebot" / "skills"
+    return xdg_dir("XDG_CONFIG_HOME", ".config") / "lorebot" / "skills"
 
 
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
@@ -417,7 +362,7 @@ class JobsSettings(_Section):
     @field_validator("backup_dir")
     @classmethod
     def _absolute_dir(cls, path: Path | None) -> Path | None:
-        return None if path is None else _absolute(path)
+        return None if path is None else absolute(path)
 
 
 class ObservabilitySettings(_Section):
@@ -517,7 +462,7 @@ class Settings(BaseSettings):
     @field_validator("config")
     @classmethod
     def _absolute_config(cls, path: Path | None) -> Path | None:
-        return None if path is None else _absolute(path)
+        return None if path is None else absolute(path)
 
 
 def _resolved_or_none(value: str) -> str | None:

@@ -53,7 +53,8 @@ def _source_fields(source: Source) -> dict[str, str | None]:
 
 
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.config import SYSTEM_CONFIG, read_inputs, user_config_path
+    from bot.config import read_inputs
+    from bot.config_paths import SYSTEM_CONFIG, user_config_path
     from bot.config_render import shown_settings
 
     inputs = read_inputs(settings.config)
@@ -86,7 +87,7 @@ def _origin(source: Source) -> str:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from bot.config import SYSTEM_CONFIG, user_config_path
+    from bot.config_paths import SYSTEM_CONFIG, user_config_path
     from bot.config_render import render_env, render_toml
 
     text = render_env() if args.env else render_toml()

@@ -8,14 +8,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bot.config import Settings, old_database_hint, read_inputs
+from bot.config_paths import old_database_hint
 from bot.errors import UserError
 from memory import Database, NoteStore
 from memory.conversations import ConversationLog
 from memory.db import Clock, utc_now
 from memory.embedder import Embedder
 from memory.vectors import VectorIndex
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+    from bot.settings_snapshot import SettingsSnapshot
+
+    # What opening the memory reads: the settings, or a read-only command's snapshot.
+    StoreSettings = Settings | SettingsSnapshot
 
 EMBED_TIMEOUT_S = 30.0
 
@@ -24,7 +32,7 @@ EMBED_TIMEOUT_S = 30.0
 _may_create: ContextVar[bool] = ContextVar("may_create_database", default=True)
 
 
-def embedder_for(settings: Settings) -> Embedder | None:
+def embedder_for(settings: StoreSettings) -> Embedder | None:
     """The Ollama embedder of `ollama.embed_model`, or None when none is set."""
     ollama = settings.ollama
     if not ollama.embed_model:
@@ -41,7 +49,7 @@ def embedder_for(settings: Settings) -> Embedder | None:
     )
 
 
-def check_database(settings: Settings, *, create: bool) -> None:
+def check_database(settings: StoreSettings, *, create: bool) -> None:
     """Stop with one line when the database is not where a command needs it: an older
     lorebot's `./lorebot.db` waits to be moved, or (unless `create`) none exists yet."""
     path = settings.database.path
@@ -50,6 +58,8 @@ def check_database(settings: Settings, *, create: bool) -> None:
         raise UserError(hint)
     if create or path.exists():
         return
+    from bot.config import read_inputs  # only to say where the path came from
+
     source = read_inputs(settings.config).source_of(("database", "path"))
     origin = "the default" if source.origin == "default" else f"set by {source}"
     raise UserError(
@@ -87,7 +97,7 @@ class Memory:
 
 
 async def open_memory(
-    settings: Settings,
+    settings: StoreSettings,
     *,
     clock: Clock = utc_now,
     embedder: Embedder | None = None,

@@ -18,6 +18,7 @@ from memory.errors import InvalidInput
 # What only some commands use is imported in them: `--help` and `notes search` start fast.
 if TYPE_CHECKING:
     from bot.config import Settings
+    from bot.memory_setup import StoreSettings
     from memory import Change, Note, NoteStore, Visibility
     from memory.types import Category, Scope
     from memory.vectors import VectorIndex
@@ -185,7 +186,7 @@ def print_json(value: object) -> None:
 
 @asynccontextmanager
 async def open_store(
-    settings: Settings, *, vectors: bool = False, create: bool | None = None
+    settings: StoreSettings, *, vectors: bool = False, create: bool | None = None
 ) -> AsyncIterator[NoteStore]:
     """The note store; `vectors` checks the embedding model and searches with it;
     `create` is as for `open_memory`."""
@@ -225,7 +226,7 @@ def _note_json(note: Note, in_index: bool) -> dict[str, Any]:
     }
 
 
-async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
+async def cmd_list(args: argparse.Namespace, settings: StoreSettings) -> int:
     async with open_store(settings) as store:
         notes = await store.list_notes(args.scope)
         by_scope: dict[Scope, list[Note]] = {}
@@ -246,7 +247,7 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+async def cmd_show(args: argparse.Namespace, settings: StoreSettings) -> int:
     async with open_store(settings) as store:
         note = await store.get(args.scope, args.topic)
     if note is None:
@@ -284,7 +285,7 @@ def _search_visibility(args: argparse.Namespace) -> Visibility:
     return explicit(tuple(args.scopes))
 
 
-async def cmd_search(args: argparse.Namespace, settings: Settings) -> int:
+async def cmd_search(args: argparse.Namespace, settings: StoreSettings) -> int:
     from memory.vectors import NOTE
 
     visibility = _search_visibility(args)
@@ -342,7 +343,7 @@ def _print_found(found: list[tuple[dict[str, Any], str]], *, as_json: bool) -> i
 
 
 async def _search_history(
-    args: argparse.Namespace, settings: Settings, visibility: Visibility
+    args: argparse.Namespace, settings: StoreSettings, visibility: Visibility
 ) -> int:
     from bot.memory_setup import open_memory
     from memory.vectors import MESSAGE

@@ -88,6 +88,18 @@ def test_help_loads_neither_the_settings_nor_memory_nor_the_adapter_contract(
     assert not imported & heavy, sorted(imported & heavy)
 
 
+def test_a_search_after_the_first_starts_without_the_settings_library(tmp_path: Path) -> None:
+    """The first search loads the settings in full and keeps a snapshot; the next one,
+    with nothing changed, reads that and finds the same notes."""
+    _imported(tmp_path, "notes", "add", "channel:slack/C1", "staging-db", "the staging db")
+    search = ("notes", "search", "staging", "--scope", "channel:slack/C1")
+    first_code, first, first_imported = _imported(tmp_path, *search)
+    code, again, imported = _imported(tmp_path, *search)
+    assert first_code == code == 0 and "staging-db" in first and again == first
+    assert "pydantic" in first_imported
+    assert not imported & {"pydantic", "pydantic_settings", "dotenv"}, sorted(imported)
+
+
 def test_the_categories_notes_add_offers_are_memorys() -> None:
     from bot.notes_cli import CATEGORIES
     from memory.types import Category

@@ -71,7 +71,8 @@ def shell(
             monkeypatch.delenv(key)
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(work)
-    monkeypatch.setattr("bot.config.SYSTEM_CONFIG", tmp_path / "etc" / "lorebot" / "config.toml")
+    system_config = tmp_path / "etc" / "lorebot" / "config.toml"
+    monkeypatch.setattr("bot.config_paths.SYSTEM_CONFIG", system_config)
     env = {k: v for k, v in os.environ.items() if not k.startswith(CLEARED)}
     env.update(HOME=str(home), PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     yield Shell(tmp_path, home, work, capsys, monkeypatch, env)
