@@ -72,6 +72,31 @@ async def sync_commands(
         _log.exception("could not register the /lorebot commands %s", where)
     else:
         _log.info("registered the /lorebot commands %s", where)
+        if guild_id is not None:
+            await _drop_global_lorebot(tree, guild_id)
+
+
+async def _drop_global_lorebot(
+    tree: app_commands.CommandTree[discord.Client], guild_id: int
+) -> None:
+    """Delete the global `/lorebot` an earlier start registered before a command server
+    was set: left in place, that server would show `/lorebot` twice. Other global
+    commands of the application are left alone."""
+    try:
+        stale = [c for c in await tree.fetch_commands() if c.name == "lorebot"]
+        for command in stale:
+            await command.delete()
+    except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
+        _log.warning(
+            "could not remove the global /lorebot an earlier start registered (servers may "
+            "show /lorebot twice): %s: %s", type(exc).__name__, exc,
+        )  # fmt: skip
+        return
+    except Exception:
+        _log.exception("could not remove the global /lorebot an earlier start registered")
+        return
+    if stale:
+        _log.info("removed the global /lorebot commands: server %s has its own now", guild_id)
 
 
 def _sync_fix(exc: discord.HTTPException, application_id: int | None, guild_id: int | None) -> str:

@@ -130,6 +130,41 @@ async def test_without_a_command_server_the_group_is_synced_globally(start: Star
     assert event.text == "undo"
 
 
+async def test_setting_a_command_server_removes_the_global_lorebot_of_an_earlier_start(
+    start: Start, fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Else that server shows `/lorebot` twice: its own and the global one."""
+    caplog.set_level(logging.INFO)
+    earlier = await start(command_guild_id=None)
+    await earlier.adapter.close()
+    foreign = {
+        **fake_discord.registered[None][0],
+        "id": "77",
+        "name": "deploy",
+        "description": "another program's command",
+        "options": [],
+    }
+    fake_discord.registered[None].append(foreign)  # another global command of the app
+
+    run = await start(command_guild_id=GUILD_ID)
+    removed = f"removed the global /lorebot commands: server {GUILD_ID} has its own now"
+    await fake_discord.wait_until(lambda: removed in caplog.messages)
+    assert fake_discord.registered[None] == [foreign]
+    assert [c["name"] for c in fake_discord.registered[GUILD_ID]] == ["lorebot"]
+    event = await run.command("undo")  # the server's copy still answers
+    assert event.text == "undo"
+
+
+async def test_with_no_global_lorebot_left_a_command_server_deletes_nothing(
+    start: Start, fake_discord: FakeDiscord
+) -> None:
+    await start(command_guild_id=GUILD_ID)
+    await fake_discord.wait_until(
+        lambda: fake_discord.requests_to("GET", f"/applications/{APPLICATION_ID}/commands")
+    )
+    assert fake_discord.requests_to("DELETE", "/applications/") == []
+
+
 async def test_a_refused_sync_is_logged_once_with_the_fix_and_the_bot_keeps_running(
     start: Start, fake_discord: FakeDiscord, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -15,7 +15,8 @@ a thread the bot has joined and one it has not, and DMs; it records every reques
     [answer] = await fake.wait_until(lambda: fake.followups)
 
 Application commands are synced with ``PUT /applications/{id}/commands`` (or
-``/guilds/{id}/commands``), recorded in ``command_syncs``; ``refuse_command_sync()`` answers
+``/guilds/{id}/commands``), recorded in ``command_syncs`` and kept in ``registered``, where
+``GET`` and ``DELETE`` of global commands find them; ``refuse_command_sync()`` answers
 403 Missing Access as Discord does when the bot was invited without the
 ``applications.commands`` scope. Interaction callbacks and follow-ups are webhook calls that
 carry the interaction's token in the path and no Authorization header.
@@ -222,6 +223,8 @@ class FakeDiscord:
         self.refused_typing: set[int] = set()  # channels where typing gets 403 Missing Permissions
         self.refused_edits: list[tuple[int, int, str]] = []  # answers for the next edits
         self.command_syncs: list[CommandSync] = []
+        # The commands Discord holds now, globally (None) or per guild, as it saved them.
+        self.registered: dict[int | None, list[Body]] = {}
         self.refused_sync: tuple[int, int, str] | None = None
         self.callbacks: list[Callback] = []
         self.followups: list[FollowUp] = []
@@ -252,6 +255,10 @@ class FakeDiscord:
             self._add_reaction,
         )
         app.router.add_put(f"{api}/applications/{{app}}/commands", self._sync_commands)
+        app.router.add_get(f"{api}/applications/{{app}}/commands", self._registered_commands)
+        app.router.add_delete(
+            f"{api}/applications/{{app}}/commands/{{command}}", self._delete_command
+        )
         app.router.add_put(
             f"{api}/applications/{{app}}/guilds/{{guild}}/commands", self._sync_commands
         )
@@ -863,7 +870,24 @@ class FakeDiscord:
             if guild_id is not None:
                 saved["guild_id"] = str(guild_id)
             created.append(saved)
+        self.registered[guild_id] = created
         return _json(created)
+
+    async def _registered_commands(self, request: web.Request) -> web.Response:
+        _, denied = await self._record(request)
+        return denied or _json(self.registered.get(None, []))
+
+    async def _delete_command(self, request: web.Request) -> web.Response:
+        _, denied = await self._record(request)
+        if denied:
+            return denied
+        kept = [
+            c for c in self.registered.get(None, []) if c["id"] != request.match_info["command"]
+        ]
+        if len(kept) == len(self.registered.get(None, [])):
+            return _error(404, "Unknown application command", code=10063)
+        self.registered[None] = kept
+        return web.Response(status=204)
 
     async def _record_webhook(self, request: web.Request) -> tuple[Any, Body | None]:
         """Record a call made with an interaction's token (no Authorization: the token in
