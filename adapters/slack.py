@@ -3,7 +3,7 @@
 Socket Mode (bot token and app-level token) needs no public URL; HTTP Events mode serves
 bolt's signed-request endpoint when a signing secret and a listen address are configured.
 Both feed one handler, which bolt runs after it has acknowledged the event, and which turns
-the payload into the core's `Message` / `ReactionEvent` in one place (`_to_event`). The
+the payload into the core's `Message` / `ReactionEvent` in one place (`slack_events`). The
 `/lorebot` slash command lives in `slack_commands`, the thread status in `slack_status`,
 streamed replies in `slack_stream`, Web API refusals in `slack_errors`, and the cache of
 people's names in `slack_users`.
@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -28,16 +27,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters.base import (
-    ALWAYS,
     APPROVE,
     REJECT,
     AdapterConfigError,
     ConversationRef,
     Event,
     EventSink,
-    Message,
     PostedMessage,
-    ReactionEvent,
     ReplyStream,
     Status,
     UserRef,
@@ -47,6 +43,7 @@ from adapters.slack_errors import BOT_TOKEN_HELP, response_header, retry_handler
 from adapters.slack_errors import SlackRequestError as SlackRequestError
 from adapters.slack_errors import describe_error as describe_error
 from adapters.slack_errors import missing_scopes as missing_scopes
+from adapters.slack_events import PLATFORM, BotThreads, to_event
 from adapters.slack_status import ThreadStatus
 from adapters.slack_stream import (
     STREAM_INTERVAL_S,
@@ -54,25 +51,21 @@ from adapters.slack_stream import (
     StreamGate,
     stop_stream,
 )
-from adapters.slack_text import fit_mrkdwn, mentioned_user_ids, to_mrkdwn, to_plain
+from adapters.slack_text import fit_mrkdwn, to_mrkdwn
 from adapters.slack_users import MAX_LOOKUPS_PER_MESSAGE as MAX_LOOKUPS_PER_MESSAGE
 from adapters.slack_users import SlackUser as SlackUser
 from adapters.slack_users import SlackUsers
 
 _log = logging.getLogger(__name__)
 
-PLATFORM = "slack"
 
-_EMOJI = {"white_check_mark": APPROVE, "x": REJECT, "infinity": ALWAYS}
 _REACTION_NAMES = {APPROVE: "white_check_mark", REJECT: "x"}
-_MESSAGE_SUBTYPES = {None, "file_share", "thread_broadcast"}
 _USER_UNKNOWN = frozenset({"user_not_found", "user_not_visible"})
 _APP_TOKEN_HELP = (
     "LOREBOT_SLACK__APP_TOKEN (an app-level token, xapp-…, with connections:write, "
     "under Basic Information → App-Level Tokens)"
 )
 
-THREAD_MEMORY = 10_000
 CLOSE_GRACE_S = 5.0
 CONNECT_TIMEOUT_S = 30.0
 
@@ -134,7 +127,7 @@ class SlackAdapter:
         self._runner: web.AppRunner | None = None
         self._inflight: set[asyncio.Task[Any]] = set()
         self._users = SlackUsers(self._user_info)
-        self._threads: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self.threads = BotThreads()
         self._status = ThreadStatus(self)
         self.stream_gate = StreamGate()
         self._started = False
@@ -304,7 +297,7 @@ class SlackAdapter:
 
     async def _on_event(self, body: dict[str, Any]) -> None:
         """bolt's listener for every event; it runs after the event was acknowledged."""
-        await self.hand_over(lambda: self._to_event(body), f"event {body.get('event_id')}")
+        await self.hand_over(lambda: to_event(body, self), f"event {body.get('event_id')}")
 
     async def hand_over(self, convert: Callable[[], Awaitable[Event | None]], what: str) -> None:
         """Turn a payload into the core's event and give it to the sink; tracked, so `close`
@@ -325,97 +318,13 @@ class SlackAdapter:
             if task is not None:
                 self._inflight.discard(task)
 
-    async def _to_event(self, body: Mapping[str, Any]) -> Event | None:
-        event = body.get("event")
-        if body.get("type") != "event_callback" or not isinstance(event, dict):
-            return None
-        event_id = str(body.get("event_id") or "")
-        team_id = body.get("team_id") or event.get("team") or self.team_id
-        kind = event.get("type")
-        if kind == "app_mention":
-            thread_id = event.get("thread_ts") or event.get("ts")
-            return await self._message(event, event_id, team_id, is_dm=False, thread_id=thread_id)
-        if kind == "message":
-            route = self._route(event)
-            if route is None:
-                return None
-            is_dm, thread_id = route
-            return await self._message(event, event_id, team_id, is_dm=is_dm, thread_id=thread_id)
-        if kind in ("reaction_added", "reaction_removed"):
-            return self._reaction(event, event_id, team_id, added=kind == "reaction_added")
-        return None
-
-    def _route(self, event: Mapping[str, Any]) -> tuple[bool, str | None] | None:
-        """Whether a `message` event is for the bot: (is_dm, thread to reply in), or None.
-
-        In channels only replies in a thread the bot is part of count, and only when they do
-        not mention the bot, because the `app_mention` event already covers those.
-        """
-        if event.get("subtype") not in _MESSAGE_SUBTYPES or event.get("hidden"):
-            return None
-        channel = str(event.get("channel") or "")
-        thread_ts = event.get("thread_ts")
-        if event.get("channel_type", "im" if channel.startswith("D") else "") == "im":
-            return True, thread_ts
-        if not thread_ts or thread_ts == event.get("ts"):
-            return None
-        if self.bot_user_id in mentioned_user_ids(str(event.get("text") or "")):
-            return None
-        in_bot_thread = (channel, thread_ts) in self._threads
-        if in_bot_thread or event.get("parent_user_id") == self.bot_user_id:
-            return False, thread_ts
-        return None
-
-    async def _message(
-        self,
-        event: Mapping[str, Any],
-        event_id: str,
-        team_id: str | None,
-        *,
-        is_dm: bool,
-        thread_id: str | None,
-    ) -> Message | None:
-        user_id, channel, ts = event.get("user"), event.get("channel"), event.get("ts")
-        if not (user_id and channel and ts):
-            return None
-        raw = str(event.get("text") or "")
-        author, names = await self.fetch_names(raw, user_id)
-        text = to_plain(raw, bot_user_id=self.bot_user_id, names=names)
-        is_bot = author.is_bot or bool(event.get("bot_id"))
-        return Message(
-            ConversationRef(PLATFORM, channel, is_dm, thread_id, team_id),
-            UserRef(PLATFORM, user_id, author.name, is_bot=is_bot),
-            text,
-            str(ts),
-            event_id,
-            mentions_bot=True,
-            link=permalink(self.workspace_url, channel, str(ts), thread_id),
-        )
-
     async def fetch_names(self, raw: str, author_id: str) -> tuple[SlackUser, dict[str, str]]:
         """The author and the display names of the people `raw` mentions (see `SlackUsers`)."""
         return await self._users.fetch_names(raw, author_id, self.bot_user_id)
 
-    def _reaction(
-        self, event: Mapping[str, Any], event_id: str, team_id: str | None, *, added: bool
-    ) -> ReactionEvent | None:
-        item = event.get("item") or {}
-        user_id, channel, ts = event.get("user"), item.get("channel"), item.get("ts")
-        if item.get("type") != "message" or not (user_id and channel and ts):
-            return None
-        item_user = event.get("item_user")
-        if item_user and self.bot_user_id and item_user != self.bot_user_id:
-            return None  # only the bot's own messages can be cards
-        name = str(event.get("reaction") or "").split("::", 1)[0]
-        known = self._users.peek(user_id)
-        user = UserRef(
-            PLATFORM,
-            user_id,
-            known.name if known else "",
-            is_bot=user_id == self.bot_user_id or bool(known and known.is_bot),
-        )
-        conversation = ConversationRef(PLATFORM, channel, channel.startswith("D"), None, team_id)
-        return ReactionEvent(conversation, user, _EMOJI.get(name, name), str(ts), event_id, added)
+    def known_user(self, user_id: str) -> SlackUser | None:
+        """The person, if already looked up; never calls Slack."""
+        return self._users.peek(user_id)
 
     async def _user_info(self, user_id: str) -> Mapping[str, Any]:
         response = await self._api(
@@ -528,19 +437,4 @@ class SlackAdapter:
 
     def remember_thread(self, channel: str, thread_ts: str) -> None:
         """Note a thread the bot replied in, so replies there reach it without a mention."""
-        key = (channel, thread_ts)
-        self._threads[key] = None
-        self._threads.move_to_end(key)
-        while len(self._threads) > THREAD_MEMORY:
-            self._threads.popitem(last=False)
-
-
-def permalink(workspace_url: str, channel: str, ts: str, thread_ts: str | None) -> str:
-    """Slack's web link to a message (`https://team.slack.com/archives/C…/p…`), or "" when
-    the workspace address is unknown."""
-    if not workspace_url:
-        return ""
-    link = f"{workspace_url.rstrip('/')}/archives/{channel}/p{ts.replace('.', '')}"
-    if thread_ts and thread_ts != ts:
-        link += f"?thread_ts={thread_ts}&cid={channel}"
-    return link
+        self.threads.add(channel, thread_ts)
