@@ -19,6 +19,7 @@ from adapters.base import (
     REJECT,
     Adapter,
     ConversationRef,
+    DeliveryError,
     PostedMessage,
     ReactionEvent,
     UserRef,
@@ -43,6 +44,8 @@ from skills.types import Skill, SkillError
 from skills.writer import write_skill
 
 _log = logging.getLogger(__name__)
+
+SYSTEM = "lorebot"  # who closed a proposal nobody decided (`decided_by`)
 
 
 READ_ONLY = "this channel's memory is read-only now, so nothing was changed"
@@ -257,7 +260,13 @@ class ApprovalService:
             f"can decide; this expires in {hours:g} h."
         )
         adapter = self.adapters[conversation.platform]
-        posted = await adapter.send(conversation, f"{text}\n{footer}")
+        try:
+            posted = await adapter.send(conversation, f"{text}\n{footer}")
+        except DeliveryError as exc:
+            # Without a card nobody can decide it: close it now, not when it expires.
+            reason = f"its card could not be posted: {exc}"
+            await self.proposals.refuse(proposal.id, reason, decided_by=SYSTEM)
+            raise
         await self.proposals.attach_card(
             proposal.id, posted.conversation.channel_id, posted.message_id
         )

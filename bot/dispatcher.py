@@ -161,8 +161,10 @@ class Dispatcher:
                 await self.core.handle(event)
         except Conflict as exc:
             outcome = f"closed proposal ({exc})"
-        except DeliveryError:
+        except DeliveryError as exc:
             outcome = "not delivered"  # the adapter logged what to fix; an apology would fail too
+            if isinstance(event, SlashCommand):  # but a command's answer reaches the person
+                await self._say(event, _not_posted(event, exc))
         except Exception as exc:
             message = user_message(exc)
             outcome = "user error" if message else "failed"
@@ -194,3 +196,13 @@ class Dispatcher:
     async def wait_idle(self) -> None:
         """Return when every queued event has been handled."""
         await self.tasks.wait()
+
+
+def _not_posted(command: SlashCommand, exc: DeliveryError) -> str:
+    """Why a command's card is not there, told to the person who typed it."""
+    if command.conversation.is_dm:  # a DM between other people, which lorebot is not in
+        return (
+            "⚠️ I cannot post in this conversation, so nothing was proposed: use /lorebot "
+            "in a DM with me or in a channel I am in."
+        )
+    return f"⚠️ I could not post the card here, so nothing was proposed: {exc}"

@@ -213,3 +213,33 @@ async def test_a_repeated_command_delivery_is_answered_once(bot: Running) -> Non
     await deliver(bot.adapter, slack, command)
     await bot.settle()
     assert len(slack.ephemerals) == 1
+
+
+@pytest.mark.parametrize(
+    ("channel", "error", "told"),
+    [
+        # A DM between two people: Slack sends the command, but lorebot cannot post there.
+        ("D0PEOPLE", "channel_not_found", "I cannot post in this conversation, so nothing "
+         "was proposed: use /lorebot in a DM with me or in a channel I am in."),
+        ("C2", "not_in_channel", "I could not post the card here, so nothing was proposed: "
+         "Slack chat.postMessage failed (not_in_channel): @lorebot is not a member of "
+         "channel C2: invite it there with /invite @lorebot"),
+    ],
+)  # fmt: skip
+async def test_a_card_that_cannot_be_posted_is_explained_to_the_person_and_closed(
+    bot: Running, channel: str, error: str, told: str
+) -> None:
+    slack = bot.slack
+    bot.title("deploy-freeze", "the deploy freeze starts on Friday")
+    slack.fail("chat.postMessage", error)
+    command = slack.slash_command("remember the deploy freeze starts on Friday", channel=channel)
+    await deliver(bot.adapter, slack, command)
+    await bot.settle()
+
+    [answer] = slack.ephemerals
+    assert answer.user == "UALICE" and answer.text == f"⚠️ {told}"
+    assert slack.posts == []
+    [proposal] = await bot.bot.proposals.list_recent()
+    assert proposal.status == "failed" and proposal.decided_by == "lorebot"
+    assert proposal.outcome.startswith(f"its card could not be posted: Slack chat.postMessage "
+                                       f"failed ({error})")  # fmt: skip
