@@ -2,13 +2,15 @@
 splits, recorded so a crash never leaves it half-written without a notice.
 
 The model's words reach the person through the adapter's `ReplyStream`, at most once per
-`stream_interval_s`; the final text (what the conversation history keeps) replaces
-whatever was shown. Only the first message of a long reply grows live; the rest of it
-is posted when the reply is done.
+`stream_interval_s`, one update at a time: a platform slow to show one finishes it in the
+background instead of holding up reading the model's answer (and its timeout). The final
+text (what the conversation history keeps) replaces whatever was shown. Only the first
+message of a long reply grows live; the rest of it is posted when the reply is done.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
@@ -36,6 +38,9 @@ _log = logging.getLogger(__name__)
 # Tools whose calls show "is searching notes…".
 SEARCH_TOOLS = frozenset({"memory_search", "memory_read"})
 CUT_SHORT = "⚠️ (This reply was cut short before it was finished.)"
+# How long reading the model's answer waits for the platform to show an update; a slower
+# update goes on in the background, and no other starts until it is done.
+UPDATE_WAIT_S = 0.25
 
 
 class LiveReply:
@@ -63,6 +68,7 @@ class LiveReply:
         self._shown = ""
         self._live = True  # false once the platform refused an update
         self._done = False
+        self._updating: asyncio.Task[None] | None = None
         # The first update waits one interval too: a reply written within it is posted once.
         self._last = monotonic()
 
@@ -72,17 +78,27 @@ class LiveReply:
         return self._shown
 
     async def write(self, delta: str) -> None:
-        """The model wrote `delta`; show the text so far when an interval has passed."""
+        """The model wrote `delta`; start showing the text so far when an interval has
+        passed and the platform is done with the previous update."""
         self._text += delta
-        if self._live and self.monotonic() - self._last >= self.interval_s:
-            await self._update()
+        if not self._live or self.monotonic() - self._last < self.interval_s:
+            return
+        if self._updating is None or self._updating.done():
+            self._last = self.monotonic()
+            self._updating = asyncio.create_task(self._update(), name="live-reply-update")
+            await asyncio.wait({self._updating}, timeout=UPDATE_WAIT_S)
+
+    async def _updated(self) -> None:
+        """Wait for the update in flight (an error in it raises here)."""
+        if self._updating is not None:
+            updating, self._updating = self._updating, None
+            await updating
 
     def restart(self) -> None:
         """The round's words led to tool calls: the next round's words replace them."""
         self._text = ""
 
     async def _update(self) -> None:
-        self._last = self.monotonic()
         visible = self._first_part(self._text)
         if not visible or visible == self._shown:
             return
@@ -116,6 +132,7 @@ class LiveReply:
     async def finish(self, text: str) -> PostedMessage:
         """Make the reply say exactly `text`: its first part in the streamed message, the
         rest in messages after it."""
+        await self._updated()  # its text is part of what the platform shows now
         parts = split_message(text, self.adapter.max_message_chars, self._measure)
         self._done = True
         posted = await self.stream.finish(parts[0])
@@ -127,6 +144,10 @@ class LiveReply:
     async def cut(self) -> None:
         """End a reply the turn did not finish (shutdown, a failure): what was shown stays,
         with a notice that it was cut short. Never raises."""
+        if self._updating is not None:  # the platform may be what is stuck
+            self._updating.cancel()
+            await asyncio.wait({self._updating})
+            self._updating = None
         if self._done or not self._shown:
             return
         try:

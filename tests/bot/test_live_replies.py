@@ -119,6 +119,28 @@ async def test_a_model_failure_mid_stream_leaves_the_offline_answer_not_half_a_r
         await h.bot.stop()
 
 
+async def test_a_platform_slow_to_show_an_update_does_not_hold_up_the_models_answer(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    """The model's answer is read (and its timeout kept) while the platform is busy."""
+    h, adapter = await streaming(tmp_path, fake_ollama, clock, ollama={"timeout_s": 0.5})
+    try:
+        adapter.hold_after(1)  # the second update waits until the platform is released
+        answer = "Rotate the keys first, then restart the workers one by one."
+        fake_ollama.reply(answer)
+        await h.bot.dispatcher.submit(adapter.message("how do I rotate keys?"))
+        async with asyncio.timeout(10):
+            await adapter.held.wait()
+            while not (await h.bot.log.history(HISTORY)).entries[1:]:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)  # the answer is kept while the update waits
+        assert await stored_reply(h) == answer
+        adapter.release.set()
+        await h.bot.dispatcher.wait_idle()
+        assert adapter.sent[0].current == answer
+    finally:
+        await h.bot.stop()
+
+
 async def test_a_reply_cut_by_shutdown_ends_with_a_notice(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:

@@ -166,7 +166,7 @@ class _RecordedStream:
 class StreamingAdapter(RecordingAdapter):
     """A recording adapter whose replies grow while the model writes them (every update
     shown: no pacing), as Discord's edits do. `hold_after(n)` makes updates after the
-    n-th wait, as a platform that stopped answering."""
+    n-th wait, as a platform that stopped answering, until `release` is set."""
 
     stream_interval_s = 0.0
 
@@ -177,6 +177,7 @@ class StreamingAdapter(RecordingAdapter):
         self.fail_edits = 0
         self._hold_after: int | None = None
         self.held = asyncio.Event()
+        self.release = asyncio.Event()
 
     def stream_reply(self, conversation: ConversationRef, recipient: UserRef) -> _RecordedStream:
         stream = _RecordedStream(self, conversation)
@@ -206,4 +207,4 @@ class StreamingAdapter(RecordingAdapter):
     async def before_show(self, shown: int) -> None:
         if self._hold_after is not None and shown >= self._hold_after:
             self.held.set()
-            await asyncio.Event().wait()  # until cancelled
+            await self.release.wait()
