@@ -125,15 +125,31 @@ class Database:
         await self.conn.execute("PRAGMA synchronous = NORMAL")
         await self.conn.execute("PRAGMA foreign_keys = ON")
         for number in range(int(version), SCHEMA_VERSION):
-            # executescript commits any open transaction first, so the script carries its own.
-            script = f"BEGIN IMMEDIATE;\n{MIGRATIONS[number]}\nPRAGMA user_version = {number + 1};"
             try:
-                await self.conn.executescript(script + "\nCOMMIT;")
+                await self._migrate(number)
             except driver.Error as exc:
                 if self.conn.in_transaction:
                     await self.conn.execute("ROLLBACK")
                 raise StoreError(f"migration {number + 1} of {self.path} failed: {exc}") from exc
             _log.info("database %s migrated to schema version %d", self.path, number + 1)
+
+    async def _migrate(self, number: int) -> None:
+        """Apply migration `number` (from 0) and count it, in one transaction."""
+        step = MIGRATIONS[number]
+        version = f"PRAGMA user_version = {number + 1};"
+        if isinstance(step, str):
+            # executescript commits any open transaction first, so the script carries its own.
+            await self.conn.executescript(f"BEGIN IMMEDIATE;\n{step}\n{version}\nCOMMIT;")
+            return
+        await self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            await step(self.conn)
+            await self.conn.execute(version)
+        except BaseException:
+            if self.conn.in_transaction:
+                await self.conn.execute("ROLLBACK")
+            raise
+        await self.conn.execute("COMMIT")
 
     async def scalar(self, sql: str, params: tuple[object, ...] = ()) -> Any:
         async with self.conn.execute(sql, params) as cursor:

@@ -1,8 +1,53 @@
-"""Numbered schema migrations, applied in order at open; `PRAGMA user_version` is the count."""
+"""Numbered schema migrations, applied in order at open; `PRAGMA user_version` is the count.
+
+Most are SQL scripts; one that must run Python over the stored rows is an async function
+of the connection, run in the same kind of transaction."""
 
 from __future__ import annotations
 
-MIGRATIONS: tuple[str, ...] = (
+from collections.abc import Awaitable, Callable
+
+import aiosqlite
+
+Step = Callable[[aiosqlite.Connection], Awaitable[None]]
+
+_BATCH = 2000
+
+
+async def redact_stored_messages(conn: aiosqlite.Connection) -> None:
+    """12: redact credentials in the messages and summaries stored before lorebot redacted
+    them, and index the messages again from the redacted text when any changed."""
+    from memory.message_search import index_new
+    from memory.secrets import redact
+
+    changed = 0
+    for table in ("messages", "summaries"):
+        last = 0
+        while True:
+            async with conn.execute(
+                f"SELECT id, content FROM {table} WHERE id > ? ORDER BY id LIMIT ?",
+                (last, _BATCH),
+            ) as cursor:
+                rows = list(await cursor.fetchall())
+            if not rows:
+                break
+            last = rows[-1][0]
+            updates = [(clean, i) for i, text in rows if (clean := redact(text)) != text]
+            await conn.executemany(f"UPDATE {table} SET content = ? WHERE id = ?", updates)
+            changed += len(updates) if table == "messages" else 0
+    if not changed:
+        return
+    # A message's text is also in its neighbours' rows: index every conversation anew.
+    await conn.execute("DELETE FROM messages_fts")
+    async with conn.execute(
+        "SELECT DISTINCT conversation, scope FROM messages WHERE scope != ''"
+    ) as cursor:
+        conversations = list(await cursor.fetchall())
+    for conversation, scope in conversations:
+        await index_new(conn, conversation, scope, after=0)
+
+
+MIGRATIONS: tuple[str | Step, ...] = (
     # 1: notes, their FTS5 index and their change sets.
     """
     CREATE TABLE notes (
@@ -304,6 +349,8 @@ MIGRATIONS: tuple[str, ...] = (
         UNIQUE (platform, message_id)
     );
     """,
+    # 12: credentials in messages stored before they were redacted.
+    redact_stored_messages,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
