@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 _log = logging.getLogger(__name__)
 
 FORMAT = 1
-# Besides LOREBOT_…, the variables a default depends on (see bot/config_paths.py and the
-# `default_factory` of each setting below).
+# Besides LOREBOT_…, the variables a default depends on (the `default_factory` of settings
+# in bot/config.py and the paths of bot/config_paths.py); a test keeps this list complete.
 DEFAULT_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "STATE_DIRECTORY", "OLLAMA_HOST")
 _SETTINGS_CODE = ("config.py", "config_paths.py")
 
