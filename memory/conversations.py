@@ -216,7 +216,9 @@ class ConversationLog:
         return len(conversations)
 
     async def history(self, conversation: str, limit: int = 60) -> History:
-        """The latest summary and up to `limit` most recent messages after it, oldest first."""
+        """The latest summary and up to `limit` most recent messages after it, oldest first.
+        Imported history is not part of it: it is recalled, and older than the dialogue
+        it may be stored after."""
         async with self.db.conn.execute(
             "SELECT up_to_message_id, content FROM summaries WHERE conversation = ? "
             "ORDER BY id DESC LIMIT 1",
@@ -226,7 +228,7 @@ class ConversationLog:
         after, summary = (row[0], row[1]) if row else (0, "")
         async with self.db.conn.execute(
             "SELECT id, role, author, content FROM messages WHERE conversation = ? AND id > ? "
-            "ORDER BY id DESC LIMIT ?",
+            "AND source_id IS NULL ORDER BY id DESC LIMIT ?",
             (conversation, after, limit),
         ) as cursor:
             found = [HistoryEntry(*r) for r in await cursor.fetchall()]

@@ -351,6 +351,11 @@ MIGRATIONS: tuple[str | Step, ...] = (
     """,
     # 12: credentials in messages stored before they were redacted.
     redact_stored_messages,
+    # 13: a conversation's own messages (not imported history), latest first, for its
+    # dialogue history.
+    """
+    CREATE INDEX messages_live ON messages (conversation, id) WHERE source_id IS NULL;
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

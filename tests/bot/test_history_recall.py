@@ -135,7 +135,7 @@ async def test_messages_the_history_already_shows_are_not_repeated(
 ) -> None:
     await import_history(
         [
-            # The channel's own conversation (no thread): the prompt's history holds it.
+            # The channel's own conversation (no thread), where the questions are asked.
             said(
                 "channel:test/C1",
                 "Marco",
@@ -154,16 +154,17 @@ async def test_messages_the_history_already_shows_are_not_repeated(
     h = await bot()
     await h.say("where is the staging db now?")
     prompt = h.last_prompt()
-    history = [m["content"] for m in prompt[1:-1]]
-    assert history == ["the staging db moved to pg-stage-3"]
+    assert [m["content"] for m in prompt[1:-1]] == []  # imported history is recalled
     block = memories(h)
+    assert "- 2026-10-05 08:00 Marco: the staging db moved to pg-stage-3" in block
     assert "- 2026-10-06 08:00 Priya: staging db backups run nightly at 02:00" in block
-    assert "pg-stage-3" not in block and "where is the staging db now" not in block
 
     await h.say("and which staging db host again?")
+    history = [m["content"] for m in h.last_prompt()[1:-1]]
+    assert history[0] == "where is the staging db now?"
     block = memories(h)
-    assert "backups run nightly" in block
-    assert "pg-stage-3" not in block and "where is the staging db now" not in block
+    assert "backups run nightly" in block and "pg-stage-3" in block
+    assert "where is the staging db now" not in block  # the dialogue shows it already
 
 
 async def test_notes_and_past_messages_share_the_memory_budget(
@@ -187,3 +188,26 @@ async def test_notes_and_past_messages_share_the_memory_budget(
     assert lines[1].endswith("…")  # the note is cut to leave room for what was said
     assert lines[2] == "Past messages (date UTC, author: text):"
     assert lines[3].startswith("- 2026-10-0") and "Priya: rotation day" in lines[3]
+
+
+async def test_history_imported_after_lorebot_ran_there_stays_out_of_its_dialogue(
+    import_history: Importer, bot: Callable[..., Awaitable[Harness]]
+) -> None:
+    """Imported messages are recalled, never taken for the latest turns of the dialogue:
+    they are older, though stored after it."""
+    h = await bot()
+    h.ollama.reply("Hi! The freeze is not announced yet.")
+    await h.say("is there a deploy freeze?")
+    await h.bot.stop()
+    chatter = [
+        said("channel:test/C1", "Sam", f"2026-10-0{day}T09:00:00Z", f"lunch plans for day {day}")
+        for day in range(1, 8)
+    ]
+    await import_history([*chatter, said("channel:test/C1", "Priya", "2026-10-02T14:03:00Z",
+                                         "the deploy freeze starts on the 14th")])  # fmt: skip
+    h = await bot()
+    h.ollama.reply("It starts on the 14th.")
+    await h.say("so when does the deploy freeze start?")
+    dialogue = [m["content"] for m in h.last_prompt()[1:-1]]
+    assert dialogue == ["is there a deploy freeze?", "Hi! The freeze is not announced yet."]
+    assert "the deploy freeze starts on the 14th" in memories(h)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory import Database
+from memory import Database, driver
 from memory.conversations import ConversationLog
 from memory.message_search import index_new
+from memory.migrations import MIGRATIONS
 from memory.types import Scope
 from memory.visibility import explicit
 
@@ -22,25 +23,28 @@ LINES = [
 
 
 async def _older_database(path: Path) -> None:
-    """Messages and a summary stored as they were written, then marked as schema 11."""
-    db = await Database.open(path)
+    """A database of schema 11 holding messages and a summary stored as they were written."""
+    conn = driver.connect(path)
+    await conn
     try:
-        async with db.transaction() as conn:
-            await conn.executemany(
-                "INSERT INTO messages (conversation, role, content, author_name, scope, "
-                "created_at) VALUES ('slack/C1/', 'user', ?, 'Priya', ?, "
-                "'2026-01-05T10:00:00Z')",
-                [(line, CHANNEL) for line in LINES],
-            )
-            await index_new(conn, "slack/C1/", CHANNEL, after=0)
-            await conn.execute(
-                "INSERT INTO summaries (conversation, up_to_message_id, content, created_at) "
-                "VALUES ('slack/C1/', 0, ?, '2026-01-05T10:00:00Z')",
-                (f"Priya shared the deploy bot's token {TOKEN}.",),
-            )
-            await conn.execute("PRAGMA user_version = 11")
+        for script in MIGRATIONS[:11]:
+            assert isinstance(script, str)
+            await conn.executescript(script)
+        await conn.execute("PRAGMA user_version = 11")
+        await conn.executemany(
+            "INSERT INTO messages (conversation, role, content, author_name, scope, "
+            "created_at) VALUES ('slack/C1/', 'user', ?, 'Priya', ?, '2026-01-05T10:00:00Z')",
+            [(line, CHANNEL) for line in LINES],
+        )
+        await index_new(conn, "slack/C1/", CHANNEL, after=0)
+        await conn.execute(
+            "INSERT INTO summaries (conversation, up_to_message_id, content, created_at) "
+            "VALUES ('slack/C1/', 0, ?, '2026-01-05T10:00:00Z')",
+            (f"Priya shared the deploy bot's token {TOKEN}.",),
+        )
+        await conn.commit()
     finally:
-        await db.close()
+        await conn.close()
 
 
 async def _found(log: ConversationLog, query: str) -> list[str]:
@@ -74,19 +78,17 @@ async def test_opening_an_older_database_redacts_its_stored_credentials(tmp_path
 
 async def test_a_database_with_nothing_to_redact_keeps_its_index(tmp_path: Path) -> None:
     path = tmp_path / "clean.db"
-    db = await Database.open(path)
-    async with db.transaction() as conn:
-        await conn.execute(
-            "INSERT INTO messages (conversation, role, content, scope, created_at) "
-            "VALUES ('slack/C1/', 'user', 'the staging db is db-2', ?, '2026-01-05')",
-            (CHANNEL,),
-        )
-        await index_new(conn, "slack/C1/", CHANNEL, after=0)
-        await conn.execute("PRAGMA user_version = 11")
-    await db.close()
+    await _older_database(path)
+    conn = driver.connect(path)
+    await conn
+    await conn.execute("DELETE FROM summaries")
+    await conn.execute("DELETE FROM messages WHERE content LIKE '%xoxb%'")
+    await conn.commit()
+    await conn.close()
     db = await Database.open(path)
     try:
-        assert await db.scalar("PRAGMA user_version") >= 12
-        assert await _found(ConversationLog(db), "staging") == ["the staging db is db-2"]
+        assert await db.scalar("PRAGMA user_version") > 11
+        found = await _found(ConversationLog(db), "deploy")
+        assert sorted(found) == sorted([LINES[0], LINES[2]])
     finally:
         await db.close()
