@@ -128,8 +128,10 @@ def parse(adapter: TypeAdapter[W], data: bytes, where: str, item: str = "entry")
     try:
         loaded = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
+        # A whole file says which of its lines; one line of a .jsonl is named by `where`.
         line = data.count(b"\n", 0, exc.start) + 1
-        raise InvalidInput(f"{where} line {line}: not valid UTF-8") from None
+        at = f" line {line}" if b"\n" in data.strip() else ""
+        raise InvalidInput(f"{where}{at}: not valid UTF-8") from None
     except (ValueError, RecursionError) as exc:
         raise InvalidInput(f"{where}: not valid JSON: {str(exc).splitlines()[0]}") from None
     try:

@@ -521,6 +521,14 @@ def break_jsonl(root: Path) -> tuple[Path, str]:
     return path, f"{path} line 2: field 'text': Field required"
 
 
+def break_jsonl_encoding(root: Path) -> tuple[Path, str]:
+    root.mkdir()
+    path = root / "history.jsonl"
+    latin = b'{"conversation": "slack/C1", "timestamp": "2026-10-02T14:03:00Z", "text": "caf\xe9"}'
+    path.write_bytes(json.dumps(JSONL[0]).encode() + b"\n" + latin)
+    return path, f"{path} line 2: not valid UTF-8\n"
+
+
 def break_zip(root: Path) -> tuple[Path, str]:
     folder = write_slack_export(root / "export")
     (folder / "users.json").write_text('[{"id": "U01ANN", "name": "ann"')
@@ -529,8 +537,10 @@ def break_zip(root: Path) -> tuple[Path, str]:
 
 
 @pytest.mark.parametrize(
-    "broken", [break_slack, break_slack_far_future, break_discord, break_jsonl, break_zip]
-)
+    "broken",
+    [break_slack, break_slack_far_future, break_discord, break_jsonl, break_jsonl_encoding,
+     break_zip],
+)  # fmt: skip
 def test_a_malformed_file_is_a_one_line_error_and_nothing_is_imported(
     env: Path, capsys: pytest.CaptureFixture[str], broken: Any
 ) -> None:
