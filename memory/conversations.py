@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import sys
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
 import aiosqlite
 
-from memory import driver
+from memory.bulk_writes import on_writer_thread, quick_gil_handoffs, rows_per_statement
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.fts import query_terms
 from memory.message_search import MessageHit, index_new, search_messages
@@ -362,24 +360,6 @@ _INDEX_IMPORTED = (
     f"{_SCOPE_KEYS} AS k WHERE k.scope = m.scope) FROM messages AS m "
     "WHERE m.id > ? AND m.scope != ''"
 )
-_SQLITE_LIMIT_VARIABLE_NUMBER = 9
-
-
-# How long the writer's thread may wait for the GIL while the reader runs Python: it takes
-# the GIL back after each SQLite call, and at Python's default of 5 ms the few calls of a
-# batch could wait for it longer than a writer-bound import can spare.
-_IMPORT_SWITCH_INTERVAL_S = 0.002
-
-
-@contextlib.contextmanager
-def quick_gil_handoffs() -> Iterator[None]:
-    """Let a thread waiting for the GIL have it sooner, for the duration of an import."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(min(interval, _IMPORT_SWITCH_INTERVAL_S))
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(interval)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -394,18 +374,6 @@ def _insert_imported(rows: int) -> str:
         f"INSERT OR IGNORE INTO messages (role, {', '.join(_IMPORTED_COLUMNS)}) VALUES "
         + ", ".join([_IMPORTED_ROW] * rows)
     )
-
-
-def rows_per_statement(raw: Any, columns: int) -> int:
-    """How many rows of `columns` values one statement on the raw connection `raw` can
-    bind: SQLite's limit on variables is 32766 since 3.32 unless the build or the
-    connection lowered it, 999 before."""
-    getlimit = getattr(raw, "getlimit", None)
-    if getlimit is not None:
-        limit = int(getlimit(_SQLITE_LIMIT_VARIABLE_NUMBER))
-    else:
-        limit = 32766 if driver.sqlite_module().sqlite_version_info >= (3, 32, 0) else 999
-    return max(1, limit // columns)
 
 
 def _store_batch(raw: Any, rows: list[tuple[str, ...]], new_keys: list[tuple[str, str]]) -> None:
@@ -441,14 +409,3 @@ async def _keep_up(writes: list[asyncio.Future[None]]) -> None:
     writer does not hold the whole export in memory."""
     if len(writes) >= _IN_FLIGHT:
         await asyncio.wait([writes[-_IN_FLIGHT]])
-
-
-def on_writer_thread(
-    conn: aiosqlite.Connection, work: Callable[[Any], None]
-) -> asyncio.Future[None]:
-    """Queue `work` to run with the raw connection on aiosqlite's thread, after the calls
-    queued before it, as one call: a statement awaited one by one from here would wait for
-    the event loop, which an import's reader holds between its pauses."""
-    runner: Any = conn
-    queued: Coroutine[Any, Any, None] = runner._execute(lambda: work(runner._conn))
-    return asyncio.ensure_future(queued)

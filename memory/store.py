@@ -19,7 +19,7 @@ from typing import Any
 import aiosqlite
 
 from memory import rows
-from memory.conversations import on_writer_thread, quick_gil_handoffs, rows_per_statement
+from memory.bulk_writes import on_writer_thread, quick_gil_handoffs, rows_per_statement
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.fts import bm25_call, match_terms, ranking_terms
