@@ -139,6 +139,7 @@ class SlackReplyStream:
         self._posted: PostedMessage | None = None
         self._shown = ""  # the core's text the stream shows
         self._live = True  # false once this reply stopped streaming
+        self._edited = False  # the stream gave way to edits of the message
 
     @property
     def posted(self) -> PostedMessage | None:
@@ -146,14 +147,26 @@ class SlackReplyStream:
         return self._posted
 
     async def show(self, text: str) -> None:
-        """Append what `text` adds to the message (the first text starts the stream); a
-        text that does not extend what is shown waits for `finish`."""
-        if not self._live or not text.strip() or not text.startswith(self._shown):
+        """Append what `text` adds to the message (the first text starts the stream). A
+        text that does not extend what is shown (the model's words before a tool call gave
+        way to its answer) ends the stream, since a stream cannot take words back, and
+        the message shows it, and what follows, by edits."""
+        if not self._live or not text.strip() or text == self._shown:
             return
         if self._posted is None:
             await self._start(text)
-        elif text != self._shown:
+        elif self._edited or not text.startswith(self._shown):
+            await self._replace(text)
+        else:
             await self._append(text)
+
+    async def _replace(self, text: str) -> None:
+        assert self._posted is not None
+        if not self._edited:
+            self._edited = True
+            await stop_stream(self._host.web, self._posted)
+        await self._host.edit(self._posted, text)
+        self._shown = text
 
     async def _start(self, text: str) -> None:
         conversation = self._conversation
@@ -214,14 +227,14 @@ class SlackReplyStream:
             self._live = False
             self._posted = posted = await self._host.send(self._conversation, text)
             return posted
-        grows = self._live and text.startswith(self._shown)
+        grows = self._live and not self._edited and text.startswith(self._shown)
         self._live = False
         if grows:
             rest = for_stream(text[len(self._shown) :])
             stopped = await stop_stream(self._host.web, posted, rest)
             if stopped and renders_alike(text) and len(text) <= SLACK_TEXT_LIMIT:
                 return posted  # the streamed Markdown already reads as the mrkdwn would
-        else:
+        elif not self._edited:
             await stop_stream(self._host.web, posted)
         await self._host.edit(posted, text)
         return posted
