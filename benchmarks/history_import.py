@@ -43,11 +43,11 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -106,12 +106,69 @@ class Result:
         )
 
 
+class Measured(Protocol):
+    """One run's result (a dataclass): printed as a row, its rates from its seconds."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    import_s: float
+    import_cpu_s: float
+
+    def rate(self, seconds: float) -> float: ...
+
+    def row(self, label: str = "") -> str: ...
+
+
+M = TypeVar("M", bound=Measured)
+
+
+def median_of(results: Sequence[M], measured: Sequence[str]) -> M:
+    """The first run with each of the `measured` figures replaced by its median."""
+    figures = {name: statistics.median(getattr(r, name) for r in results) for name in measured}
+    return type(results[0])(**{**asdict(results[0]), **figures})
+
+
+def run_each(
+    kinds: Sequence[str],
+    repeat: int,
+    prefix: str,
+    run: Callable[[str, Path], M],
+    changed_again: Callable[[M], str | None],
+    median: Callable[[Sequence[M]], M],
+) -> list[M] | None:
+    """Run each kind `repeat` times, each in a fresh folder, printing every run's row and
+    (when repeated) the median row; None, after saying so, when a second import of the
+    same input changed something."""
+    results = []
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        for kind in kinds:
+            runs = []
+            for n in range(repeat):
+                workdir = Path(tmp) / f"run{n}"
+                workdir.mkdir(exist_ok=True)
+                runs.append(result := run(kind, workdir))
+                print(result.row())
+                if (problem := changed_again(result)) is not None:
+                    print(f"error: a second import of {kind} {problem}")
+                    return None
+            results.append(median(runs))
+            if repeat > 1:
+                print(results[-1].row("median"))
+    return results
+
+
+def write_json(path: Path, repeat: int, results: Sequence[M], rates: tuple[str, str]) -> None:
+    """The machine, and each kind's result with its rates per wall and per CPU second."""
+    machine = {"python": platform.python_version(), "cpus": os.cpu_count(),
+               "platform": platform.platform()}  # fmt: skip
+    rows = [{**asdict(r), rates[0]: r.rate(r.import_s),
+             rates[1]: r.rate(r.import_cpu_s)} for r in results]  # fmt: skip
+    path.write_text(json.dumps({"machine": machine, "repeat": repeat, "results": rows},
+                               indent=2))  # fmt: skip
+
+
 def median(results: Sequence[Result]) -> Result:
     """Each measured figure's median over runs of one format."""
-    first = results[0]
-    measured = ("read_s", "import_s", "import_cpu_s", "reader_cpu_s", "load")
-    figures = {name: statistics.median(getattr(r, name) for r in results) for name in measured}
-    return Result(**{**asdict(first), **figures})
+    return median_of(results, ("read_s", "import_s", "import_cpu_s", "reader_cpu_s", "load"))
 
 
 # --- generated exports ----------------------------------------------------------------
@@ -350,32 +407,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             args.json.write_text(json.dumps({"compare": rows}, indent=2))
         return 0
-    results = []
     print(f"{args.messages} messages per format; load before: {os.getloadavg()[0]:.2f}")
     print("format   files  MB     read s  import s  CPU s  reader  msg/s read  msg/s import"
           "  per CPU s")  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="lorebot-history-bench-") as tmp:
-        for name in formats:
-            runs = []
-            for n in range(args.repeat):
-                workdir = Path(tmp) / f"run{n}"
-                workdir.mkdir(exist_ok=True)
-                r = asyncio.run(run_format(name, args.messages, args.seed, workdir))
-                runs.append(r)
-                print(r.row())
-                if r.again_added:
-                    print(f"error: a second import of {name} added {r.again_added} messages")
-                    return 1
-            results.append(median(runs))
-            if args.repeat > 1:
-                print(results[-1].row("median"))
+
+    def run(name: str, workdir: Path) -> Result:
+        return asyncio.run(run_format(name, args.messages, args.seed, workdir))
+
+    def changed_again(r: Result) -> str | None:
+        return f"added {r.again_added} messages" if r.again_added else None
+
+    results = run_each(formats, args.repeat, "lorebot-history-bench-", run, changed_again,
+                       median)  # fmt: skip
+    if results is None:
+        return 1
     if args.json:
-        machine = {"python": platform.python_version(), "cpus": os.cpu_count(),
-                   "platform": platform.platform()}  # fmt: skip
-        rows = [{**asdict(r), "msg_per_s": r.rate(r.import_s),
-                 "msg_per_cpu_s": r.rate(r.import_cpu_s)} for r in results]  # fmt: skip
-        args.json.write_text(json.dumps({"machine": machine, "repeat": args.repeat,
-                                         "results": rows}, indent=2))  # fmt: skip
+        write_json(args.json, args.repeat, results, ("msg_per_s", "msg_per_cpu_s"))
     return 0
 
 

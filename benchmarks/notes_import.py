@@ -27,20 +27,25 @@ import argparse
 import asyncio
 import json
 import os
-import platform
-import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from history_import import COMPARE_HELP, compare, parse_count, size_of  # noqa: E402
+from history_import import (  # noqa: E402
+    COMPARE_HELP,
+    compare,
+    median_of,
+    parse_count,
+    run_each,
+    size_of,
+    write_json,
+)
 from recall import GenNote, generate_corpus  # noqa: E402
 
 from memory import Database, NoteStore, Scope  # noqa: E402
@@ -79,9 +84,7 @@ class Result:
 
 def median(results: Sequence[Result]) -> Result:
     """Each measured figure's median over runs of one form."""
-    measured = ("read_s", "import_s", "import_cpu_s", "main_cpu_s", "load")
-    figures = {name: statistics.median(getattr(r, name) for r in results) for name in measured}
-    return Result(**{**asdict(results[0]), **figures})
+    return median_of(results, ("read_s", "import_s", "import_cpu_s", "main_cpu_s", "load"))
 
 
 def note_line(note: GenNote) -> str:
@@ -155,32 +158,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.json.write_text(json.dumps({"compare": rows}, indent=2))
         return 0
     notes = generate_corpus(args.notes, args.seed).notes
-    results = []
     print(f"{args.notes} notes per form; load before: {os.getloadavg()[0]:.2f}")
     print("form      files MB     read s  import s  CPU s  main   notes/s read  notes/s import"
           "  per CPU s")  # fmt: skip
-    with tempfile.TemporaryDirectory(prefix="lorebot-notes-bench-") as tmp:
-        for form in forms:
-            runs = []
-            for n in range(args.repeat):
-                workdir = Path(tmp) / f"run{n}"
-                workdir.mkdir(exist_ok=True)
-                r = asyncio.run(run_form(form, notes, workdir))
-                runs.append(r)
-                print(r.row())
-                if r.again_changed:
-                    print(f"error: a second import of {form} changed {r.again_changed} notes")
-                    return 1
-            results.append(median(runs))
-            if args.repeat > 1:
-                print(results[-1].row("median"))
+
+    def run(form: str, workdir: Path) -> Result:
+        return asyncio.run(run_form(form, notes, workdir))
+
+    def changed_again(r: Result) -> str | None:
+        return f"changed {r.again_changed} notes" if r.again_changed else None
+
+    results = run_each(forms, args.repeat, "lorebot-notes-bench-", run, changed_again, median)
+    if results is None:
+        return 1
     if args.json:
-        machine = {"python": platform.python_version(), "cpus": os.cpu_count(),
-                   "platform": platform.platform()}  # fmt: skip
-        rows = [{**asdict(r), "notes_per_s": r.rate(r.import_s),
-                 "notes_per_cpu_s": r.rate(r.import_cpu_s)} for r in results]  # fmt: skip
-        args.json.write_text(json.dumps({"machine": machine, "repeat": args.repeat,
-                                         "results": rows}, indent=2))  # fmt: skip
+        write_json(args.json, args.repeat, results, ("notes_per_s", "notes_per_cpu_s"))
     return 0
 
 
