@@ -32,6 +32,7 @@ from bot.lockfile import DatabaseLock
 from bot.mcp_servers import McpServer, McpServers
 from bot.memory_setup import open_memory
 from bot.model import Model
+from bot.notify import Notifier, start_extended
 from bot.skill_use import SkillUse, build_catalog
 from bot.supervision import Supervisor
 from bot.tasks import TaskTracker
@@ -101,7 +102,12 @@ class Bot:
             lock = DatabaseLock(settings.database.path)
             lock.acquire()
             self._stack.callback(lock.release)
-        memory = await open_memory(settings, clock=self.clock, embedder=self.embedder)
+        notifier = Notifier(self.systemd.notify_socket)
+        try:
+            async with start_extended(notifier, "opening the database"):
+                memory = await open_memory(settings, clock=self.clock, embedder=self.embedder)
+        finally:
+            notifier.close()
         self._stack.push_async_callback(memory.close)  # closed last
         self.db = memory.db
         self.notes = memory.notes

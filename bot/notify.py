@@ -1,14 +1,25 @@
-"""The systemd notify protocol: READY, STOPPING, STATUS and WATCHDOG datagrams.
+"""The systemd notify protocol: READY, STOPPING, STATUS, WATCHDOG and EXTEND_TIMEOUT_USEC
+datagrams.
 
 Without `NOTIFY_SOCKET` (not under systemd) every call does nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import socket
+import time
+from collections.abc import AsyncIterator
 
 _log = logging.getLogger(__name__)
+
+# Each request for more start-up time asks for this much, and is repeated three times
+# within it; after `START_EXTENSION_LIMIT_S` in all, a start that still has not finished
+# is left to systemd's own timeout, as a hung one should be.
+START_EXTENSION_S = 60.0
+START_EXTENSION_LIMIT_S = 3600.0
 
 
 class Notifier:
@@ -46,7 +57,35 @@ class Notifier:
     def watchdog(self) -> None:
         self.send("WATCHDOG=1")
 
+    def extend_start(self, seconds: float, status: str) -> None:
+        """Ask for `seconds` more to finish starting (systemd 236 and later), saying why."""
+        self.send(f"EXTEND_TIMEOUT_USEC={int(seconds * 1_000_000)}", f"STATUS={status}")
+
     def close(self) -> None:
         if self._socket is not None:
             self._socket.close()
             self._socket = None
+
+
+@contextlib.asynccontextmanager
+async def start_extended(
+    notifier: Notifier, status: str, every_s: float = START_EXTENSION_S / 3
+) -> AsyncIterator[None]:
+    """While the block runs, keep asking systemd for more time to start: opening the
+    database migrates it, which can outlast the start timeout on a large one."""
+    if not notifier.enabled:
+        yield
+        return
+
+    async def keep_asking() -> None:
+        until = time.monotonic() + START_EXTENSION_LIMIT_S
+        while time.monotonic() < until:
+            notifier.extend_start(START_EXTENSION_S, status)
+            await asyncio.sleep(every_s)
+
+    asking = asyncio.create_task(keep_asking(), name="systemd-start-extension")
+    try:
+        yield
+    finally:
+        asking.cancel()
+        await asyncio.wait({asking})

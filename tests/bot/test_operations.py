@@ -55,10 +55,34 @@ async def test_ready_watchdog_and_stopping_arrive_in_order(
     bot = Bot(settings, [RecordingAdapter()], clock=clock, systemd=systemd)
     await bot.start()
     seen = await datagrams(notify_socket, "WATCHDOG=1")
-    assert seen[0].startswith("READY=1\nSTATUS=running with test")
+    # While the database opens (and migrates), start-up asks for more time.
+    ready = next(i for i, m in enumerate(seen) if m.startswith("READY=1"))
+    assert seen[0] == "EXTEND_TIMEOUT_USEC=60000000\nSTATUS=opening the database"
+    assert all(m.startswith("EXTEND_TIMEOUT_USEC=") for m in seen[:ready])
+    assert seen[ready].startswith("READY=1\nSTATUS=running with test")
+    assert not any(m.startswith("EXTEND_TIMEOUT_USEC=") for m in seen[ready:])
     await bot.stop()
     seen = await datagrams(notify_socket, "STOPPING=1")
     assert seen[-1].startswith("STOPPING=1")
+
+
+async def test_a_long_start_keeps_asking_systemd_for_time_until_it_is_done(
+    tmp_path: Path, notify_socket: socket.socket
+) -> None:
+    """A migration of a large database may take minutes: systemd must not take the
+    start for hung meanwhile, nor hear more requests once it is done."""
+    from bot.notify import Notifier, start_extended
+
+    notifier = Notifier(str(tmp_path / "notify.sock"))
+    loop = asyncio.get_running_loop()
+    async with start_extended(notifier, "opening the database", every_s=0.01):
+        async with asyncio.timeout(3):
+            asks = [(await loop.sock_recv(notify_socket, 4096)).decode() for _ in range(3)]
+    assert asks == ["EXTEND_TIMEOUT_USEC=60000000\nSTATUS=opening the database"] * 3
+    with pytest.raises(TimeoutError):  # the requests stopped with the block
+        async with asyncio.timeout(0.1):
+            await loop.sock_recv(notify_socket, 4096)
+    notifier.close()
 
 
 async def test_the_watchdog_starves_while_an_adapter_stays_disconnected(
