@@ -119,6 +119,8 @@ async def test_readiness_names_the_adapters_to_systemd(
         bot = Bot(settings, adapters, clock=clock, systemd=systemd)
         await bot.start()
         await bot.stop()
+        starting = notify.recv(4096).decode()  # asks for time while the database opens
+        assert starting.startswith("EXTEND_TIMEOUT_USEC=")
         assert notify.recv(4096).decode() == f"READY=1\nSTATUS={status}"
 
 
