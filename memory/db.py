@@ -128,28 +128,27 @@ class Database:
             try:
                 await self._migrate(number)
             except driver.Error as exc:
-                if self.conn.in_transaction:
-                    await self.conn.execute("ROLLBACK")
                 raise StoreError(f"migration {number + 1} of {self.path} failed: {exc}") from exc
             _log.info("database %s migrated to schema version %d", self.path, number + 1)
 
     async def _migrate(self, number: int) -> None:
-        """Apply migration `number` (from 0) and count it, in one transaction."""
+        """Apply migration `number` (from 0) and count it, in one transaction; a failure
+        leaves the database as it was."""
         step = MIGRATIONS[number]
         version = f"PRAGMA user_version = {number + 1};"
-        if isinstance(step, str):
-            # executescript commits any open transaction first, so the script carries its own.
-            await self.conn.executescript(f"BEGIN IMMEDIATE;\n{step}\n{version}\nCOMMIT;")
-            return
-        await self.conn.execute("BEGIN IMMEDIATE")
         try:
-            await step(self.conn)
-            await self.conn.execute(version)
+            if isinstance(step, str):
+                # executescript commits any open transaction first, so the script has its own.
+                await self.conn.executescript(f"BEGIN IMMEDIATE;\n{step}\n{version}\nCOMMIT;")
+            else:
+                await self.conn.execute("BEGIN IMMEDIATE")
+                await step(self.conn)
+                await self.conn.execute(version)
+                await self.conn.execute("COMMIT")
         except BaseException:
             if self.conn.in_transaction:
                 await self.conn.execute("ROLLBACK")
             raise
-        await self.conn.execute("COMMIT")
 
     async def scalar(self, sql: str, params: tuple[object, ...] = ()) -> Any:
         async with self.conn.execute(sql, params) as cursor:
