@@ -364,10 +364,12 @@ def compare(
     options: Sequence[str],
     repeat: int,
     rates: tuple[str, str],
+    json_path: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Run `script` of `baseline` and of this checkout in turn, one fresh process per run
     and kind (`kinds`: the option naming one, and the kinds), and return each side's
-    medians per kind: items per second of wall time and of CPU time, and the load."""
+    medians per kind: items per second of wall time and of CPU time, and the load (also
+    written to `json_path`, when given)."""
     flag, names = kinds
     this = Path(__file__).resolve().parent.parent
     rows = []
@@ -394,6 +396,8 @@ def compare(
     for row in rows:
         print(f"{row['kind']:8} {row['side']:6} {row['wall']:14,.0f} {row['cpu']:11,.0f}"
               f"   {row['load']:.2f}")  # fmt: skip
+    if json_path is not None:
+        json_path.write_text(json.dumps({"compare": rows}, indent=2))
     return rows
 
 
@@ -402,10 +406,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     if args.compare is not None:
         options = ["--messages", str(args.messages), "--seed", str(args.seed)]
-        rows = compare("history_import.py", args.compare, ("--formats", formats), options,
-                       args.repeat, ("msg_per_s", "msg_per_cpu_s"))  # fmt: skip
-        if args.json:
-            args.json.write_text(json.dumps({"compare": rows}, indent=2))
+        compare("history_import.py", args.compare, ("--formats", formats), options,
+                args.repeat, ("msg_per_s", "msg_per_cpu_s"), args.json)  # fmt: skip
         return 0
     print(f"{args.messages} messages per format; load before: {os.getloadavg()[0]:.2f}")
     print("format   files  MB     read s  import s  CPU s  reader  msg/s read  msg/s import"

@@ -152,10 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     forms = [f.strip() for f in args.forms.split(",") if f.strip()]
     if args.compare is not None:
         options = ["--notes", str(args.notes), "--seed", str(args.seed)]
-        rows = compare("notes_import.py", args.compare, ("--forms", forms), options,
-                       args.repeat, ("notes_per_s", "notes_per_cpu_s"))  # fmt: skip
-        if args.json:
-            args.json.write_text(json.dumps({"compare": rows}, indent=2))
+        compare("notes_import.py", args.compare, ("--forms", forms), options,
+                args.repeat, ("notes_per_s", "notes_per_cpu_s"), args.json)  # fmt: skip
         return 0
     notes = generate_corpus(args.notes, args.seed).notes
     print(f"{args.notes} notes per form; load before: {os.getloadavg()[0]:.2f}")
