@@ -12,12 +12,19 @@ the secret check, building rows) and SQLite's, reading alone for comparison, and
 that a second import of the same file changes nothing. `--repeat 3` runs each form three
 times and adds a row of the medians.
 
+`--corpus turns` imports chat turns instead, as a long conversation is brought in to be
+searched: each turn of `benchmarks/data/ops_eval/turns.jsonl` (10,724 turns of six
+channels, 40–300 characters) becomes a note as `benchmarks/recall_eval.py` makes one
+(topic from channel, day and turn, summary "Speaker: text", the text in the body only
+when the summary had to be cut), the turns repeated under new topics up to `--notes`.
+
 Run by hand, not in CI:
 
     . /work/venv/bin/activate
     python benchmarks/notes_import.py                     # 100k notes, both forms
     python benchmarks/notes_import.py --notes 20k --forms jsonl
     python benchmarks/notes_import.py --repeat 3 --json /tmp/notes-import.json
+    python benchmarks/notes_import.py --notes 100k --forms jsonl --corpus turns --repeat 3
     python benchmarks/notes_import.py --notes 20k --forms jsonl --repeat 5 --compare /tmp/base
 """
 
@@ -30,7 +37,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -46,11 +53,12 @@ from history_import import (  # noqa: E402
     size_of,
     write_json,
 )
-from recall import GenNote, generate_corpus  # noqa: E402
+from recall import generate_corpus  # noqa: E402
+from recall_eval import note_of  # noqa: E402
 
 from memory import Database, NoteStore, Scope  # noqa: E402
 from memory.transfer import export_notes, import_notes, read_source  # noqa: E402
-from memory.types import Note  # noqa: E402
+from memory.types import Note, NoteDraft  # noqa: E402
 
 ACTOR = "cli:bench"
 
@@ -87,33 +95,58 @@ def median(results: Sequence[Result]) -> Result:
     return median_of(results, ("read_s", "import_s", "import_cpu_s", "main_cpu_s", "load"))
 
 
-def note_line(note: GenNote) -> str:
-    line = {"scope": note.scope, "topic": note.topic, "summary": note.summary,
+TURNS = Path(__file__).resolve().parent / "data" / "ops_eval" / "turns.jsonl"
+
+
+def ops_notes(count: int, seed: int) -> list[NoteDraft]:
+    """Generated ops-team notes: the corpus of benchmarks/recall.py."""
+    return [NoteDraft(Scope.parse(g.scope), g.topic, g.summary, g.body, g.category, g.private,
+                      author="user:slack/U0000001", source="https://example.slack.com/x")
+            for g in generate_corpus(count, seed).notes]  # fmt: skip
+
+
+def turn_notes(count: int, seed: int) -> list[NoteDraft]:
+    """Chat turns as notes, the evaluation set's turns repeated under new topics."""
+    with TURNS.open(encoding="utf-8") as lines:
+        turns = [note_of(json.loads(line)) for line in lines]
+    notes = []
+    for number in range(count):
+        note = turns[number % len(turns)]
+        copy = number // len(turns)
+        notes.append(replace(note, topic=f"{note.topic}-{copy}") if copy else note)
+    return notes
+
+
+CORPORA = {"ops": ops_notes, "turns": turn_notes}
+
+
+def note_line(note: NoteDraft) -> str:
+    line = {"scope": str(note.scope), "topic": note.topic, "summary": note.summary,
             "body": note.body, "category": note.category.value, "private": note.private,
-            "author": "user:slack/U0000001", "source": "https://example.slack.com/x"}  # fmt: skip
+            "author": note.author, "source": note.source}  # fmt: skip
     return json.dumps(line)
 
 
-def write_jsonl(root: Path, notes: Sequence[GenNote]) -> tuple[Path, int]:
+def write_jsonl(root: Path, notes: Sequence[NoteDraft]) -> tuple[Path, int]:
     path = root / "notes.jsonl"
     path.write_text("".join(note_line(n) + "\n" for n in notes), encoding="utf-8")
     return path, 1
 
 
-def write_folder(root: Path, notes: Sequence[GenNote]) -> tuple[Path, int]:
+def write_folder(root: Path, notes: Sequence[NoteDraft]) -> tuple[Path, int]:
     """An export folder exactly as `lorebot notes export` writes it."""
     folder = root / "export"
     when = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
-    stored = [Note(n, Scope.parse(g.scope), g.topic, g.summary, g.body, g.category, g.private,
-                   False, "user:slack/U0000001", "https://example.slack.com/x", 1.0, when, when,
-                   0, None, None) for n, g in enumerate(notes, start=1)]  # fmt: skip
+    stored = [Note(n, d.scope, d.topic, d.summary, d.body, d.category, d.private, False,
+                   d.author, d.source, 1.0, when, when, 0, None, None)
+              for n, d in enumerate(notes, start=1)]  # fmt: skip
     return folder, export_notes(stored, folder)
 
 
 WRITERS = {"jsonl": write_jsonl, "folder": write_folder}
 
 
-async def run_form(form: str, notes: Sequence[GenNote], workdir: Path) -> Result:
+async def run_form(form: str, notes: Sequence[NoteDraft], workdir: Path) -> Result:
     folder = workdir / form
     folder.mkdir()
     source, files = WRITERS[form](folder, notes)
@@ -140,6 +173,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notes", type=parse_count, default=100_000)
     parser.add_argument("--forms", default="jsonl,folder")
+    parser.add_argument("--corpus", choices=sorted(CORPORA), default="ops",
+                        help="ops notes with bodies of 200-800 bytes, or chat turns")  # fmt: skip
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=1, help="runs per form (median row)")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -151,12 +186,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     forms = [f.strip() for f in args.forms.split(",") if f.strip()]
     if args.compare is not None:
-        options = ["--notes", str(args.notes), "--seed", str(args.seed)]
+        options = ["--notes", str(args.notes), "--seed", str(args.seed), "--corpus", args.corpus]
         compare("notes_import.py", args.compare, ("--forms", forms), options,
                 args.repeat, ("notes_per_s", "notes_per_cpu_s"), args.json)  # fmt: skip
         return 0
-    notes = generate_corpus(args.notes, args.seed).notes
-    print(f"{args.notes} notes per form; load before: {os.getloadavg()[0]:.2f}")
+    notes = CORPORA[args.corpus](args.notes, args.seed)
+    print(f"{args.notes} {args.corpus} notes per form; load before: {os.getloadavg()[0]:.2f}")
     print("form      files MB     read s  import s  CPU s  main   notes/s read  notes/s import"
           "  per CPU s")  # fmt: skip
 
