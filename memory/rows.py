@@ -85,6 +85,10 @@ def change_from_row(row: sqlite3.Row) -> Change:
     )
 
 
+# Keys keep STATE_COLUMNS order; compact separators keep change sets small. One encoder for
+# all: `json.dumps` with options builds a new one per call, a fifth of its time.
+_STATE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dump_state(state: Mapping[str, object] | None) -> str | None:
-    # Keys keep STATE_COLUMNS order; compact separators keep change sets small.
-    return None if state is None else json.dumps(state, ensure_ascii=False, separators=(",", ":"))
+    return None if state is None else _STATE_ENCODER.encode(state)

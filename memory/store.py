@@ -7,11 +7,12 @@ reverted. Every read that serves a conversation takes a `Visibility` and filters
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -64,6 +65,7 @@ _UNWEIGHED_SCORE = 1e-3
 # Candidates each ranking brings to a fusion.
 FUSION_POOL = 20
 _IMPORT_CHUNK = 1000
+_IMPORT_CACHE_KIB = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -523,16 +525,18 @@ class NoteStore:
         created: set[tuple[str, str]] = set()
         repeats: list[tuple[object, ...]] = []
         with quick_gil_handoffs():
-            async with self.db.transaction() as conn:
+            async with self.db.transaction() as conn, _import_page_cache(conn):
                 states = await self._states(conn, [(_scope_text(d.scope), d.topic) for d in drafts])
                 writes: list[asyncio.Future[None]] = []
                 try:
                     for start in range(0, len(drafts), _IMPORT_CHUNK):
                         chunk = drafts[start : start + _IMPORT_CHUNK]
-                        notes, changes = self._import_rows(
+                        new, updated, changes = self._import_rows(
                             chunk, start, labels, states, actor, now, counts, created, repeats
                         )
-                        write = functools.partial(_store_import_chunk, notes=notes, changes=changes)
+                        write = functools.partial(
+                            _store_import_chunk, new=new, updated=updated, changes=changes
+                        )
                         writes.append(on_writer_thread(conn, write))
                         await asyncio.sleep(0)  # the chunk reaches the writer now
                 finally:
@@ -554,10 +558,11 @@ class NoteStore:
         counts: dict[str, int],
         created: set[tuple[str, str]],
         repeats: list[tuple[object, ...]],
-    ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
-        """Validate one chunk and build its note and change-set rows; the note rows of
-        topics this import already created go to `repeats` instead."""
-        notes: list[tuple[object, ...]] = []
+    ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
+        """Validate one chunk and build its rows: new notes, updated notes and change sets;
+        the note rows of topics this import already created go to `repeats` instead."""
+        new: list[tuple[object, ...]] = []
+        updated: list[tuple[object, ...]] = []
         changes: list[tuple[object, ...]] = []
         for number, item in enumerate(chunk, start=offset):
             try:
@@ -576,12 +581,16 @@ class NoteStore:
             counts[action] += 1
             keys = scope_keys(draft.scope, draft.private)
             row = (*key, keys, *_STATE_VALUES(after))
-            (repeats if key in created else notes).append(row)
-            if before is None:
+            if key in created:
+                repeats.append(row)
+            elif before is None:
+                new.append(row)
                 created.add(key)
+            else:
+                updated.append(row)
             changes.append((*key, action, rows.dump_state(before), rows.dump_state(after),
                             actor, "import", None, now))  # fmt: skip
-        return notes, changes
+        return new, updated, changes
 
     async def _states(
         self, conn: aiosqlite.Connection, keys: list[tuple[str, str]]
@@ -748,10 +757,12 @@ class _Words:
 
 
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
-_UPSERT_NOTE = (
+_INSERT_NOTE = (
     f"INSERT INTO notes (scope, topic, scope_keys, {', '.join(rows.STATE_COLUMNS)}) "
-    f"VALUES (?, ?, ?, {', '.join('?' for _ in rows.STATE_COLUMNS)}) "
-    "ON CONFLICT (scope, topic) DO UPDATE SET scope_keys = excluded.scope_keys, "
+    f"VALUES (?, ?, ?, {', '.join('?' for _ in rows.STATE_COLUMNS)})"
+)
+_UPSERT_NOTE = (
+    f"{_INSERT_NOTE} ON CONFLICT (scope, topic) DO UPDATE SET scope_keys = excluded.scope_keys, "
     + ", ".join(f"{c} = excluded.{c}" for c in rows.STATE_COLUMNS)
 )
 _INDEX_NOTES = (
@@ -765,6 +776,19 @@ _INSERT_CHANGE = (
 _NOTE_COLUMNS = 3 + len(rows.STATE_COLUMNS)
 _CHANGE_COLUMNS = 9
 _STATE_VALUES = operator.itemgetter(*rows.STATE_COLUMNS)
+
+
+@contextlib.asynccontextmanager
+async def _import_page_cache(conn: aiosqlite.Connection) -> AsyncIterator[None]:
+    """A larger page cache while an import writes: the indexes of a large import outgrow
+    SQLite's default 2 MiB, and each evicted page is written to the WAL again."""
+    async with conn.execute("PRAGMA cache_size") as cursor:
+        row = await cursor.fetchone()
+    await conn.execute(f"PRAGMA cache_size = -{_IMPORT_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        await conn.execute(f"PRAGMA cache_size = {int(row[0]) if row else -2000}")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -781,12 +805,17 @@ def _many_rows(sql: str, rows: int) -> str:
 
 
 def _store_import_chunk(
-    raw: Any, notes: list[tuple[object, ...]], changes: list[tuple[object, ...]]
+    raw: Any,
+    new: list[tuple[object, ...]],
+    updated: list[tuple[object, ...]],
+    changes: list[tuple[object, ...]],
 ) -> None:
     """Write one chunk of an import and index its new notes, on the writer's own thread:
-    a few statements, each of which runs without the GIL."""
+    a few statements, each of which runs without the GIL. New notes are plain inserts,
+    which skip the upsert's conflict handling."""
     last = int(raw.execute("SELECT coalesce(max(id), 0) FROM notes").fetchone()[0])
-    for sql, found, columns in ((_UPSERT_NOTE, notes, _NOTE_COLUMNS),
+    for sql, found, columns in ((_INSERT_NOTE, new, _NOTE_COLUMNS),
+                                (_UPSERT_NOTE, updated, _NOTE_COLUMNS),
                                 (_INSERT_CHANGE, changes, _CHANGE_COLUMNS)):  # fmt: skip
         step = rows_per_statement(raw, columns)
         for start in range(0, len(found), step):
