@@ -1,5 +1,6 @@
-"""lorebot's one connection to Ollama: the client, the capability probe, chat, embeddings,
-the backoff between failed attempts, and the one place Ollama's errors are read.
+"""lorebot's connection to Ollama: the client, the capability probe, chat, embeddings, the
+backoff between failed attempts, and reading Ollama's errors (what each means is in
+`bot.ollama_errors`). One-shot searches embed their query through `bot.quick_embed`.
 
 The probe has a short timeout of its own (`ollama.probe_timeout_s`), so a server that takes
 connections and never answers is found out in seconds; a chat answer, streamed or not, gets
@@ -15,14 +16,15 @@ import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import httpx
 import ollama
 
 from bot.backoff import Backoff
 from bot.config import OllamaSettings
-from bot.errors import LorebotError
+from bot.ollama_errors import ModelUnavailable as ModelUnavailable
+from bot.ollama_errors import refused, unreachable, unreadable
 from memory.embedder import model_name
 from memory.errors import EmbedderUnavailable, StoreError
 
@@ -32,14 +34,6 @@ DEFAULT_CONTEXT = 8192
 PROBE_TIMEOUT_S = 5.0
 BACKOFF_FIRST_S = 2.0
 BACKOFF_MAX_S = 60.0
-UNREACHABLE_FIX = (
-    "start Ollama (`ollama serve`), or set ollama.host (LOREBOT_OLLAMA__HOST, or OLLAMA_HOST) "
-    "to where it runs; lorebot still answers from memory without it"
-)
-
-Kind = Literal["unreachable", "missing", "failing", "refused", "unreadable"]
-# What says the server or the model is out of order, rather than one request or reply bad.
-BACKS_OFF: frozenset[Kind] = frozenset({"unreachable", "missing", "failing"})
 # Everything a call can raise that means "no usable answer"; read in `unavailable`.
 FAILURES = (
     ollama.ResponseError,
@@ -53,21 +47,6 @@ FAILURES = (
 T = TypeVar("T")
 # Receives each piece of a streamed answer's content as it arrives.
 OnContent = Callable[[str], Awaitable[None]]
-
-
-class ModelUnavailable(LorebotError):
-    """The model cannot answer now: `kind` says why (unreachable, missing, failing,
-    refused or unreadable) and `fix` what an operator can do about it."""
-
-    def __init__(self, detail: str, *, kind: Kind = "unreachable", fix: str = "") -> None:
-        super().__init__(detail)
-        self.kind: Kind = kind
-        self.fix = fix
-
-    @property
-    def backs_off(self) -> bool:
-        """Whether asking again at once would only fail again."""
-        return self.kind in BACKS_OFF
 
 
 class IncompleteStream(ValueError):
@@ -102,29 +81,15 @@ def new_backoff(rng: random.Random | None = None) -> Backoff:
 def unavailable(exc: BaseException, *, host: str, model: str, within: float) -> ModelUnavailable:
     """What a failed call to Ollama means to lorebot; `within` is the call's timeout."""
     status, error = _status(exc)
-    if status == 404:
-        return ModelUnavailable(
-            f"{model} is not installed at {host}", kind="missing", fix=f"ollama pull {model}"
-        )
-    if status is not None and (status >= 500 or status < 0):
-        return ModelUnavailable(f"Ollama at {host} failed: {error}", kind="failing")
     if status is not None:
-        return ModelUnavailable(f"Ollama refused the request ({status}): {error}", kind="refused")
+        return refused(status, error, host=host, model=model)
     if isinstance(exc, TimeoutError | httpx.TimeoutException):
-        return _unreachable(host, f"no answer within {within:g} s")
+        return unreachable(host, f"no answer within {within:g} s")
     if isinstance(exc, ConnectionError | httpx.ConnectError):
-        return _unreachable(host, "cannot connect")
+        return unreachable(host, "cannot connect")
     if isinstance(exc, httpx.TransportError):
-        return _unreachable(host, f"the connection broke: {type(exc).__name__}")
-    if isinstance(exc, RecursionError):
-        why = "a reply nested too deeply to read"
-    else:  # not JSON, not UTF-8, a body httpx cannot decode, or one pydantic rejects
-        why = f"an unreadable reply ({type(exc).__name__})"
-    return ModelUnavailable(f"{model} sent {why}", kind="unreadable")
-
-
-def _unreachable(host: str, why: str) -> ModelUnavailable:
-    return ModelUnavailable(f"unreachable at {host} ({why})", fix=UNREACHABLE_FIX)
+        return unreachable(host, f"the connection broke: {type(exc).__name__}")
+    return unreadable(model, exc)
 
 
 def _status(exc: BaseException) -> tuple[int | None, str]:
