@@ -49,6 +49,20 @@ def embedder_for(settings: StoreSettings) -> Embedder | None:
     )
 
 
+def quick_embedder_for(settings: StoreSettings) -> Embedder | None:
+    """The embedder of a one-shot command (`bot.quick_embed`): it asks for one query's
+    vector without loading the ollama client. None when no model is set."""
+    ollama = settings.ollama
+    if not ollama.embed_model:
+        return None
+    from bot.quick_embed import QuickEmbedder
+
+    # A one-shot command has not seen the model answer yet: the probe's timeout, as the
+    # daemon's embedder gives its first calls.
+    timeout_s = min(ollama.timeout_s, EMBED_TIMEOUT_S, ollama.probe_timeout_s)
+    return QuickEmbedder(ollama.host, ollama.embed_model, timeout_s=timeout_s)
+
+
 def check_database(settings: StoreSettings, *, create: bool) -> None:
     """Stop with one line when the database is not where a command needs it: an older
     lorebot's `./lorebot.db` waits to be moved, or (unless `create`) none exists yet."""
@@ -88,12 +102,10 @@ class Memory:
 
     async def close(self) -> None:
         await self.db.close()
-        if self.vectors.embedder is None:
-            return
-        from bot.ollama_client import OllamaEmbedder  # loaded already by `embedder_for`
-
-        if isinstance(self.vectors.embedder, OllamaEmbedder):
-            await self.vectors.embedder.aclose()
+        # The daemon's embedder keeps connections open; a one-shot command's has none.
+        aclose = getattr(self.vectors.embedder, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 async def open_memory(

@@ -190,9 +190,12 @@ async def open_store(
 ) -> AsyncIterator[NoteStore]:
     """The note store; `vectors` checks the embedding model and searches with it;
     `create` is as for `open_memory`."""
-    from bot.memory_setup import open_memory
+    from bot.memory_setup import open_memory, quick_embedder_for
 
-    memory = await open_memory(settings, prepare=vectors, probe=False, create=create)
+    embedder = quick_embedder_for(settings)
+    memory = await open_memory(
+        settings, embedder=embedder, prepare=vectors, probe=False, create=create
+    )
     try:
         yield memory.notes
     finally:
