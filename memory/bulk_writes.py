@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from typing import Any
 
 import aiosqlite
@@ -19,6 +19,7 @@ _SQLITE_LIMIT_VARIABLE_NUMBER = 9
 # the GIL back after each SQLite call, and at Python's default of 5 ms the few calls of a
 # batch could wait for it longer than a writer-bound import can spare.
 _IMPORT_SWITCH_INTERVAL_S = 0.002
+_IMPORT_CACHE_KIB = 64 * 1024
 
 
 @contextlib.contextmanager
@@ -30,6 +31,20 @@ def quick_gil_handoffs() -> Iterator[None]:
         yield
     finally:
         sys.setswitchinterval(interval)
+
+
+@contextlib.asynccontextmanager
+async def import_page_cache(conn: aiosqlite.Connection) -> AsyncIterator[None]:
+    """A larger page cache while an import writes: the indexes of a large import outgrow
+    SQLite's default 2 MiB, and each page evicted mid-transaction is written to the WAL
+    again when it changes next."""
+    async with conn.execute("PRAGMA cache_size") as cursor:
+        row = await cursor.fetchone()
+    await conn.execute(f"PRAGMA cache_size = -{_IMPORT_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        await conn.execute(f"PRAGMA cache_size = {int(row[0]) if row else -2000}")
 
 
 def rows_per_statement(raw: Any, columns: int) -> int:

@@ -7,12 +7,11 @@ reverted. Every read that serves a conversation takes a `Visibility` and filters
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import json
 import logging
 import operator
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -20,7 +19,12 @@ from typing import Any
 import aiosqlite
 
 from memory import rows
-from memory.bulk_writes import on_writer_thread, quick_gil_handoffs, rows_per_statement
+from memory.bulk_writes import (
+    import_page_cache,
+    on_writer_thread,
+    quick_gil_handoffs,
+    rows_per_statement,
+)
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.fts import bm25_call, match_terms, ranking_terms
@@ -65,7 +69,6 @@ _UNWEIGHED_SCORE = 1e-3
 # Candidates each ranking brings to a fusion.
 FUSION_POOL = 20
 _IMPORT_CHUNK = 1000
-_IMPORT_CACHE_KIB = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -525,7 +528,7 @@ class NoteStore:
         created: set[tuple[str, str]] = set()
         repeats: list[tuple[object, ...]] = []
         with quick_gil_handoffs():
-            async with self.db.transaction() as conn, _import_page_cache(conn):
+            async with self.db.transaction() as conn, import_page_cache(conn):
                 states = await self._states(conn, [(_scope_text(d.scope), d.topic) for d in drafts])
                 writes: list[asyncio.Future[None]] = []
                 try:
@@ -776,19 +779,6 @@ _INSERT_CHANGE = (
 _NOTE_COLUMNS = 3 + len(rows.STATE_COLUMNS)
 _CHANGE_COLUMNS = 9
 _STATE_VALUES = operator.itemgetter(*rows.STATE_COLUMNS)
-
-
-@contextlib.asynccontextmanager
-async def _import_page_cache(conn: aiosqlite.Connection) -> AsyncIterator[None]:
-    """A larger page cache while an import writes: the indexes of a large import outgrow
-    SQLite's default 2 MiB, and each evicted page is written to the WAL again."""
-    async with conn.execute("PRAGMA cache_size") as cursor:
-        row = await cursor.fetchone()
-    await conn.execute(f"PRAGMA cache_size = -{_IMPORT_CACHE_KIB}")
-    try:
-        yield
-    finally:
-        await conn.execute(f"PRAGMA cache_size = {int(row[0]) if row else -2000}")
 
 
 @functools.lru_cache(maxsize=4096)
