@@ -11,9 +11,8 @@ show with `python -X importtime -m bot.cli notes search …`.
 
 `--embed` sets an embedding model, served by the tests' fake Ollama on 127.0.0.1 (it
 answers at once, so what is timed is lorebot's side), and embeds the notes with `notes
-reembed` first. `notes search` then embeds each query: the first row asks a new question
-every run (its vector is fetched from the model), a second row asks one question again
-(its vector comes from the query cache).
+reembed` first. `notes search` then embeds its query: each run asks a new question, so
+that no cache can answer for the model.
 """
 
 from __future__ import annotations
@@ -150,7 +149,6 @@ def _run(home: Path, args: argparse.Namespace, extra: dict[str, str]) -> None:
         target = TARGETS_MS["notes search"]
         _report("notes search, a new query", _time(search, env, args.runs, new_query=True),
                 target)  # fmt: skip
-        _report("notes search, the same query", _time(search, env, args.runs), target)
         return
     for name, argv in {"--help": [*_lorebot(), "--help"], "notes search": search}.items():
         _time(argv, env, 1)  # the first run fills the OS page cache
