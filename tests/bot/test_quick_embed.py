@@ -14,15 +14,12 @@ import pytest
 
 from bot.ollama_client import OllamaEmbedder
 from bot.quick_embed import QuickEmbedder
-from memory import Database, NoteDraft, NoteStore, Scope
 from memory.embedder import Embedder
 from memory.errors import EmbedderUnavailable
-from memory.vectors import VectorIndex
+from tests.bot.test_search_vector_coverage import C1, MODEL, fill
 from tests.fakes.ollama import FakeOllama
 from tests.test_cold_start import PROBE
 
-MODEL = "embed-test"
-C1 = Scope.parse("channel:slack/C1")
 # A direction no word of the notes points to: only the vectors can find the note below.
 PORTAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
 
@@ -118,22 +115,11 @@ async def test_notes_search_ranks_by_the_query_vector_without_the_ollama_client(
     tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.models.append(MODEL)
-    fake_ollama.vectors_containing["gateway-3"] = PORTAL
+    fake_ollama.vectors_containing["gateway fact 3"] = PORTAL
     fake_ollama.vectors_containing["portal"] = PORTAL
     path = tmp_path / "data" / "lorebot" / "lorebot.db"
     path.parent.mkdir(parents=True)
-    db = await Database.open(path, want_vectors=True)
-    embedder = OllamaEmbedder(fake_ollama.url, MODEL, timeout_s=10.0)
-    try:
-        vectors = VectorIndex(db, embedder)
-        await vectors.prepare()
-        store = NoteStore(db, vectors=vectors)
-        for n in range(5):
-            await store.save(NoteDraft(C1, f"gateway-{n}", f"gateway fact {n}"), actor="test")
-        await vectors.backfill(batch_size=8)
-    finally:
-        await db.close()
-        await embedder.aclose()
+    await fill(path, fake_ollama, embed=100)  # every note and message gets its vector
 
     for _ in range(2):  # the second run starts from the settings snapshot
         code, out, packages = await _search(
