@@ -508,10 +508,19 @@ async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
     from memory.transfer import import_notes
 
     async with open_store(settings) as store:
-        result = await import_notes(store, args.source, actor=cli_actor())
+        # On a terminal only (`disable=None`); a large file takes seconds to write.
+        with tqdm(desc="importing", unit="note", file=sys.stderr, disable=None) as bar:
+
+            def progress(written: int, total: int) -> None:
+                bar.total = total
+                bar.update(written - bar.n)
+
+            result = await import_notes(store, args.source, actor=cli_actor(), progress=progress)
     print(
         f"imported {args.source}: {result.created} new, {result.updated} updated, "
         f"{result.unchanged} unchanged"

@@ -11,7 +11,7 @@ import functools
 import json
 import logging
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -511,14 +511,20 @@ class NoteStore:
         return await self.revert(row[0], actor=actor, reason=f"undo of change {row[0]}")
 
     async def import_drafts(
-        self, drafts: Sequence[NoteDraft], *, actor: str, labels: Sequence[str] = ()
+        self,
+        drafts: Sequence[NoteDraft],
+        *,
+        actor: str,
+        labels: Sequence[str] = (),
+        progress: Callable[[int, int], None] | None = None,
     ) -> ImportResult:
         """Save many notes in one transaction: all of them or, on any error, none. Each
         change still gets its change set.
 
         Each chunk is written, by a few statements that run without the GIL, while the
         next chunk is validated. `labels` name where each draft came from (e.g. a file and
-        line) for error messages."""
+        line) for error messages; `progress(written, total)` is called as chunks are
+        written."""
         counts = {"create": 0, "update": 0, "unchanged": 0}
         now = to_db_time(self.clock())
         self._changed()
@@ -540,7 +546,12 @@ class NoteStore:
                         write = functools.partial(
                             _store_import_chunk, new=new, updated=updated, changes=changes
                         )
-                        writes.append(on_writer_thread(conn, write))
+                        written = on_writer_thread(conn, write)
+                        if progress is not None:
+                            written.add_done_callback(functools.partial(
+                                _report_written, progress, start + len(chunk), len(drafts)
+                            ))  # fmt: skip
+                        writes.append(written)
                         await asyncio.sleep(0)  # the chunk reaches the writer now
                 finally:
                     await asyncio.gather(*writes, return_exceptions=True)
@@ -792,6 +803,13 @@ def _many_rows(sql: str, rows: int) -> str:
     head, values = sql.split(" VALUES ", 1)
     values, tail = values.split(")", 1)
     return f"{head} VALUES {', '.join([values + ')'] * rows)}{tail}"
+
+
+def _report_written(
+    progress: Callable[[int, int], None], written: int, total: int, _: asyncio.Future[None]
+) -> None:
+    """Tell `progress` that a chunk's write ended."""
+    progress(written, total)
 
 
 def _store_import_chunk(

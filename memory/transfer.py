@@ -17,6 +17,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -33,11 +34,21 @@ from memory.types import Category, Note, NoteDraft, Scope, parse_category, valid
 _FRONT_MATTER = "---\n"
 
 
-async def import_notes(store: NoteStore, path: Path, *, actor: str) -> ImportResult:
-    """Import a JSON Lines file or an export folder into `store`, all or nothing."""
+async def import_notes(
+    store: NoteStore,
+    path: Path,
+    *,
+    actor: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> ImportResult:
+    """Import a JSON Lines file or an export folder into `store`, all or nothing;
+    `progress(written, total)` follows the writing."""
     located = read_source(path)
     return await store.import_drafts(
-        [item.draft for item in located], actor=actor, labels=[item.where for item in located]
+        [item.draft for item in located],
+        actor=actor,
+        labels=[item.where for item in located],
+        progress=progress,
     )
 
 

@@ -35,6 +35,25 @@ async def test_import_is_idempotent(store: NoteStore, tmp_path: Path) -> None:
     assert len(await store.history()) == changes
 
 
+async def test_a_large_import_reports_its_progress_as_chunks_are_written(
+    store: NoteStore, tmp_path: Path
+) -> None:
+    rows: list[dict[str, object]] = [
+        {"scope": "channel:slack/C1", "topic": f"service-{n}", "summary": f"service {n}"}
+        for n in range(2500)
+    ]
+    source = write_jsonl(tmp_path / "many.jsonl", rows)
+    seen: list[tuple[int, int]] = []
+
+    result = await import_notes(
+        store, source, actor="cli", progress=lambda written, total: seen.append((written, total))
+    )
+
+    assert result.created == 2500
+    assert seen == [(1000, 2500), (2000, 2500), (2500, 2500)]
+    assert len(await store.list_notes()) == 2500
+
+
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
