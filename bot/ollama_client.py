@@ -24,7 +24,7 @@ import ollama
 from bot.backoff import Backoff
 from bot.config import OllamaSettings
 from bot.ollama_errors import ModelUnavailable as ModelUnavailable
-from bot.ollama_errors import refused, unreachable, unreadable
+from bot.ollama_errors import no_embeddings, refused, unreachable, unreadable
 from memory.embedder import model_name
 from memory.errors import EmbedderUnavailable, StoreError
 
@@ -329,10 +329,8 @@ class OllamaEmbedder:
             vectors = await client.fetch_embeddings(self._model, texts, timeout_s=within)
         except ModelUnavailable as exc:
             self._answering = False
-            fix = f": run `{exc.fix}`" if exc.kind == "missing" else ""
             raise EmbedderUnavailable(
-                f"no embeddings from {self._model}: {exc}{fix}",
-                retry_after=self.backoff.next_delay(),
+                no_embeddings(self._model, exc), retry_after=self.backoff.next_delay()
             ) from exc
         self._answering = True
         self.backoff.reset()

@@ -56,3 +56,9 @@ def unreadable(model: str, exc: BaseException) -> ModelUnavailable:
     else:  # not JSON, not UTF-8, a body the client cannot decode, or one of the wrong shape
         why = f"an unreadable reply ({type(exc).__name__})"
     return ModelUnavailable(f"{model} sent {why}", kind="unreadable")
+
+
+def no_embeddings(model: str, exc: ModelUnavailable) -> str:
+    """What an embedder says when `model` gave no vectors, with the fix for a missing one."""
+    fix = f": run `{exc.fix}`" if exc.kind == "missing" else ""
+    return f"no embeddings from {model}: {exc}{fix}"

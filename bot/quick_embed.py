@@ -16,7 +16,13 @@ import json
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from bot.ollama_errors import ModelUnavailable, refused, unreachable, unreadable
+from bot.ollama_errors import (
+    ModelUnavailable,
+    no_embeddings,
+    refused,
+    unreachable,
+    unreadable,
+)
 from memory.embedder import model_name
 from memory.errors import EmbedderUnavailable, StoreError
 
@@ -42,8 +48,7 @@ class QuickEmbedder:
         try:
             vectors = await asyncio.to_thread(self._post, list(texts))
         except ModelUnavailable as exc:
-            fix = f": run `{exc.fix}`" if exc.kind == "missing" else ""
-            raise EmbedderUnavailable(f"no embeddings from {self._model}: {exc}{fix}") from exc
+            raise EmbedderUnavailable(no_embeddings(self._model, exc)) from exc
         if len(vectors) != len(texts):
             raise StoreError(f"Ollama returned {len(vectors)} vectors for {len(texts)} texts")
         return vectors
