@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,10 +55,9 @@ def _workspace_url(text: str) -> str:
 
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    from tqdm import tqdm
-
     from bot.lockfile import DatabaseLock
     from bot.memory_setup import open_memory
+    from bot.progress import progress_bar
     from memory.history_import import Collector, ImportOptions, iter_history
 
     # One transaction holds the database for the whole import: a running daemon would
@@ -76,12 +74,7 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
         raise UserError(f"{args.path} does not exist")
     memory = await open_memory(settings, prepare=False)
     try:
-        with tqdm(desc="importing", unit="file", file=sys.stderr, disable=None) as bar:
-
-            def progress(done: int, total: int) -> None:
-                bar.total = total
-                bar.update(done - bar.n)
-
+        with progress_bar("file") as progress:
             collector = Collector(options, progress)
             added = await memory.log.import_messages(iter_history(args.path, collector))
     finally:

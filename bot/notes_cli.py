@@ -508,18 +508,11 @@ async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
-    from tqdm import tqdm
-
+    from bot.progress import progress_bar
     from memory.transfer import import_notes
 
     async with open_store(settings) as store:
-        # On a terminal only (`disable=None`); a large file takes seconds to write.
-        with tqdm(desc="importing", unit="note", file=sys.stderr, disable=None) as bar:
-
-            def progress(written: int, total: int) -> None:
-                bar.total = total
-                bar.update(written - bar.n)
-
+        with progress_bar("note") as progress:  # a large file takes seconds to write
             result = await import_notes(store, args.source, actor=cli_actor(), progress=progress)
     print(
         f"imported {args.source}: {result.created} new, {result.updated} updated, "
