@@ -11,6 +11,7 @@ what the client sent (``fake.chat_requests``)::
     fake.stream_cut(partial="Hel")               # a stream: "Hel", then the connection drops
     fake.raw_message({"content": "", "tool_calls": 5})  # a malformed message, sent as given
     fake.raw('{"message": [[[[...')              # a chat response body, byte for byte
+    fake.raw_stream(['{"message": ...}', ...])   # NDJSON lines, each written as given
     fake.delay(5.0)                              # the next chat answer waits 5 s
     fake.vectors["some text"] = [1.0, 0.0, ...]  # /api/embed returns this for that text
     fake.hold_embeds(after=3)                    # embed requests after the 3rd wait …
@@ -99,7 +100,14 @@ class _Raw:
     body: bytes
 
 
-_Scripted = _Reply | _Error | _Raw
+@dataclass(frozen=True)
+class _RawStream:
+    """A scripted streamed answer: NDJSON lines, each written byte for byte as it is."""
+
+    lines: tuple[bytes, ...]
+
+
+_Scripted = _Reply | _Error | _Raw | _RawStream
 
 
 def _default_reply(body: Body) -> str:
@@ -313,6 +321,13 @@ class FakeOllama:
         Content-Type, streaming or not: invalid JSON, deeply nested JSON, wrong types."""
         self._queue.append(_Raw(body.encode() if isinstance(body, str) else body))
 
+    def raw_stream(self, lines: Sequence[str]) -> None:
+        """Queue a streamed answer of NDJSON ``lines`` (each without its newline), written
+        one at a time exactly as given, e.g. with a ``\\ud800`` escape or ``NaN`` in it;
+        the last should be ``done``. Sent as a stream whether or not the request asked for
+        one."""
+        self._queue.append(_RawStream(tuple(line.encode() for line in lines)))
+
     def raw_message(self, message: Any, *, model: str = "qwen3:8b") -> None:
         """Queue a complete, done chat response whose ``message`` is ``message`` as given,
         unchecked: e.g. ``{"role": "assistant", "content": "", "tool_calls": 5}``."""
@@ -451,6 +466,8 @@ class FakeOllama:
         stream = body.get("stream", True) is not False  # Ollama streams unless told not to
         if isinstance(scripted, _Raw):
             return web.Response(body=scripted.body, headers={"Content-Type": JSON_TYPE})
+        if isinstance(scripted, _RawStream):
+            return await self._raw_stream(request, scripted)
         if isinstance(scripted, _Error):
             if scripted.cut or (stream and scripted.in_stream):
                 return await self._stream_error(request, model, scripted, stream=stream)
@@ -507,6 +524,13 @@ class FakeOllama:
             message = self._message("", tool_calls=reply.tool_calls)
             await self._write(response, self._chunk(model, message))
         await self._write(response, self._final_chunk(model, body, reply, full=False))
+        await response.write_eof()
+        return response
+
+    async def _raw_stream(self, request: web.Request, scripted: _RawStream) -> web.StreamResponse:
+        response = await self._start_stream(request)
+        for line in scripted.lines:
+            await response.write(line + b"\n")
         await response.write_eof()
         return response
 
