@@ -29,7 +29,15 @@ from bot.ollama_client import (
     OnContent,
     new_backoff,
 )
-from bot.tool_args import MAX_ARGUMENT_DEPTH, TOO_DEEP, exceeds_depth
+from bot.tool_args import (
+    MAX_ARGUMENT_DEPTH,
+    TOO_DEEP,
+    BadNumber,
+    ToolArgumentError,
+    exceeds_depth,
+    valid_arguments,
+    valid_text,
+)
 
 __all__ = [
     "DEFAULT_CONTEXT",
@@ -260,16 +268,17 @@ class Model:
 
 
 def parse_chat_reply(data: Any) -> ChatResult:
-    """Content, thinking and tool calls of an /api/chat reply. Never raises: a malformed
-    tool call is kept with its problem, for the model to correct."""
+    """Content, thinking and tool calls of an /api/chat reply, their text made valid (U+FFFD
+    for a lone surrogate). Never raises: a malformed tool call, or one whose arguments hold
+    a number that cannot be passed on, is kept with its problem, for the model to correct."""
     message = data.get("message") if isinstance(data, dict) else None
     if not isinstance(message, dict):
         return ChatResult("")
     content = message.get("content")
     thinking = message.get("thinking")
     return ChatResult(
-        content if isinstance(content, str) else "",
-        thinking if isinstance(thinking, str) else "",
+        valid_text(content) if isinstance(content, str) else "",
+        valid_text(thinking) if isinstance(thinking, str) else "",
         _tool_calls(message.get("tool_calls")),
     )
 
@@ -278,7 +287,8 @@ def _tool_calls(raw: Any) -> tuple[ToolCall, ...]:
     if not raw:
         return ()
     if not isinstance(raw, list):
-        problem = f"tool_calls must be a list of calls, not {type(raw).__name__}; {CALL_SHAPE}"
+        kind = "a number" if isinstance(raw, BadNumber) else type(raw).__name__
+        problem = f"tool_calls must be a list of calls, not {kind}; {CALL_SHAPE}"
         return (ToolCall("", None, problem),)
     return tuple(_tool_call(number, call) for number, call in enumerate(raw, 1))
 
@@ -288,7 +298,12 @@ def _tool_call(number: int, call: Any) -> ToolCall:
     name = function.get("name") if isinstance(function, dict) else None
     if not isinstance(function, dict) or not isinstance(name, str) or not name:
         return ToolCall("", None, f"tool call {number} has no function name; {CALL_SHAPE}")
+    name = valid_text(name)
+    refused = f"the arguments of tool call {number} are refused"
     arguments = function.get("arguments")
     if exceeds_depth(arguments, MAX_ARGUMENT_DEPTH):
-        return ToolCall(name, None, f"the arguments of tool call {number} are refused: {TOO_DEEP}")
-    return ToolCall(name, arguments)
+        return ToolCall(name, None, f"{refused}: {TOO_DEEP}")
+    try:
+        return ToolCall(name, valid_arguments(arguments))
+    except ToolArgumentError as exc:
+        return ToolCall(name, None, f"{refused}: {exc}")

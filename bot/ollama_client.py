@@ -25,6 +25,7 @@ from bot.backoff import Backoff
 from bot.config import OllamaSettings
 from bot.ollama_errors import ModelUnavailable as ModelUnavailable
 from bot.ollama_errors import no_embeddings, refused, unreachable, unreadable
+from bot.tool_args import read_json, valid_text
 from memory.embedder import model_name
 from memory.errors import EmbedderUnavailable, StoreError
 
@@ -95,13 +96,13 @@ def unavailable(exc: BaseException, *, host: str, model: str, within: float) -> 
 def _status(exc: BaseException) -> tuple[int | None, str]:
     """The HTTP status and error message of an answer Ollama gave, if it gave one."""
     if isinstance(exc, ollama.ResponseError):
-        return exc.status_code, exc.error
+        return exc.status_code, valid_text(exc.error)
     if isinstance(exc, httpx.HTTPStatusError):
         try:
             error = str(json.loads(exc.response.text)["error"])
         except (ValueError, KeyError, TypeError):
             error = exc.response.text[:200]
-        return exc.response.status_code, error
+        return exc.response.status_code, valid_text(error)
     return None, ""
 
 
@@ -158,12 +159,12 @@ class OllamaClient:
 
     async def fetch_chat(self, request: Mapping[str, Any]) -> Any:
         """The decoded body of one non-streaming `/api/chat` call, within the generation
-        timeout."""
+        timeout, read by `read_json`: a number no JSON encoder writes back is a `BadNumber`."""
 
         async def post() -> Any:
             response = await self._http.post("/api/chat", json=dict(request))
             response.raise_for_status()
-            return response.json()
+            return read_json(response.text)
 
         return await self._call(post(), str(request.get("model", "")), self.timeout_s)
 
@@ -250,26 +251,28 @@ class StreamedReply:
         self._done: dict[str, Any] | None = None
 
     def add(self, line: str) -> str:
-        """Take one line; return its piece of content ("" when it has none). An error line
-        raises `StreamError`, an undecodable one `ValueError`."""
+        """Take one line; return its piece of content ("" when it has none), its text made
+        valid (U+FFFD for a lone surrogate). An error line raises `StreamError`, an
+        undecodable one `ValueError`."""
         if not line.strip():
             return ""
-        chunk = json.loads(line)
+        chunk = read_json(line)
         if not isinstance(chunk, dict):
             return ""
         if "error" in chunk:
-            raise StreamError(str(chunk["error"]))
+            raise StreamError(valid_text(str(chunk["error"])))
         if chunk.get("done") is True:
             self._done = chunk
         message = chunk.get("message")
         if not isinstance(message, dict):
             return ""
         if isinstance(thinking := message.get("thinking"), str):
-            self._thinking.append(thinking)
+            self._thinking.append(valid_text(thinking))
         self._add_calls(message.get("tool_calls"))
         content = message.get("content")
         if not isinstance(content, str):
             return ""
+        content = valid_text(content)
         self._content.append(content)
         return content
 
