@@ -45,6 +45,8 @@ FAILURES = (
     RecursionError,
 )
 
+JSON_HEADERS = {"Content-Type": "application/json"}
+
 T = TypeVar("T")
 # Receives each piece of a streamed answer's content as it arrives.
 OnContent = Callable[[str], Awaitable[None]]
@@ -162,7 +164,9 @@ class OllamaClient:
         timeout, read by `read_json`: a number no JSON encoder writes back is a `BadNumber`."""
 
         async def post() -> Any:
-            response = await self._http.post("/api/chat", json=dict(request))
+            response = await self._http.post(
+                "/api/chat", content=_json_body(request), headers=JSON_HEADERS
+            )
             response.raise_for_status()
             return read_json(response.text)
 
@@ -178,7 +182,9 @@ class OllamaClient:
         try:
             async with (
                 deadline,
-                self._http.stream("POST", "/api/chat", json=dict(request)) as response,
+                self._http.stream(
+                    "POST", "/api/chat", content=_json_body(request), headers=JSON_HEADERS
+                ) as response,
             ):
                 await _raise_for_status(response)
                 async for line in response.aiter_lines():
@@ -230,6 +236,17 @@ class OllamaClient:
         tb: TracebackType | None,
     ) -> None:
         await self.close()
+
+
+def _json_body(request: Mapping[str, Any]) -> bytes:
+    """The request as httpx would send it with `json=`, but where it holds a lone surrogate
+    (from a tool's output, say) that goes as its `\\u` escape, which Ollama reads as U+FFFD,
+    rather than failing the call as a UTF-8 encoder does."""
+    try:
+        text = json.dumps(request, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        return text.encode()
+    except UnicodeEncodeError:
+        return json.dumps(request, allow_nan=False, separators=(",", ":")).encode()
 
 
 async def _raise_for_status(response: httpx.Response) -> None:

@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from bot.agent import OFFLINE_NOTICE
+from bot.config import OllamaSettings
+from bot.model import Model
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
 from tests.fakes.adapter import StreamingAdapter
@@ -196,3 +198,26 @@ async def test_lone_surrogates_in_content_and_thinking_are_posted_and_kept_valid
     await assert_next_turn_answered_by_the_model(h)
     # The reply went back to the model with the history, as valid text.
     assert {"role": "assistant", "content": reply} in h.last_prompt()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_lone_surrogate_lorebot_sends_the_model_does_not_fail_the_call(
+    fake_ollama: FakeOllama, stream: bool
+) -> None:
+    """A tool's output (an MCP server's, say) may hold one: it goes as its escape, which
+    Ollama reads as U+FFFD, rather than failing the call."""
+    model = Model(OllamaSettings(host=fake_ollama.url, timeout_s=2.0))
+    pieces: list[str] = []
+
+    async def on_content(piece: str) -> None:
+        pieces.append(piece)
+
+    try:
+        fake_ollama.reply("Read it.")
+        messages = [{"role": "tool", "tool_name": "fetch", "content": "out \udc80 put"}]
+        result = await model.chat(messages, on_content=on_content if stream else None)
+    finally:
+        await model.close()
+    assert result.content == "Read it."
+    [request] = fake_ollama.chat_requests
+    assert request["messages"] == messages  # the escape, read back
