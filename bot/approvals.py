@@ -23,6 +23,7 @@ from adapters.base import (
     PostedMessage,
     ReactionEvent,
     UserRef,
+    measure,
 )
 from bot import metrics
 from bot.config import Settings
@@ -73,7 +74,8 @@ def build_approvals(
         skill_root=settings.skills.user_root,
         events=events,
         read_only=frozenset(settings.bot.read_only_channels),
-        actions=actions or ActionLog(proposals.db, clock=proposals.clock),
+        actions=actions
+        or ActionLog(proposals.db, clock=proposals.clock, secrets=settings.secrets()),
     )
 
 
@@ -282,10 +284,12 @@ class ApprovalService:
         return user_scope == proposal.requester and proposal.payload.get("approvers") != "admins"
 
     def fits_card(self, conversation: ConversationRef, text: str) -> bool:
-        """Whether a card with this text fits one message of the platform, footer included."""
+        """Whether a card with this text fits one message of the platform, footer included,
+        counted as the platform counts it (Slack's escaping makes `&` five characters)."""
         adapter = self.adapters.get(conversation.platform)
-        room = adapter.max_message_chars if adapter is not None else 4000
-        return len(text) + FOOTER_ROOM <= room
+        if adapter is None:
+            return len(text) + FOOTER_ROOM <= 4000
+        return measure(adapter)(text) + FOOTER_ROOM <= adapter.max_message_chars
 
     async def on_reaction(self, event: ReactionEvent) -> Proposal | None:
         """Apply a ✅/❌ on a card (or an admin's ♾️ on an action's card: approve, and allow
@@ -320,7 +324,8 @@ class ApprovalService:
         if "sha256" in proposal.payload:
             return decided  # a skill script: every run asks, whatever an admin allowed
         tool = f"{proposal.payload['server']}__{proposal.payload['tool']}"
-        allowance = await self.actions.allow(channel_scope(conversation), tool, who)
+        server_id = str(proposal.payload.get("server_id", ""))
+        allowance = await self.actions.allow(channel_scope(conversation), tool, who, server_id)
         _log.info("%s allowed %s in %s (allowance %d)", who, tool, channel_scope(conversation),
                   allowance.id)  # fmt: skip
         return decided

@@ -168,6 +168,12 @@ async def check_mcp(settings: Settings) -> list[Check]:
             names = ", ".join(t.name for t in server.tools)
             detail = f"connected, {len(server.tools)} tools ({names}); trust {config.trust}"
             checks.append(Check(True, f"MCP {config.name}", detail))
+            if server.refused:
+                refused = ", ".join(repr(name[:80]) for name in server.refused)
+                checks.append(Check(False, f"MCP {config.name}",
+                                    f"tools not offered, their names are not plain: {refused}",
+                                    "a tool name is letters, digits, _, . and -, at most 64; "
+                                    "ask the server's maintainers to rename them"))  # fmt: skip
         else:
             checks.append(Check(False, f"MCP {config.name}", f"{where}: {problem}",
                                 f"run `{where}` by hand to see why, or fix [[mcp.servers]] "

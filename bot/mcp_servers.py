@@ -10,6 +10,7 @@ connection is "outcome unknown", never a failure or a success.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import tempfile
@@ -27,6 +28,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from bot.backoff import Backoff
+from bot.card_text import valid_tool_name
 from bot.config import McpServerSettings, McpSettings
 from memory.secrets import redact
 
@@ -38,6 +40,10 @@ KEEPALIVE_S = 2.0
 ASK_EVERY = 10  # keep-alive rounds between real requests (the others read the SDK's cache)
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
+REFUSED_NAME = (
+    "MCP server %s lists a tool named %r, which is not offered: a tool name is letters, "
+    "digits, _, . and -, at most 64"
+)
 # A session whose streams closed under a call.
 _STREAM_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
 
@@ -131,6 +137,8 @@ class McpServer:
         self._target = target  # an in-process server, for tests; else from the settings
         self._on_tools = on_tools
         self.tools: tuple[RemoteTool, ...] = ()
+        # Tools listed under a name a card could not show plainly: never offered.
+        self.refused: tuple[str, ...] = ()
         # Arguments that hold a secret, by call hash, until their card is decided: kept in
         # memory only, never in the database.
         self.held: dict[str, dict[str, Any]] = {}
@@ -139,6 +147,7 @@ class McpServer:
         self._client: Client | None = None
         self._lost = asyncio.Event()
         self._connected = asyncio.Event()
+        self._first_try = asyncio.Event()  # set once the first connection attempt ended
         self._stopped: anyio.CancelScope | None = None  # while `run()` runs
         self._ended = asyncio.Event()
         self._errlog: TextIO | None = None
@@ -152,6 +161,37 @@ class McpServer:
     @property
     def connected(self) -> bool:
         return self._client is not None
+
+    @property
+    def identity(self) -> str:
+        """What this server is, beyond its name: its command, arguments and folder, or its
+        URL. Allowances and cards are bound to it, so pointing a name at another program
+        invalidates them."""
+        return self.settings.identity()
+
+    def tool(self, name: str) -> RemoteTool | None:
+        """The tool `name` as the server lists it now (its current annotations)."""
+        return next((tool for tool in self.tools if tool.name == name), None)
+
+    async def fetch_tools(self) -> None:
+        """Bring the tool list up to date before a call is decided: the SDK keeps the last
+        listing until the server says it changed, so this asks the server only then. A
+        failure keeps the list as it was (the call itself will say what is wrong)."""
+        client = self._client
+        if client is None:
+            return
+        try:
+            with anyio.fail_after(self.connect_timeout_s):
+                await self._list_tools(client)
+        except Exception as exc:  # noqa: BLE001 - the SDK raises exception groups
+            _log.info("MCP server %s: the tool list could not be read: %s", self.name, exc)
+
+    async def wait_first_try(self, timeout_s: float) -> None:
+        """Wait (at most `timeout_s`) until the first connection attempt has ended, so a
+        turn right after a start sees the server's tools or knows it is unavailable."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self._first_try.wait()
 
     async def wait_connected(self, timeout_s: float) -> bool:
         """Wait until connected (or the timeout); whether it is."""
@@ -215,6 +255,8 @@ class McpServer:
                 self.reason = self._describe(exc)
                 delay = backoff.next_delay()
                 _log.warning("MCP server %s: %s; retrying in %.0f s", self.name, self.reason, delay)
+            finally:
+                self._first_try.set()
             self._client = None
             self._connected.clear()
             self.status = "down"
@@ -237,6 +279,7 @@ class McpServer:
                 self.connections += 1
                 self._lost.clear()
                 self._connected.set()
+                self._first_try.set()
                 _log.info("MCP server %s connected: %d tools", self.name, len(self.tools))
                 try:
                     await self._keep_alive(client)
@@ -275,9 +318,15 @@ class McpServer:
 
     async def _list_tools(self, client: Client, *, fresh: bool = False) -> None:
         listed = await client.list_tools(cache_mode="refresh" if fresh else "use")
+        refused = tuple(t.name for t in listed.tools if not valid_tool_name(t.name))
+        if refused != self.refused:
+            self.refused = refused
+            for name in refused:
+                _log.warning(REFUSED_NAME, self.name, name[:80])
         tools = tuple(
             RemoteTool(self.name, t.name, t.description or "", dict(t.input_schema), _hints(t))
             for t in listed.tools
+            if t.name not in refused
         )
         if tools != self.tools:
             self.tools = tools
@@ -314,6 +363,14 @@ class McpServer:
         except (OSError, httpx2.HTTPError, *_STREAM_ERRORS) as exc:
             self._lose()
             return CallResult("unknown", f"the connection was lost: {exc}", _ms_since(started))
+        except Exception as exc:  # noqa: BLE001 - sent, then the SDK refused what came back
+            # For example a result that breaks the tool's own output schema: the tool ran,
+            # but what it did is not known.
+            _log.warning("MCP server %s: the result of %s was refused: %s", self.name, tool, exc)
+            why = redact(f"{type(exc).__name__}: {exc}")
+            return CallResult(
+                "unknown", f"its result could not be read ({why})", _ms_since(started)
+            )
         return result_of(result, _ms_since(started))
 
 
@@ -343,6 +400,16 @@ class McpServers:
 
     def get(self, name: str) -> McpServer | None:
         return self.servers.get(name)
+
+    async def wait_first_tries(self) -> None:
+        """Wait until every server has tried to connect once (each try is bounded by
+        `connect_timeout_s`): a turn right after a start then sees their tools."""
+        timeout = self.settings.connect_timeout_s
+        await asyncio.gather(*(s.wait_first_try(timeout) for s in self.servers.values()))
+
+    def unavailable(self) -> list[McpServer]:
+        """Servers that are not connected now."""
+        return [server for server in self.servers.values() if not server.connected]
 
     async def stop(self) -> None:
         await asyncio.gather(*(server.stop() for server in self.servers.values()))
