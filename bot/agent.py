@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -23,6 +24,7 @@ from bot import metrics
 from bot.approvals import ACTION
 from bot.config import Settings
 from bot.live_reply import Progress
+from bot.mcp_servers import McpServers
 from bot.model import ChatResult, Model, ModelUnavailable, ToolCall
 from bot.prompt import BYTES_PER_TOKEN, estimate_tokens, render_prefix, user_turn
 from bot.scopes import user_scope
@@ -38,7 +40,7 @@ from memory.events import EventLog
 from memory.fts import term_overlap
 from memory.message_search import MessageHit
 from memory.proposals import Proposal
-from memory.secrets import redact_value
+from memory.secrets import mask_known, redact_value
 from memory.vectors import KINDS, NOTE, coverage_notice, words_alone_notice
 from skills.types import SkillError
 
@@ -75,22 +77,59 @@ class _Turn:
     pending: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
     tools: dict[str, Tool] = dataclasses.field(default_factory=dict)
 
-    def saved(self, ctx: TurnContext, tool: str) -> dict[str, Any]:
-        """What a proposal keeps to resume this turn; `tool` gets the decision."""
+    def saved(self, ctx: TurnContext, tool: str, held: HeldCalls) -> dict[str, Any]:
+        """What a proposal keeps to resume this turn; `tool` gets the decision. Stored with
+        the proposal, so no secret in it reaches the database: the round's later calls
+        whose arguments hold one wait in memory (`held`)."""
         return {
             "tool": tool,
-            # Stored with the proposal: no secret in them reaches the database.
-            "messages": redact_value(self.messages),
+            "messages": redact_value(self.messages, known=held.secrets),
             "round": self.round,
-            "pending": [[name, args] for name, args in self.pending],
+            "pending": [held.keep(name, args) for name, args in self.pending],
             "conversation": dataclasses.asdict(ctx.conversation),
             "author": dataclasses.asdict(ctx.author),
             "read_only": ctx.read_only,
         }
 
 
+class HeldCalls:
+    """Tool calls of a suspended turn whose arguments hold a secret: the database gets them
+    redacted, and the exact arguments wait in this process's memory until the turn resumes
+    (after a restart they are gone, and the call is not run)."""
+
+    def __init__(self, known: Sequence[str]) -> None:
+        self.secrets = tuple(known)
+        self._held: dict[str, Any] = {}
+
+    def keep(self, name: str, arguments: Any) -> list[Any]:
+        shown = redact_value(arguments, known=self.secrets)
+        if shown == arguments:
+            return [name, arguments]
+        token = secrets.token_hex(16)
+        self._held[token] = arguments
+        return [name, shown, token]
+
+    def take(self, saved: Sequence[Any]) -> tuple[str, Any]:
+        """A saved call to run: its exact arguments, or in place of a call whose secret is
+        gone, the problem (a nameless call, see `_pending`)."""
+        if len(saved) < 3:
+            return saved[0], saved[1]
+        arguments = self._held.pop(saved[2], None)
+        if arguments is None:
+            return "", (
+                f"the call of {saved[0]} was not run: its arguments held a secret, which "
+                "lorebot keeps only in memory, and lorebot restarted since; ask the person "
+                "to send it again"
+            )
+        return saved[0], arguments
+
+
 class Agent:
     """Runs model turns with memory and tools."""
+
+    # The MCP servers of a daemon: a turn waits for their first connection attempt, so a
+    # turn right after a start is offered their tools.
+    mcp: McpServers | None = None
 
     def __init__(
         self,
@@ -111,6 +150,8 @@ class Agent:
         self.skills = skills
         self.toolbox = toolbox
         self.events = events
+        self.secrets = tuple(settings.secrets())  # never in a reply, a row or a log line
+        self.held = HeldCalls(self.secrets)
         self._coverage_said: dict[str, str | None] = {}  # kind: the notice last logged
 
     async def build_prefix(self, ctx: TurnContext) -> tuple[str, int]:
@@ -234,6 +275,7 @@ class Agent:
             history = await self._history_messages(ctx, prefix)
             active = await self.skills.active_messages(ctx.conversation.key)
             messages = [{"role": "system", "content": prefix}, *active, *history]
+            messages += await self._servers_unavailable()
             turn = _Turn(messages, tools=self.tools(ctx))
             turn.messages.append({"role": "user", "content": tail})
             reply, rounds = await self._loop(ctx, turn, progress)
@@ -264,7 +306,7 @@ class Agent:
         ctx = make_context(
             ConversationRef(**saved["conversation"]), UserRef(**saved["author"]), saved["read_only"]
         )
-        pending = [tuple(p) for p in saved["pending"]]
+        pending = [self.held.take(p) for p in saved["pending"]]
         turn = _Turn(saved["messages"], saved["round"], pending, self.tools(ctx))
         name = saved.get("tool", "load_skill")  # turns saved before tools were named
         tool = await self.toolbox.wait_for(name, self._connect_wait(name))
@@ -288,6 +330,26 @@ class Agent:
             return TurnResult("", "", turn.round, offline=False, awaiting=waiting.proposal.id)
         await self._log(ctx, self._reply_entry(reply))
         return TurnResult(reply, saved["messages"][0]["content"], rounds, offline=False)
+
+    async def _servers_unavailable(self) -> list[dict[str, Any]]:
+        """Wait for servers still making their first connection attempt (each bounded by
+        `mcp.connect_timeout_s`); for those not connected, a line telling the model so.
+        It comes after the stable prefix, so the prefix stays the same."""
+        if self.mcp is None:
+            return []
+        await self.mcp.wait_first_tries()
+        down = [
+            f"`{server.name}` ({server.reason or server.status})"
+            for server in self.mcp.unavailable()
+        ]
+        if not down:
+            return []
+        text = (
+            f"The MCP server{'s' if len(down) > 1 else ''} {', '.join(down)} "
+            f"{'are' if len(down) > 1 else 'is'} unavailable right now, so some of their "
+            "tools may be missing or fail; if the person asks for them, say so."
+        )
+        return [{"role": "system", "content": text}]
 
     def _connect_wait(self, name: str) -> float:
         """How long to wait for a tool that is not there: one of a configured MCP server
@@ -371,7 +433,7 @@ class Agent:
             quoted = "\n".join(f"> {line}" for line in result.thinking.strip().splitlines())
             answer = f"> 💭 thinking\n{quoted}\n\n{answer}"
         # Cut once, here, so what is posted and what history keeps are the same text.
-        return clip_reply(answer, self.settings.bot.max_reply_chars)
+        return clip_reply(mask_known(answer, self.secrets), self.settings.bot.max_reply_chars)
 
     def _log_thinking(self, result: ChatResult) -> None:
         if result.thinking:
@@ -398,8 +460,11 @@ class Agent:
             )
         try:
             arguments = tool.parse(raw)
-            call = Call(ctx, lambda: turn.saved(ctx, name))
-            async with asyncio.timeout(self.settings.bot.tool_timeout_s):
+            call = Call(ctx, lambda: turn.saved(ctx, name, self.held))
+            # A tool that bounds itself (an action: the server's timeout) is never cut off
+            # mid-run by the turn's timeout, which would leave its outcome untold.
+            timeout = None if tool.bounds_itself else self.settings.bot.tool_timeout_s
+            async with asyncio.timeout(timeout):
                 output = await tool.run(call, arguments)
         except (ToolArgumentError, InvalidInput, SkillError) as exc:
             return f"error: {exc}"

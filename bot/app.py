@@ -113,11 +113,12 @@ class Bot:
         self.notes = memory.notes
         self.log = memory.log
         self.vectors = memory.vectors
-        self.events = EventLog(self.db, clock=self.clock)
+        self.secrets = tuple(settings.secrets())
+        self.events = EventLog(self.db, clock=self.clock, secrets=self.secrets)
         self.proposals = ProposalStore(self.notes)
         self.model = Model(settings.ollama, max_concurrent=settings.bot.max_concurrent_model_calls)
         self._stack.push_async_callback(self.model.close)
-        self.actions = ActionLog(self.db, clock=self.clock)
+        self.actions = ActionLog(self.db, clock=self.clock, secrets=self.secrets)
         self.approvals = build_approvals(
             settings, self.proposals, self.adapters, self.events, self.actions
         )
@@ -169,6 +170,7 @@ class Bot:
             return  # scheduled jobs and one-shot commands never run actions
         for server in self.mcp.servers.values():
             self.tasks.spawn(server.run(), name=f"MCP server {server.name}")
+        self.agent.mcp = self.mcp  # a turn waits for the servers' first connection
         self._stack.push_async_callback(self.mcp.stop)
         await self.approvals.expire()
         self.tasks.spawn(self._follow_up_forever(), name="proposal follow-ups")
@@ -180,7 +182,7 @@ class Bot:
     def _sync_tools(self, server: McpServer) -> None:
         sync_server_tools(
             self.toolbox, server, self.approvals, self.actions,
-            result_max_chars=self.settings.mcp.result_max_chars,
+            result_max_chars=self.settings.mcp.result_max_chars, secrets=self.secrets,
         )  # fmt: skip
 
     async def follow_up(self) -> int:

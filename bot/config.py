@@ -11,6 +11,7 @@ bot/settings_snapshot.py digests the same inputs to know when its snapshot still
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -281,6 +282,13 @@ class McpServerSettings(_Section):
         if (self.command is None) == (self.url is None):
             raise ValueError(f"MCP server {self.name!r} needs exactly one of command or url")
         return self
+
+    def identity(self) -> str:
+        """A short hash of what the server is: its command, arguments and folder, or its
+        URL (not its secrets, which may rotate)."""
+        what = [self.command, list(self.args), str(self.cwd or ""), self.url]
+        canonical = json.dumps(what, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def resolved_env(self) -> dict[str, str]:
         return {key: resolve_secret(value) for key, value in self.env.items()}

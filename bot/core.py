@@ -215,7 +215,7 @@ class Core:
         """The turn's status and streamed reply while the block runs; a reply the block
         does not finish (shutdown, a failure) is marked as cut short."""
         adapter = self.adapters[conversation.platform]
-        live = live_reply(adapter, conversation, author, self.live_replies)
+        live = live_reply(adapter, conversation, author, self.live_replies, self.agent.secrets)
         try:
             async with working(adapter, conversation) as status:
                 yield Progress(live, status)

@@ -32,6 +32,7 @@ from adapters.base import (
 )
 from bot.split import split_message
 from memory.live_replies import LiveReplies
+from memory.secrets import MIN_SECRET_CHARS, mask_known
 
 _log = logging.getLogger(__name__)
 
@@ -56,7 +57,9 @@ class LiveReply:
         interval_s: float,
         record: LiveReplies | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        secrets: Sequence[str] = (),
     ) -> None:
+        self.secrets = tuple(secrets)  # configured secret values, never shown
         self.adapter = adapter
         self.stream = stream
         self.conversation = conversation
@@ -99,7 +102,7 @@ class LiveReply:
         self._text = ""
 
     async def _update(self) -> None:
-        visible = self._first_part(self._text)
+        visible = self._first_part(hide_secrets(self._text, self.secrets))
         if not visible or visible == self._shown:
             return
         try:
@@ -161,11 +164,26 @@ class LiveReply:
             await self.record.done(self.conversation.platform, posted.message_id)
 
 
+def hide_secrets(text: str, known: Sequence[str]) -> str:
+    """Text being written with every known secret masked, and a last word that could be the
+    start of one held back until the model has written more."""
+    text = mask_known(text, known)
+    for secret in known:
+        if len(secret) < MIN_SECRET_CHARS:
+            continue
+        for size in range(min(len(secret), len(text)), 0, -1):
+            if text.endswith(secret[:size]):
+                text = text[:-size]
+                break
+    return text
+
+
 def live_reply(
     adapter: Adapter,
     conversation: ConversationRef,
     recipient: UserRef,
     record: LiveReplies | None,
+    secrets: Sequence[str] = (),
 ) -> LiveReply | None:
     """A streamed reply where the adapter can show one, else None (the reply is posted
     whole when done)."""
@@ -173,8 +191,9 @@ def live_reply(
         return None
     stream = adapter.stream_reply(conversation, recipient)
     return LiveReply(
-        adapter, stream, conversation, interval_s=adapter.stream_interval_s, record=record
-    )
+        adapter, stream, conversation, interval_s=adapter.stream_interval_s, record=record,
+        secrets=secrets,
+    )  # fmt: skip
 
 
 async def mend_cut_replies(adapter: Adapter, record: LiveReplies) -> int:

@@ -94,7 +94,8 @@ async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
 
     async with open_store(settings) as notes:
         proposals = ProposalStore(notes)
-        service = build_approvals(settings, proposals, {}, EventLog(notes.db, clock=notes.clock))
+        events = EventLog(notes.db, clock=notes.clock, secrets=settings.secrets())
+        service = build_approvals(settings, proposals, {}, events)
         proposal = await service.decide(args.proposal_id, approve=args.approve, by=cli_actor())
         print(await service.outcome_text(proposal))
     if DatabaseLock(settings.database.path).held_elsewhere():

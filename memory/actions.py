@@ -8,7 +8,7 @@ outcome. Arguments and output are scrubbed of secrets before they are stored.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -54,14 +54,18 @@ class Allowance:
     tool: str
     granted_by: str
     created_at: datetime
+    server_id: str = ""  # the server's identity when it was granted
 
 
 class ActionLog:
     """Records actions and allowances."""
 
-    def __init__(self, db: Database, *, clock: Clock = utc_now) -> None:
+    def __init__(
+        self, db: Database, *, clock: Clock = utc_now, secrets: Iterable[str] = ()
+    ) -> None:
         self.db = db
         self.clock = clock
+        self.secrets = tuple(secrets)  # configured secret values, never stored
 
     async def record(
         self,
@@ -81,13 +85,16 @@ class ActionLog:
                 "channel_scope, conversation_json, approval, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    proposal_id, tool, _dump(redact_value(dict(arguments))), requester,
+                    proposal_id, tool, _dump(self._redacted(arguments)), requester,
                     channel_scope, _dump(dict(conversation)), approval,
                     to_db_time(self.clock()),
                 ),
             )  # fmt: skip
         assert cursor.lastrowid is not None
         return await self.get(cursor.lastrowid)
+
+    def _redacted(self, arguments: Mapping[str, Any]) -> Any:
+        return redact_value(dict(arguments), known=self.secrets)
 
     async def attach_proposal(self, action_id: int, proposal_id: int) -> None:
         async with self.db.transaction() as conn:
@@ -114,7 +121,12 @@ class ActionLog:
         async with self.db.transaction() as conn:
             await conn.execute(
                 "UPDATE actions SET outcome = ?, output = ?, duration_ms = ? WHERE id = ?",
-                (outcome, redact_value(output)[:OUTPUT_MAX_CHARS], duration_ms, action_id),
+                (
+                    outcome,
+                    redact_value(output, known=self.secrets)[:OUTPUT_MAX_CHARS],
+                    duration_ms,
+                    action_id,
+                ),
             )
         return await self.get(action_id)
 
@@ -150,23 +162,32 @@ class ActionLog:
 
     # --- allowances -----------------------------------------------------------------
 
-    async def allow(self, channel_scope: str, tool: str, granted_by: str) -> Allowance:
+    async def allow(
+        self, channel_scope: str, tool: str, granted_by: str, server_id: str = ""
+    ) -> Allowance:
+        """Allow `tool` in the channel from now on, for the server as it is now
+        (`server_id`); an allowance for the server as it was before is replaced."""
         async with self.db.transaction() as conn:
             await conn.execute(
-                "INSERT INTO action_allowances (channel_scope, tool, granted_by, created_at) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (channel_scope, tool) DO NOTHING",
-                (channel_scope, tool, granted_by, to_db_time(self.clock())),
+                "INSERT INTO action_allowances (channel_scope, tool, granted_by, created_at, "
+                "server_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel_scope, tool) DO UPDATE "
+                "SET granted_by = excluded.granted_by, created_at = excluded.created_at, "
+                "server_id = excluded.server_id WHERE server_id != excluded.server_id",
+                (channel_scope, tool, granted_by, to_db_time(self.clock()), server_id),
             )
         [found] = [a for a in await self.allowances() if (a.channel_scope, a.tool) == (
             channel_scope, tool)]  # fmt: skip
         return found
 
-    async def allowed(self, channel_scope: str | None, tool: str) -> bool:
+    async def allowed(self, channel_scope: str | None, tool: str, server_id: str = "") -> bool:
+        """Whether `tool` of the server `server_id` runs without a card in the channel: an
+        allowance granted while the server was another program allows nothing."""
         if channel_scope is None:
             return False
         found = await self.db.scalar(
-            "SELECT 1 FROM action_allowances WHERE channel_scope = ? AND tool = ?",
-            (channel_scope, tool),
+            "SELECT 1 FROM action_allowances WHERE channel_scope = ? AND tool = ? "
+            "AND server_id = ?",
+            (channel_scope, tool, server_id),
         )
         return found is not None
 
@@ -175,7 +196,7 @@ class ActionLog:
             rows = await cursor.fetchall()
         return [
             Allowance(r["id"], r["channel_scope"], r["tool"], r["granted_by"],
-                      _time(r["created_at"]))
+                      _time(r["created_at"]), r["server_id"])
             for r in rows
         ]  # fmt: skip
 

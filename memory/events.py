@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -43,9 +43,12 @@ class CapturedEvent:
 class EventLog:
     """Stores and reads captured actions."""
 
-    def __init__(self, db: Database, *, clock: Clock = utc_now) -> None:
+    def __init__(
+        self, db: Database, *, clock: Clock = utc_now, secrets: Iterable[str] = ()
+    ) -> None:
         self.db = db
         self.clock = clock
+        self.secrets = tuple(secrets)  # configured secret values, never stored
 
     async def capture(
         self,
@@ -58,7 +61,7 @@ class EventLog:
         person: str,
     ) -> bool:
         """Store one successful action; False when the same action was already stored."""
-        clean = redact_value(dict(arguments))
+        clean = redact_value(dict(arguments), known=self.secrets)
         canonical = json.dumps({"action": action, "arguments": clean}, sort_keys=True)
         digest = hashlib.sha256(canonical.encode()).hexdigest()
         async with self.db.transaction() as conn:
@@ -67,7 +70,7 @@ class EventLog:
                 "conversation_json, channel_scope, person, created_at, content_hash) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    action, json.dumps(clean, ensure_ascii=False), redact(outcome),
+                    action, json.dumps(clean, ensure_ascii=False), redact(outcome, self.secrets),
                     json.dumps(dict(conversation)), channel_scope, person,
                     to_db_time(self.clock()), digest,
                 ),

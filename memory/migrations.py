@@ -356,6 +356,11 @@ MIGRATIONS: tuple[str | Step, ...] = (
     """
     CREATE INDEX messages_live ON messages (conversation, id) WHERE source_id IS NULL;
     """,
+    # 14: an allowance holds for the server it was granted for (its command and arguments,
+    # or URL): one granted before this was known allows nothing until granted again.
+    """
+    ALTER TABLE action_allowances ADD COLUMN server_id TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

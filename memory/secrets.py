@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 REDACTED = "[REDACTED]"
+# A known secret value shorter than this is not masked: it cannot be told from a word.
+MIN_SECRET_CHARS = 6
 
 # Unicode format characters (category Cf) and the other invisible "default ignorable"
 # ones: joiners, bidi controls, BOM, soft hyphen, fillers and variation selectors.
@@ -467,7 +469,7 @@ def redact(text: str, known: Iterable[str] = ()) -> str:
 def _known_spans(text: str, known: Iterable[str]) -> Iterator[tuple[int, int]]:
     for secret in known:
         value = _known_value(secret)
-        if len(value) < 6:
+        if len(value) < MIN_SECRET_CHARS:
             continue  # too short to tell apart from ordinary words
         start = text.find(value)
         while start >= 0:
@@ -499,15 +501,24 @@ def _replace(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(pieces)
 
 
-def redact_value(value: Any, key: str = "") -> Any:
-    """`value` (text, or JSON-like lists and mappings) with credentials redacted; anything
-    under a key that names a secret (`password`, `api_key`) is, whatever it looks like."""
+def redact_value(value: Any, key: str = "", known: Sequence[str] = ()) -> Any:
+    """`value` (text, or JSON-like lists and mappings) with credentials, and every `known`
+    secret value, redacted; anything under a key that names a secret (`password`,
+    `api_key`) is, whatever it looks like."""
     if isinstance(value, Mapping):
-        return {str(k): redact_value(v, str(k)) for k, v in value.items()}
+        return {str(k): redact_value(v, str(k), known) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_value(v, key) for v in value]
+        return [redact_value(v, key, known) for v in value]
     if key and is_secret_name(key) and value not in (None, "") and not isinstance(value, bool):
         return REDACTED
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, known)
     return value
+
+
+def mask_known(text: str, known: Iterable[str]) -> str:
+    """`text` with every `known` secret value replaced by `[REDACTED]`, and nothing else
+    changed: for text a person reads as written, such as the model's reply."""
+    clean = normalise(text)
+    spans = list(_known_spans(clean, known))
+    return _replace(clean, spans) if spans else text

@@ -3,19 +3,27 @@
 Nothing with side effects runs without a person's ✅: a call runs at once only when its
 tool is on the server's `allow` list, was allowed in this channel by an admin (♾️), or is
 annotated read-only by a `trusted` server. Every other call becomes a card that shows
-exactly what will run (the complete, redacted arguments), bound to a hash of the server,
-tool and arguments that is checked again right before the call. Every action is recorded.
+exactly what will run (the complete, redacted arguments, every character visible), bound
+to a hash of the server (its identity: command and arguments, or URL), tool and arguments
+that is checked again right before the call. What a tool returns is scrubbed of every
+configured secret before the model, the card or the database sees it. Every action is
+recorded, and every call that was sent ends with an outcome (ok, error or unknown).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import json
 import logging
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from bot.approvals import ACTION, ApprovalService
+from bot.card_text import code_block, format_arguments, inline
 from bot.mcp_servers import CallResult, McpServer, RemoteTool, ServerUnavailable
 from bot.scopes import user_scope
 from bot.tool_args import coerce_arguments
@@ -33,15 +41,22 @@ DECLINED = "the person declined; it was not run. Do not try it again."
 EXPIRED = "nobody decided in time, so it was not run. Do not try it again unless asked."
 
 
+class NotRunnable(Exception):
+    """An approved call that the last check before running refused; the message says why."""
+
+
 def model_name(server: str, tool: str) -> str:
     """The name the model calls a server's tool by: unambiguous, as server names hold no
     underscores."""
     return f"{server}{SEPARATOR}{tool}"
 
 
-def call_hash(server: str, tool: str, arguments: dict[str, Any]) -> str:
-    """What an approval is bound to: the server, the tool and the canonical arguments."""
-    canonical = json.dumps([server, tool, arguments], sort_keys=True, separators=(",", ":"))
+def call_hash(server: str, server_id: str, tool: str, arguments: dict[str, Any]) -> str:
+    """What an approval is bound to: the server (its name and identity), the tool and the
+    canonical arguments."""
+    canonical = json.dumps(
+        [server, server_id, tool, arguments], sort_keys=True, separators=(",", ":")
+    )
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -61,9 +76,15 @@ async def close_unapproved(
     return expired if outcome == "expired" else declined
 
 
-def format_arguments(arguments: dict[str, Any]) -> str:
-    """The arguments as a person reads them on a card: complete, secrets redacted."""
-    return json.dumps(redact_value(arguments), indent=2, ensure_ascii=False, sort_keys=True)
+async def not_run(
+    actions: ActionLog, approvals: ApprovalService, proposal: Proposal, why: str
+) -> None:
+    """An approved action refused at the last check: recorded as declined, and its card says
+    why it was not run."""
+    await actions.close(int(proposal.payload["action_id"]), "declined", proposal.decided_by)
+    marked = await approvals.proposals.mark(proposal.id, why, failed=True)
+    await approvals.update_card(marked)
+    _log.info("action of proposal %d not run: %s", proposal.id, why)
 
 
 class McpTool:
@@ -80,13 +101,18 @@ class McpTool:
         actions: ActionLog,
         *,
         result_max_chars: int,
+        secrets: Sequence[str] = (),
     ) -> None:
         self.server = server
         self.remote = remote
         self.approvals = approvals
         self.actions = actions
         self.result_max_chars = result_max_chars
+        self.secrets = tuple(secrets)  # configured secret values: never shown or stored
         self.name = model_name(server.name, remote.name)
+
+    # The server's timeout governs a call (see `_call`), never the turn's tool timeout.
+    bounds_itself = True
 
     def spec(self) -> dict[str, Any]:
         hints = self.remote.hints.badges
@@ -107,45 +133,57 @@ class McpTool:
         validate(self.remote.input_schema, arguments, self.name)
         return arguments
 
-    async def _exemption(self, ctx: TurnContext) -> str | None:
+    async def _exemption(self, ctx: TurnContext, remote: RemoteTool) -> str | None:
         """Why this call may run without a card, or None: it needs one."""
         settings = self.server.settings
-        if self.remote.name in settings.allow:
+        if remote.name in settings.allow:
             return BY_ALLOW_LIST
         # An untrusted server's annotations are a stranger's word and exempt nothing.
-        if settings.trust == "trusted" and self.remote.hints.read_only:
+        if settings.trust == "trusted" and remote.hints.read_only:
             return BY_TRUST
-        if await self.actions.allowed(ctx.channel_scope, self.name):
+        if await self.actions.allowed(ctx.channel_scope, self.name, self.server.identity):
             return BY_ALLOWANCE
         return None
+
+    def _current(self) -> RemoteTool | None:
+        """The tool as the server lists it now: a turn may have started before the server
+        changed its annotations or schema, and the call is decided on what holds now."""
+        return self.server.tool(self.remote.name)
 
     async def run(self, call: Call, arguments: dict[str, Any]) -> ToolOutput:
         ctx = call.ctx
         if not self.server.connected:
             return f"error: server {self.server.name} is unavailable right now; say so and go on"
-        exemption = await self._exemption(ctx)
+        await self.server.fetch_tools()
+        remote = self._current()
+        if remote is None:
+            return f"error: server {self.server.name} no longer offers {self.remote.name}"
+        if remote.input_schema != self.remote.input_schema:
+            validate(remote.input_schema, arguments, self.name)
+        exemption = await self._exemption(ctx, remote)
         action = await self.actions.record(
             self.name, arguments, requester=user_scope(ctx.author), channel_scope=ctx.channel_scope,
             conversation=dataclasses.asdict(ctx.conversation), approval=exemption or BY_CARD,
         )  # fmt: skip
         if exemption is not None:
             await self.actions.start(action.id)
-            return await self._call(action.id, arguments)
-        card = self._card(ctx, arguments)
+            return await self._call(action.id, arguments, remote)
+        card = self._card(ctx, arguments, remote)
         if not self.approvals.fits_card(ctx.conversation, card):
             await self.actions.close(action.id, "declined", None)
             return (
                 "error: the arguments are too long to show on a card, so this cannot be "
                 "approved; tell the person and use shorter arguments"
             )
-        digest = call_hash(self.server.name, self.remote.name, arguments)
-        shown = redact_value(arguments)
+        digest = call_hash(self.server.name, self.server.identity, remote.name, arguments)
+        shown = redact_value(arguments, known=self.secrets)
         if shown != arguments:
             # Secrets never reach the database: the exact arguments wait in memory only.
             self.server.held[digest] = arguments
         payload = {
             "server": self.server.name,
-            "tool": self.remote.name,
+            "server_id": self.server.identity,
+            "tool": remote.name,
             "arguments": shown,
             "held": shown != arguments,
             "hash": digest,
@@ -159,17 +197,17 @@ class McpTool:
         await self.actions.attach_proposal(action.id, proposal.id)
         return Suspend(proposal)
 
-    def _card(self, ctx: TurnContext, arguments: dict[str, Any]) -> str:
-        hints = self.remote.hints.badges
+    def _card(self, ctx: TurnContext, arguments: dict[str, Any], remote: RemoteTool) -> str:
+        hints = remote.hints.badges
         lines = [
-            f"⚙️ Run `{self.remote.name}` on the MCP server `{self.server.name}`?",
-            f"Asked by {ctx.author.name or ctx.author.id}.",
+            f"⚙️ Run `{remote.name}` on the MCP server `{self.server.name}`?",
+            f"Asked by {inline(ctx.author.name or ctx.author.id)}.",
         ]
         if hints:
             lines.append("Annotations: " + ", ".join(hints))
         if self.server.settings.trust != "trusted":
             lines.append("(annotations of an untrusted server are the server's own claim)")
-        lines.append(f"Arguments:\n```\n{format_arguments(arguments)}\n```")
+        lines.append("Arguments:\n" + code_block(format_arguments(arguments, self.secrets)))
         if self.server.settings.approvers == "admins":
             lines.append("Only an admin can approve this tool.")
         return "\n".join(lines)
@@ -181,47 +219,86 @@ class McpTool:
             return await close_unapproved(
                 self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
             )
-        arguments = payload["arguments"]
-        if payload.get("held"):
-            arguments = self.server.held.pop(payload["hash"], None)
-            if arguments is None:
-                await self.actions.close(action_id, "declined", proposal.decided_by)
-                return (
-                    "error: its arguments held a secret, which lorebot keeps only in memory, "
-                    "and lorebot restarted since, so it was not run; ask again"
-                )
-        if call_hash(self.server.name, self.remote.name, arguments) != payload["hash"]:
-            await self.actions.close(action_id, "declined", proposal.decided_by)
-            return "error: the call changed after it was approved, so it was not run"
+        try:
+            arguments, remote = self._approved(payload)
+        except NotRunnable as exc:
+            await not_run(self.actions, self.approvals, proposal, str(exc))
+            return f"error: it was not run: {exc}"
         try:
             await self.actions.start(action_id, proposal.decided_by)
         except ValueError:
             return "error: this action was already run"
-        output = await self._call(action_id, arguments)
-        await self.approvals.update_card(proposal)
-        return output
-
-    async def _call(self, action_id: int, arguments: dict[str, Any]) -> str:
-        """Run the call once (again only when the tool is read-only or idempotent and the
-        connection was lost) and record its outcome; the model's text says exactly that."""
-        timeout = self.server.settings.timeout_s
         try:
-            result = await self.server.call(self.remote.name, arguments, timeout)
-            retry = result.outcome == "unknown" and self._may_retry()
+            return await self._call(action_id, arguments, remote)
+        finally:  # whatever happened, the card says how it ended
+            await self.approvals.update_card(proposal)
+
+    def _approved(self, payload: dict[str, Any]) -> tuple[dict[str, Any], RemoteTool]:
+        """The exact arguments and the tool as approved, or NotRunnable saying why not."""
+        if "server_id" not in payload:
+            raise NotRunnable("the card was made by an earlier version of lorebot; ask again")
+        if payload["server_id"] != self.server.identity:
+            raise NotRunnable(
+                f"the MCP server {self.server.name} was changed since the card (it is now "
+                "another command or URL); ask again so the card shows the server as it is"
+            )
+        arguments = payload["arguments"]
+        if payload.get("held"):
+            arguments = self.server.held.pop(payload["hash"], None)
+            if arguments is None:
+                raise NotRunnable(
+                    "its arguments held a secret, which lorebot keeps only in memory, and "
+                    "lorebot restarted since; ask again"
+                )
+        digest = call_hash(self.server.name, self.server.identity, self.remote.name, arguments)
+        if digest != payload["hash"]:
+            raise NotRunnable("the call changed after it was approved")
+        remote = self._current()
+        if remote is None:
+            raise NotRunnable(f"the server no longer offers {self.remote.name}")
+        return arguments, remote
+
+    async def _call(self, action_id: int, arguments: dict[str, Any], remote: RemoteTool) -> str:
+        """Run the call once (again only when a trusted server says the tool is read-only or
+        idempotent and the connection was lost) and record its outcome; the model's text
+        says exactly that. The server's `timeout_s` bounds each try; a call cut off in any
+        other way (lorebot stopping) is recorded as outcome unknown."""
+        timeout = self.server.settings.timeout_s
+        started = time.monotonic()
+        try:
+            result = await self.server.call(remote.name, arguments, timeout)
+            retry = result.outcome == "unknown" and self._may_retry(remote)
             if retry and await self.server.wait_connected(timeout):
-                result = await self.server.call(self.remote.name, arguments, timeout)
+                with contextlib.suppress(ServerUnavailable):
+                    result = await self.server.call(remote.name, arguments, timeout)
         except ServerUnavailable as exc:
             result = CallResult("error", f"not run: {exc}", 0)
-        text = redact(result.text)
+        except asyncio.CancelledError:
+            cut = CallResult("unknown", "lorebot stopped while it ran", _ms_since(started))
+            await asyncio.shield(self._record(action_id, cut))
+            raise
+        except Exception as exc:
+            _log.exception("action %d %s failed in lorebot", action_id, self.name)
+            result = CallResult("unknown", f"lorebot failed while it ran ({type(exc).__name__})",
+                                _ms_since(started))  # fmt: skip
+        text = await self._record(action_id, result)
+        return self._for_model(result.outcome, text)
+
+    async def _record(self, action_id: int, result: CallResult) -> str:
+        """Store how the call ended; the output as stored (scrubbed of secrets)."""
+        text = redact(result.text, self.secrets)
         await self.actions.finish(action_id, result.outcome, text, result.duration_ms)
         _log.info(
             "action %d %s: %s in %d ms", action_id, self.name, result.outcome, result.duration_ms
         )
-        return self._for_model(result.outcome, text)
+        return text
 
-    def _may_retry(self) -> bool:
-        hints = self.remote.hints
-        return hints.read_only or hints.idempotent
+    def _may_retry(self, remote: RemoteTool) -> bool:
+        """Only a trusted server's word allows a second try: "at most once per card" holds
+        for every tool of an untrusted one."""
+        if self.server.settings.trust != "trusted":
+            return False
+        return remote.hints.read_only or remote.hints.idempotent
 
     def _for_model(self, outcome: str, text: str) -> str:
         if len(text) > self.result_max_chars:
@@ -237,6 +314,10 @@ class McpTool:
         )
 
 
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
 def sync_server_tools(
     toolbox: Toolbox,
     server: McpServer,
@@ -244,11 +325,15 @@ def sync_server_tools(
     actions: ActionLog,
     *,
     result_max_chars: int,
+    secrets: Sequence[str] = (),
 ) -> None:
     """Replace a server's tools in the toolbox with the ones it lists now."""
     prefix = f"{server.name}{SEPARATOR}"
     toolbox.remove([name for name in toolbox.names if name.startswith(prefix)])
     toolbox.add(
-        McpTool(server, remote, approvals, actions, result_max_chars=result_max_chars)
+        McpTool(
+            server, remote, approvals, actions, result_max_chars=result_max_chars,
+            secrets=secrets,
+        )
         for remote in server.tools
-    )
+    )  # fmt: skip

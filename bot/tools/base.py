@@ -60,6 +60,11 @@ class Tool(Protocol):
     def writes_memory(self) -> bool:
         """Whether it changes memory, so it is not offered where memory is read-only."""
 
+    @property
+    def bounds_itself(self) -> bool:
+        """Whether its run keeps a time limit of its own (an action's call has its server's
+        timeout), so the turn's `tool_timeout_s` must not cut it off mid-run."""
+
     def spec(self) -> dict[str, Any]:
         """The Ollama tool definition the model sees."""
 
@@ -97,6 +102,7 @@ class BuiltinTool:
     resumer: Resumer | None = None
     writes_memory: bool = False
     when: Callable[[TurnContext], bool] = field(default=lambda ctx: True)
+    bounds_itself: bool = False
 
     def spec(self) -> dict[str, Any]:
         schema = self.args.model_json_schema()

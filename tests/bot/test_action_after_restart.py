@@ -21,9 +21,12 @@ def gated_server(gate: Path) -> dict[str, object]:
     return stdio_server(command="/bin/sh", args=["-c", script, sys.executable])
 
 
-async def card_before_restart(tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock) -> Harness:
-    """A restart card for ops__restart, left undecided by a lorebot that then stopped."""
-    h = await start_harness(tmp_path, fake_ollama, clock, mcp={"servers": [stdio_server()]})
+async def card_before_restart(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, server: dict[str, object]
+) -> Harness:
+    """A restart card for ops__restart of `server`, left undecided by a lorebot that then
+    stopped."""
+    h = await start_harness(tmp_path, fake_ollama, clock, mcp={"servers": [server]})
     try:
         assert await h.bot.mcp.servers["ops"].wait_connected(20)
         h.ollama.tool_call("ops__restart", {"service": "web"})
@@ -43,8 +46,10 @@ def told(h: Harness) -> str:
 async def test_an_action_approved_before_its_server_reconnects_runs_once_it_is_back(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
-    first = await card_before_restart(tmp_path, fake_ollama, clock)
     gate = tmp_path / "server-may-start"
+    gate.touch()
+    first = await card_before_restart(tmp_path, fake_ollama, clock, gated_server(gate))
+    gate.unlink()  # the same server, slow to start this time
     h = await start_harness(
         tmp_path, fake_ollama, clock, first.adapter, mcp={"servers": [gated_server(gate)]}
     )
@@ -64,11 +69,13 @@ async def test_an_action_approved_before_its_server_reconnects_runs_once_it_is_b
 async def test_a_server_that_stays_away_leaves_the_action_recorded_as_not_run(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
-    first = await card_before_restart(tmp_path, fake_ollama, clock)
-    never = gated_server(tmp_path / "never-created")
+    gate = tmp_path / "server-may-start"
+    gate.touch()
+    first = await card_before_restart(tmp_path, fake_ollama, clock, gated_server(gate))
+    gate.unlink()  # the same server, which now never starts
     h = await start_harness(
         tmp_path, fake_ollama, clock, first.adapter,
-        mcp={"servers": [never], "connect_timeout_s": 0.5},
+        mcp={"servers": [gated_server(gate)], "connect_timeout_s": 0.5},
     )  # fmt: skip
     try:
         h.ollama.reply("I could not restart web: its tools are not available.")
@@ -83,7 +90,7 @@ async def test_a_server_that_stays_away_leaves_the_action_recorded_as_not_run(
 async def test_an_action_whose_tool_its_connected_server_dropped_is_not_run_at_once(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
-    first = await card_before_restart(tmp_path, fake_ollama, clock)
+    first = await card_before_restart(tmp_path, fake_ollama, clock, stdio_server())
     upgraded = stdio_server(env={"OPS_WITHOUT": "restart"})  # back without that tool
     h = await start_harness(
         tmp_path, fake_ollama, clock, first.adapter,

@@ -355,7 +355,7 @@ async def test_a_card_decided_after_a_restart_runs_and_the_turn_resumes(
     ops, ran = make_server()
     second = await start_harness(
         tmp_path, fake_ollama, clock, first.adapter, mcp_targets={"ops": ops},
-        mcp={"servers": [{"name": "ops", "command": "in-process"}]},
+        mcp={"servers": [{"name": "ops", "command": "unused-in-process"}]},
     )  # fmt: skip
     try:
         assert await second.bot.mcp.servers["ops"].wait_connected(5)

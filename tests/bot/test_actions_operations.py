@@ -96,7 +96,7 @@ async def test_doctor_lists_servers_that_work_and_says_why_one_does_not(
     await asyncio.to_thread(main, ["doctor"])
     out = capsys.readouterr().out
     [ok] = [line for line in out.splitlines() if "MCP ops" in line]
-    assert ok.startswith("✓ MCP ops: connected, 9 tools") and "restart" in ok
+    assert ok.startswith("✓ MCP ops: connected, 13 tools") and "restart" in ok
     [bad] = [line for line in out.splitlines() if "MCP broken" in line]
     assert bad.startswith("✗ MCP broken:") and "no-such-server" in bad
     assert "fix: run" in out

@@ -76,6 +76,38 @@ def make_server() -> tuple[MCPServer, Counter[str]]:
         """The server's process id."""
         return str(os.getpid())
 
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def secret_env(name: str) -> str:
+        """Echoes one of the server's environment variables, as a careless tool might."""
+        ran["secret_env"] += 1
+        return f"{name} is {os.environ.get(name, '(not set)')}"
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Says it got the text; counts each exact text it was sent."""
+        ran[f"echo:{text}"] += 1
+        return "echoed"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    async def slow_status(seconds: float) -> str:
+        """A read-only, idempotent status check that takes its time."""
+        ran["slow_status"] += 1
+        await asyncio.sleep(seconds)
+        return "all healthy"
+
+    @server.tool(structured_output=False)
+    def report() -> str:
+        """Runs, then answers against its own output schema (set below)."""
+        ran["report"] += 1
+        return "report written"
+
+    # The listing promises structured output that the tool never sends: the client
+    # refuses the result after the tool ran.
+    server._tool_manager.get_tool("report").output_schema = {  # type: ignore[union-attr]
+        "type": "object",
+        "properties": {"pages": {"type": "integer"}},
+        "required": ["pages"],
+    }
     return server, ran
 
 
@@ -83,4 +115,6 @@ if __name__ == "__main__":
     ops = make_server()[0]
     for name in os.environ.get("OPS_WITHOUT", "").split():  # an upgrade dropped these tools
         ops.remove_tool(name)
+    if forged := os.environ.get("OPS_FORGED_NAME"):  # a name that would forge card lines
+        ops.add_tool(lambda: "dropped", name=forged, description="Looks harmless.")
     ops.run()
