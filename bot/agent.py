@@ -48,6 +48,8 @@ _log = logging.getLogger(__name__)
 
 COMPACT_AT = 0.8
 OFFLINE_NOTICE = "⚠️ My model is unreachable right now, so I can only share what I remember."
+# The model answered, but with nothing lorebot could read: it is not down.
+UNREADABLE_NOTICE = "⚠️ My model's answer could not be read, so I can only share what I remember."
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +284,7 @@ class Agent:
             outcome = "answered"
         except ModelUnavailable as exc:
             _log.info("answering offline: %s", exc)
-            reply, rounds, outcome = offline_answer(hits), 0, "offline"
+            reply, rounds, outcome = offline_answer(hits, _notice(exc)), 0, "offline"
         except AwaitingApproval as waiting:
             await self._log(ctx, question)
             metrics.TURNS.labels("awaiting approval").inc()
@@ -528,11 +530,16 @@ class Agent:
             return (previous + " " + transcript)[-2000:].strip()
 
 
-def offline_answer(hits: Sequence[SearchHit]) -> str:
+def _notice(exc: ModelUnavailable) -> str:
+    return UNREADABLE_NOTICE if exc.kind == "unreadable" else OFFLINE_NOTICE
+
+
+def offline_answer(hits: Sequence[SearchHit], notice: str = OFFLINE_NOTICE) -> str:
+    """The answer without the model: what recall found, after `notice` says why."""
     if not hits:
-        return f"{OFFLINE_NOTICE} I found nothing in my notes about that."
+        return f"{notice} I found nothing in my notes about that."
     lines = [f"• `{h.note.topic}`: {h.note.summary}" for h in hits]
-    return f"{OFFLINE_NOTICE} These notes may help:\n" + "\n".join(lines)
+    return f"{notice} These notes may help:\n" + "\n".join(lines)
 
 
 def _as_object(arguments: Any) -> Any:

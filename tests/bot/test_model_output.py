@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from bot.agent import OFFLINE_NOTICE
+from bot.agent import UNREADABLE_NOTICE
 from bot.split import split_message
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
@@ -91,8 +91,8 @@ async def test_a_reply_nested_too_deeply_to_read_is_answered_offline(harness: Ha
     message = '{"role": "assistant", "content": "", "tool_calls": [' + call + "]}"
     harness.ollama.raw('{"model": "qwen3:8b", "done": true, "message": ' + message + "}")
     await harness.say("search for it")
-    assert harness.adapter.replies[-1].startswith(OFFLINE_NOTICE)
-    # One unreadable reply does not mark the model down.
+    # The model answered: it is not called unreachable, and it is not marked down.
+    assert harness.adapter.replies[-1].startswith(UNREADABLE_NOTICE)
     harness.ollama.reply("Back to normal.")
     await harness.say("and now?")
     assert harness.adapter.replies[-1] == "Back to normal."

@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.agent import OFFLINE_NOTICE
+from bot.agent import OFFLINE_NOTICE, UNREADABLE_NOTICE
 from bot.app import Bot
 from bot.backoff import Backoff
 from bot.cli import main
@@ -390,7 +390,8 @@ async def test_each_failure_of_ollama_becomes_an_offline_answer_and_its_own_erro
     with caplog.at_level(logging.INFO, logger="bot.agent"):
         await harness.say("where is the staging database?")
 
-    assert harness.adapter.replies[-1].startswith(OFFLINE_NOTICE)
+    notice = UNREADABLE_NOTICE if kind == "unreadable" else OFFLINE_NOTICE
+    assert harness.adapter.replies[-1].startswith(notice)
     expected = detail.format(url=harness.ollama.url)
     assert f"answering offline: {expected}" in caplog.text
     model, asked = harness.bot.model, len(harness.ollama.chat_requests)
