@@ -21,7 +21,7 @@ from memory.actions import ActionLog
 from tests.bot.harness import Harness, start_harness
 from tests.bot.test_actions_operations import stdio_server
 from tests.conftest import FakeClock
-from tests.fakes.adapter import RecordingAdapter
+from tests.fakes.adapter import RecordingAdapter, StreamingAdapter
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
 
@@ -111,6 +111,24 @@ async def test_a_configured_secret_in_arguments_is_hidden_on_the_card_and_runs_e
         h.ollama.reply("Logged in.")
         await h.react(card, APPROVE)
         assert ran[f"echo:login {OPS_TOKEN}"] == 1  # the exact arguments ran
+    finally:
+        await h.bot.stop()
+
+
+async def test_a_configured_secret_in_a_streamed_reply_is_never_shown(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPS_TOKEN", OPS_TOKEN)
+    adapter = StreamingAdapter()
+    h, _ = await _start(
+        tmp_path, fake_ollama, clock, env={"OPS_TOKEN": "${OPS_TOKEN}"}, adapter=adapter
+    )
+    try:
+        h.ollama.reply(f"The token is {OPS_TOKEN} so keep it safe.")
+        await h.say("what is the ops token?")
+        shown = [text for op, text in adapter.streams[0].calls if op == "show"]
+        assert len(shown) > 2 and not any(OPS_TOKEN[:6] in text for text in shown)
+        assert adapter.sent[0].current == "The token is [REDACTED] so keep it safe."
     finally:
         await h.bot.stop()
 
