@@ -3,7 +3,8 @@
 `check_strict` applies the Agent Skills rules and lists every problem; `load_skill` is
 lenient so real-world skills work: only unparseable front matter or a missing
 description skips a skill, everything else is a warning. Names are compared and checked
-in NFKC form, as the convention's reference validator does.
+in NFKC form, and the text fields read as text (`name: 123` is the name "123"), as the
+convention's reference validator does.
 """
 
 from __future__ import annotations
@@ -27,11 +28,25 @@ ALLOWED_KEYS = frozenset(
 )
 # Keys lorebot understands beyond the convention's own.
 KNOWN_EXTRA_KEYS = frozenset({"disable-model-invocation"})
+# Top-level keys whose value is text however it looks: YAML would read `name: 123` as a
+# number and `description: yes` as true.
+TEXT_KEYS = frozenset({"name", "description", "license", "compatibility"})
 BOM = "\ufeff"
+_STR_TAG = "tag:yaml.org,2002:str"
+_NULL_TAG = "tag:yaml.org,2002:null"
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses duplicate keys instead of keeping the last one."""
+    """A safe loader that refuses duplicate keys instead of keeping the last one, and reads
+    the text fields of the front matter as the text they are written as."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                plain = isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode)
+                if plain and key.value in TEXT_KEYS and value.tag != _NULL_TAG:
+                    value.tag = _STR_TAG
+        return super().construct_document(node)
 
 
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -110,7 +125,7 @@ def name_problems(name: object, folder_name: str) -> list[str]:
     """The convention's rules for `name` in NFKC form, with Unicode letters allowed but
     only lowercase."""
     if not isinstance(name, str) or not name:
-        return ["`name` is missing or empty"]
+        return [text_problem("name", name)]
     name = normalise_name(name)
     problems = []
     if len(name) > MAX_NAME_CHARS:
@@ -126,6 +141,14 @@ def name_problems(name: object, folder_name: str) -> list[str]:
     if name != normalise_name(folder_name):
         problems.append(f"`name` {name!r} differs from its folder's name {folder_name!r}")
     return problems
+
+
+def text_problem(key: str, value: object) -> str:
+    """Why `value` of the text field `key` cannot be used: missing, or not text at all."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return f"`{key}` is missing or empty"
+    kind = "a list" if isinstance(value, list) else "a mapping" if isinstance(value, dict) else None
+    return f"`{key}` must be text, not {kind or type(value).__name__}"
 
 
 def failure_reason(exc: Exception) -> str:
@@ -184,7 +207,7 @@ def text_problems(text: str, folder_name: str) -> list[str]:
     problems += name_problems(data.get("name"), folder_name)
     description = data.get("description")
     if not isinstance(description, str) or not description.strip():
-        problems.append("`description` is missing or empty")
+        problems.append(text_problem("description", description))
     elif len(description) > MAX_DESCRIPTION_CHARS:
         problems.append(
             f"`description` is {len(description)} characters; at most {MAX_DESCRIPTION_CHARS}"
@@ -217,12 +240,12 @@ def load_skill(folder: Path, root: Path) -> Skill:
     data = parse_front_matter(yaml_text)
     description = data.get("description")
     if not isinstance(description, str) or not description.strip():
-        raise SkillError("`description` is missing or empty")
+        raise SkillError(text_problem("description", description))
     name = data.get("name")
     warnings = []
     if not isinstance(name, str) or not name.strip():
+        warnings.append(text_problem("name", name) + "; using the folder's name")
         name = folder.name
-        warnings.append("`name` is missing; using the folder's name")
     else:
         warnings += name_problems(name, folder.name)
     if len(description) > MAX_DESCRIPTION_CHARS:
