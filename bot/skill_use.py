@@ -17,7 +17,14 @@ from memory.conversations import ConversationLog
 from memory.proposals import SKILL_CREATE, SKILL_LOAD, Proposal
 from skills.catalog import BUNDLED_ROOT, Catalog
 from skills.parse import normalise_name, text_problems
-from skills.resources import ScriptFile, list_resources, list_scripts, read_resource, read_script
+from skills.resources import (
+    ScriptFile,
+    linked_folders,
+    list_resources,
+    list_scripts,
+    read_resource,
+    read_script,
+)
 from skills.types import Skill, SkillError
 from skills.writer import CREATED_BY, check_new_name, created_by_lorebot, render_skill
 
@@ -48,6 +55,12 @@ def skill_tool_result(skill: Skill, scripts_runnable: bool = False) -> str:
         parts.append("Resources (read with read_skill_resource): " + ", ".join(resources))
     if scripts:
         parts.append((SCRIPTS_RUN if scripts_runnable else SCRIPTS_OFF) + ", ".join(scripts))
+    linked = linked_folders(skill.folder)
+    if linked:
+        parts.append(
+            "Not usable (symlinks, and lorebot follows no link in a skill): "
+            + ", ".join(f"{sub}/" for sub in linked)
+        )
     return "\n".join(parts)
 
 

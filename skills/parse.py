@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from skills.resources import linked_folders
 from skills.types import Skill, SkillError
 
 SKILL_FILE = "SKILL.md"
@@ -250,6 +251,10 @@ def load_skill(folder: Path, root: Path) -> Skill:
         warnings += name_problems(name, folder.name)
     if len(description) > MAX_DESCRIPTION_CHARS:
         warnings.append(f"`description` is longer than {MAX_DESCRIPTION_CHARS} characters")
+    warnings += [
+        f"{sub}/ is a symlink, so lorebot reads and runs nothing in it"
+        for sub in linked_folders(folder)
+    ]
     unknown = sorted(str(k) for k in data if k not in ALLOWED_KEYS | KNOWN_EXTRA_KEYS)
     if unknown:
         warnings.append("unknown front matter keys: " + ", ".join(unknown))

@@ -1,15 +1,81 @@
-"""Skill folders built to mislead: front matter whose values YAML reads as something else."""
+"""Skill folders built to mislead: links in place of a skill's folders or files, and front
+matter whose values YAML reads as something else."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from bot.cli import main
 from skills.catalog import Catalog
-from skills.parse import check_strict
+from skills.parse import check_strict, load_skill
+from skills.resources import list_resources, list_scripts, read_resource, read_script
+from skills.types import Skill, SkillError
 from tests.skills.helpers import write_skill
+
+
+@pytest.fixture
+def skill(tmp_path: Path) -> Skill:
+    folder = write_skill(tmp_path / "root", "runbook")
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "run.py").write_text("print('run')\n")
+    (folder / "docs").mkdir()
+    (folder / "docs" / "steps.md").write_text("1. check the disk\n")
+    (tmp_path / "host").mkdir()
+    (tmp_path / "host" / "tool.py").write_text("print('the host')\n")
+    (tmp_path / "host" / "secret.md").write_text("the root password\n")
+    return load_skill(folder, tmp_path / "root")
+
+
+# --- 2. no symlinked component below the skill folder ----------------------------------------
+
+
+def test_a_scripts_folder_linked_to_the_host_is_neither_listed_nor_read(
+    skill: Skill, tmp_path: Path
+) -> None:
+    os.rename(skill.folder / "scripts", skill.folder / "real-scripts")
+    (skill.folder / "scripts").symlink_to(tmp_path / "host")
+    assert list_scripts(skill) == []
+    with pytest.raises(SkillError, match="scripts is a symlink, and lorebot follows no link"):
+        read_script(skill, "scripts/tool.py")
+    warnings = load_skill(skill.folder, skill.root).warnings
+    assert "scripts/ is a symlink, so lorebot reads and runs nothing in it" in warnings
+
+
+def test_a_linked_script_is_refused_even_inside_the_skill(skill: Skill) -> None:
+    (skill.folder / "scripts" / "alias.py").symlink_to(skill.folder / "scripts" / "run.py")
+    assert list_scripts(skill) == ["scripts/run.py"]
+    with pytest.raises(SkillError, match="scripts/alias.py is a symlink"):
+        read_script(skill, "alias.py")
+    assert read_script(skill, "run.py").data == b"print('run')\n"
+
+
+@pytest.mark.parametrize("sub", ["references", "assets"])
+def test_a_linked_resource_folder_is_refused_even_when_it_points_inside(
+    skill: Skill, sub: str
+) -> None:
+    (skill.folder / sub).symlink_to(skill.folder / "docs")
+    assert list_resources(skill) == []
+    with pytest.raises(SkillError, match=f"{sub} is a symlink"):
+        read_resource(skill, f"{sub}/steps.md")
+
+
+def test_a_resource_folder_linked_to_the_host_reads_nothing(skill: Skill, tmp_path: Path) -> None:
+    (skill.folder / "references").symlink_to(tmp_path / "host")
+    with pytest.raises(SkillError, match="outside the skill folder"):
+        read_resource(skill, "references/secret.md")
+
+
+def test_a_linked_folder_below_a_resource_folder_is_not_listed(skill: Skill) -> None:
+    (skill.folder / "references").mkdir()
+    (skill.folder / "references" / "own.md").write_text("mine\n")
+    (skill.folder / "references" / "more").symlink_to(skill.folder / "docs")
+    assert list_resources(skill) == ["references/own.md"]
+    with pytest.raises(SkillError, match="references/more is a symlink"):
+        read_resource(skill, "references/more/steps.md")
+
 
 # --- 16. front matter values are text --------------------------------------------------------
 
