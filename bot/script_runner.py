@@ -1,12 +1,13 @@
 """Running one skill script: under bubblewrap or on the host, always with limits.
 
-Both modes run a private copy of the skill folder, with the approved bytes of the script in
-it, so what runs is exactly what the card showed; the work folder is fresh and deleted
+Both modes run a private copy of the skill folder written from the approved snapshot (the
+bytes the card's hashes cover, held in memory; the live folder is not read again), so
+what runs is exactly what the card showed; the work folder is fresh and deleted
 afterwards. Limits come from `prlimit` (CPU seconds, address space, file size, open files)
-and a wall-clock timeout that kills the whole process group. `sandboxed` adds bubblewrap:
-no network, nothing of the host but /usr (and /etc/alternatives, /etc/ssl), the copy
-read-only and the work folder writable, no capabilities, and as root an unprivileged uid
-(a user namespace alone still lets root's files be read).
+and a wall-clock timeout that kills the whole process group. `sandboxed` adds
+bubblewrap: no network, nothing of the host but /usr (and /etc/alternatives, /etc/ssl),
+the copy read-only and the work folder writable, no capabilities, and as root an
+unprivileged uid (a user namespace alone still lets root's files be read).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 from bot.config import Settings, SkillsSettings
 from bot.errors import UserError
 from skills.resources import ScriptFile
+from skills.snapshot import SkillSnapshot
 
 _log = logging.getLogger(__name__)
 
@@ -44,10 +46,7 @@ FILE_SIZE_BYTES = 64 * 1024 * 1024
 OPEN_FILES = 256
 # Only enforced for an unprivileged uid: as root the kernel ignores it.
 PROCESSES = 256
-MAX_COPY_BYTES = 64 * 1024 * 1024
 TMPFS_BYTES = 64 * 1024 * 1024
-# Never copied into a run: a skill kept in git does not need its history to run.
-NOT_COPIED = frozenset({".git"})
 TRIAL_TIMEOUT_S = 10.0
 # After the kill, how long output may still drain before the readers are given up.
 DRAIN_GRACE_S = 1.0
@@ -143,7 +142,7 @@ def script_sandbox_problem(settings: Settings | SkillsSettings) -> str | None:
 
 
 async def run_script(
-    folder: Path,
+    snapshot: SkillSnapshot,
     script: ScriptFile,
     args: Sequence[str],
     *,
@@ -151,15 +150,18 @@ async def run_script(
     limits: Limits,
     env: Mapping[str, str],
 ) -> ScriptResult:
-    """Run `script` of the skill in `folder` once with `args`; ScriptError when it cannot
-    start. `env` is the whole environment it gets besides PATH, HOME, LANG and SKILL_DIR."""
+    """Run `script` of the skill read into `snapshot` once with `args`; ScriptError when it
+    cannot start. `env` is the whole environment it gets besides PATH, HOME, LANG and
+    SKILL_DIR."""
+    staged = snapshot.script(script.relative)
+    if staged is None or staged.data != script.data or staged.executable != script.executable:
+        raise ScriptError(f"{script.relative} is not the one in the skill's files as read")
     sandboxed = mode == "sandboxed"
+    unprivileged = sandboxed and dropping_privileges()
     with tempfile.TemporaryDirectory(prefix="lorebot-script-", ignore_cleanup_errors=True) as tmp:
         stage = Path(tmp)
         try:
-            await asyncio.to_thread(
-                _stage, stage, folder, script, sandboxed and dropping_privileges()
-            )
+            await asyncio.to_thread(_stage, stage, snapshot, unprivileged)
         except OSError as exc:
             raise ScriptError(f"the skill folder could not be copied: {exc}") from None
         copy, work = stage / "skill", stage / "work"
@@ -171,7 +173,7 @@ async def run_script(
             binds = ["--ro-bind", str(copy), SANDBOX_SKILL, "--bind", str(work), SANDBOX_WORK]
             sandbox = [*_bwrap_base(), *binds, "--chdir", SANDBOX_WORK, "--"]
             command = [*_privilege_drop(), *sandbox, *command]
-        argv = [*_limits(limits, sandboxed and dropping_privileges()), *command]
+        argv = [*_limits(limits, unprivileged), *command]
         return await _execute(argv, variables, work, limits)
 
 
@@ -236,20 +238,18 @@ def _interpreter(script: ScriptFile, path: str) -> list[str]:
     )
 
 
-def _stage(stage: Path, folder: Path, script: ScriptFile, unprivileged: bool) -> None:
-    """A read-only copy of the skill folder holding the approved script bytes, and an empty
-    work folder; readable (the copy) and writable (the work folder) by the sandbox's uid."""
+def _stage(stage: Path, snapshot: SkillSnapshot, unprivileged: bool) -> None:
+    """A read-only copy of the skill written from `snapshot` alone, and an empty work
+    folder; readable (the copy) and writable (the work folder) by the sandbox's uid. Every
+    folder and file is created new, so nothing is written through a link."""
     copy, work = stage / "skill", stage / "work"
-    _copy_tree(folder, copy, [MAX_COPY_BYTES])
-    target = copy / script.relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.is_symlink() or target.exists():
-        target.unlink()
-    target.write_bytes(script.data)
-    target.chmod(0o555 if script.executable else 0o444)
-    for path in sorted(copy.rglob("*"), reverse=True):
-        if path.is_dir() and not path.is_symlink():
-            path.chmod(0o555)
+    copy.mkdir(mode=0o700)
+    for relative in snapshot.folders:
+        (copy / _inside(relative)).mkdir(mode=0o700)
+    for file in snapshot.files:
+        _write_new(copy / _inside(file.relative), file.data, file.mode)
+    for relative in reversed(snapshot.folders):
+        (copy / relative).chmod(0o555)
     copy.chmod(0o555)
     work.mkdir(mode=0o700)
     if unprivileged:
@@ -257,29 +257,20 @@ def _stage(stage: Path, folder: Path, script: ScriptFile, unprivileged: bool) ->
         os.chown(work, NOBODY, NOBODY)
 
 
-def _copy_tree(source: Path, target: Path, budget: list[int]) -> None:
-    """Copy regular files and folders, keep symlinks as links (never their targets: a link
-    out of the folder must not bring the host's files in) and skip anything else."""
-    target.mkdir(mode=0o755)
-    with os.scandir(source) as entries:
-        for entry in entries:
-            into = target / entry.name
-            if entry.name in NOT_COPIED:
-                continue
-            if entry.is_symlink():
-                os.symlink(os.readlink(entry.path), into)
-            elif entry.is_dir(follow_symlinks=False):
-                _copy_tree(Path(entry.path), into, budget)
-            elif entry.is_file(follow_symlinks=False):
-                budget[0] -= entry.stat(follow_symlinks=False).st_size
-                if budget[0] < 0:
-                    raise ScriptError(
-                        f"the skill folder is over {MAX_COPY_BYTES // (1024 * 1024)} MiB, "
-                        "too large to run its scripts"
-                    )
-                shutil.copyfile(entry.path, into, follow_symlinks=False)
-                executable = entry.stat(follow_symlinks=False).st_mode & 0o111
-                into.chmod(0o555 if executable else 0o444)
+def _inside(relative: str) -> str:
+    """`relative` when it names a path below the copy, else ScriptError."""
+    parts = relative.split("/")
+    if relative.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise ScriptError(f"the skill's files hold an unsafe path {relative!r}")
+    return relative
+
+
+def _write_new(path: Path, data: bytes, mode: int) -> None:
+    """Create `path` (never an existing file or a link) holding `data`, then set `mode`."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    with os.fdopen(os.open(path, flags, 0o600), "wb") as file:
+        file.write(data)
+        os.fchmod(file.fileno(), mode)
 
 
 class _Capture:

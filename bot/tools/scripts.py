@@ -3,14 +3,17 @@ approved that exact run on a card.
 
 Offered only when the operator set `skills.scripts` to `sandboxed` (and bubblewrap works)
 or `host`, and only where an active skill ships scripts. Every run needs a card, never
-exempted: it shows the script's path, SHA-256 and first lines and the redacted arguments,
-and the approval is bound to that hash and to the mode in force when the turn asked. The
-run is recorded as an action; its output is capped and scrubbed of secrets before the
-model, the card, the logs or the database see it.
+exempted: it shows the script's path, SHA-256 and first lines, the hash and count of all
+the skill's files, and the redacted arguments. The approval is bound to both hashes and to
+the mode in force when the turn asked: at ✅ the folder is read again, and only when it
+still hashes the same is that very read staged and run. The run is recorded as an action;
+its output is capped and scrubbed of secrets before the model, the card, the logs or the
+database see it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
@@ -23,7 +26,13 @@ from bot.approvals import ACTION, ApprovalService
 from bot.config import Settings, resolve_secret
 from bot.errors import ConfigError
 from bot.scopes import user_scope
-from bot.script_runner import Limits, ScriptError, ScriptResult, run_script, script_sandbox_problem
+from bot.script_runner import (
+    Limits,
+    ScriptError,
+    ScriptResult,
+    run_script,
+    script_sandbox_problem,
+)
 from bot.skill_use import SkillUse
 from bot.tools.actions import close_unapproved
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
@@ -32,7 +41,8 @@ from memory.actions import BY_CARD, ActionLog
 from memory.proposals import Proposal
 from memory.secrets import redact, redact_value
 from skills.resources import ScriptFile, list_scripts, read_script
-from skills.types import Skill, SkillError
+from skills.snapshot import SkillSnapshot, read_snapshot
+from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
 
@@ -40,6 +50,7 @@ NAME = "run_skill_script"
 MAX_ARGS = 32
 DECLINED = "the person declined; the script was not run. Do not run it again unless asked."
 EXPIRED = "nobody decided in time, so the script was not run. Do not run it again unless asked."
+FILES_CHANGED = "the skill's files changed after the card was shown"
 WHERE = {
     "sandboxed": "in a sandbox (bubblewrap): no network, only its own work folder writable",
     "host": "on the host as lorebot's own user, NOT sandboxed",
@@ -77,11 +88,13 @@ class RunScriptArgs(ToolArgs):
         return value
 
 
-def run_hash(skill: str, script: ScriptFile | str, sha256: str, args: list[str], mode: str) -> str:
-    """What an approval is bound to: the skill, the script and its content, the arguments
-    and the mode the turn asked in."""
+def run_hash(
+    skill: str, script: ScriptFile | str, sha256: str, args: list[str], mode: str, files: str
+) -> str:
+    """What an approval is bound to: the skill, the script and its content, the arguments,
+    the mode the turn asked in and the hash of all the skill's files (`files`)."""
     relative = script.relative if isinstance(script, ScriptFile) else script
-    canonical = json.dumps([skill, relative, sha256, args, mode], separators=(",", ":"))
+    canonical = json.dumps([skill, relative, sha256, args, mode, files], separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
@@ -138,13 +151,17 @@ class SkillScripts:
         skill, script = await self.skills.find_script(
             ctx.conversation.key, args.skill, args.script, ctx.channel_scope
         )
+        snapshot = await asyncio.to_thread(read_snapshot, skill.folder)
+        if snapshot.script(script.relative) != script:
+            raise SkillError(f"{script.relative} changed while it was read; ask again")
         arguments = {"skill": skill.name, "script": script.relative, "args": list(args.args)}
+        hashes = {"sha256": script.sha256, "files_sha256": snapshot.sha256}
         action = await self.actions.record(
-            f"skill:{skill.name}/{script.relative}", {**arguments, "sha256": script.sha256},
+            f"skill:{skill.name}/{script.relative}", {**arguments, **hashes},
             requester=user_scope(ctx.author), channel_scope=ctx.channel_scope,
             conversation=dataclasses.asdict(ctx.conversation), approval=BY_CARD,
         )  # fmt: skip
-        card = self._card(ctx, skill.name, script, list(args.args))
+        card = self._card(ctx, skill.name, script, list(args.args), snapshot)
         if not self.approvals.fits_card(ctx.conversation, card):
             await self.actions.close(action.id, "declined", None)
             return (
@@ -155,9 +172,12 @@ class SkillScripts:
             "tool": script.relative,
             "server": f"skill {skill.name}",
             "arguments": arguments,
-            "sha256": script.sha256,
+            **hashes,
+            "files": len(snapshot.files),
             "mode": self.mode,
-            "hash": run_hash(skill.name, script, script.sha256, list(args.args), self.mode),
+            "hash": run_hash(
+                skill.name, script, script.sha256, list(args.args), self.mode, snapshot.sha256
+            ),
             "action_id": action.id,
             "turn": call.saved_turn(),
         }
@@ -167,7 +187,14 @@ class SkillScripts:
         await self.actions.attach_proposal(action.id, proposal.id)
         return Suspend(proposal)
 
-    def _card(self, ctx: TurnContext, skill: str, script: ScriptFile, args: list[str]) -> str:
+    def _card(
+        self,
+        ctx: TurnContext,
+        skill: str,
+        script: ScriptFile,
+        args: list[str],
+        snapshot: SkillSnapshot,
+    ) -> str:
         shown = json.dumps(redact_value(args), ensure_ascii=False)
         limits = self.settings.skills
         lines = [
@@ -177,10 +204,20 @@ class SkillScripts:
             f"{limits.script_cpu_s} s of CPU, {limits.script_memory_mb} MiB.",
             f"Script: {len(script.data)} bytes, sha256 `{script.sha256}`",
             *(f"> {redact(line)}" for line in script.first_lines()),
+            f"Skill files: {len(snapshot.files)} files, {snapshot.size} bytes, "
+            f"sha256 `{snapshot.sha256}`",
+            *self._left_out(snapshot),
             f"Arguments: `{shown}`",
-            "Only this exact script runs: if it changes before your ✅, it is not run.",
+            "Only these exact files run: if any of them changes before your ✅, nothing is run.",
         ]
         return "\n".join(lines)
+
+    def _left_out(self, snapshot: SkillSnapshot) -> list[str]:
+        if not snapshot.left_out:
+            return []
+        shown = ", ".join(f"`{redact(path)}`" for path in snapshot.left_out[:5])
+        more = f" and {len(snapshot.left_out) - 5} more" if len(snapshot.left_out) > 5 else ""
+        return [f"Not copied into the run (symlinks or special files): {shown}{more}"]
 
     async def resume(self, ctx: TurnContext, proposal: Proposal) -> str:
         payload = proposal.payload
@@ -190,22 +227,29 @@ class SkillScripts:
                 self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
             )
         try:
-            skill, script = self._approved_script(payload)
+            script, snapshot = await self._approved_script(payload)
         except (ScriptError, SkillError) as exc:
             return await self._not_run(proposal, action_id, str(exc))
         try:
             await self.actions.start(action_id, proposal.decided_by)
         except ValueError:
             return "error: this script run was already carried out"
-        output = await self._run(action_id, skill, script, payload["arguments"]["args"])
+        output = await self._run(action_id, snapshot, script, payload["arguments"]["args"])
         await self.approvals.update_card(proposal)
         return output
 
-    def _approved_script(self, payload: dict[str, Any]) -> tuple[Skill, ScriptFile]:
-        """The skill and script exactly as approved, or ScriptError saying why not."""
+    async def _approved_script(self, payload: dict[str, Any]) -> tuple[ScriptFile, SkillSnapshot]:
+        """The script and a fresh read of all its skill's files exactly as approved, or
+        ScriptError saying why not. What runs is staged from that read alone."""
         arguments = payload["arguments"]
         name, relative, args = arguments["skill"], arguments["script"], arguments["args"]
-        expected = run_hash(name, relative, payload["sha256"], args, payload["mode"])
+        files = payload.get("files_sha256")
+        if not isinstance(files, str):
+            raise ScriptError(
+                "its card was made by an earlier lorebot that bound only the script, not "
+                "all of the skill's files"
+            )
+        expected = run_hash(name, relative, payload["sha256"], args, payload["mode"], files)
         if expected != payload["hash"]:
             raise ScriptError("the run changed after it was approved")
         if payload["mode"] != self.mode:
@@ -217,10 +261,15 @@ class SkillScripts:
         skill = self.skills.catalog.get(name)
         if skill is None:
             raise ScriptError(f"the skill {name} is gone")
-        script = read_script(skill, relative)
-        if script.sha256 != payload["sha256"]:
+        if read_script(skill, relative).sha256 != payload["sha256"]:
             raise ScriptError(f"{relative} changed after the card was shown")
-        return skill, script
+        snapshot = await asyncio.to_thread(read_snapshot, skill.folder)
+        script = snapshot.script(relative)
+        if script is None or script.sha256 != payload["sha256"]:
+            raise ScriptError(f"{relative} changed after the card was shown")
+        if snapshot.sha256 != files:
+            raise ScriptError(FILES_CHANGED)
+        return script, snapshot
 
     async def _not_run(self, proposal: Proposal, action_id: int, why: str) -> str:
         await self.actions.close(action_id, "declined", proposal.decided_by)
@@ -232,7 +281,9 @@ class SkillScripts:
             "so the person sees the current version."
         )
 
-    async def _run(self, action_id: int, skill: Skill, script: ScriptFile, args: list[str]) -> str:
+    async def _run(
+        self, action_id: int, snapshot: SkillSnapshot, script: ScriptFile, args: list[str]
+    ) -> str:
         """Run it once and record the outcome: ok on exit status 0, otherwise error."""
         try:
             env = {
@@ -245,7 +296,7 @@ class SkillScripts:
         limits = Limits.of(self.settings.skills)
         try:
             result = await run_script(
-                skill.folder, script, args, mode=self.mode, limits=limits, env=env
+                snapshot, script, args, mode=self.mode, limits=limits, env=env
             )
         except ScriptError as exc:
             await self.actions.finish(action_id, "error", f"not run: {exc}", 0)

@@ -1,26 +1,38 @@
 """Skill scripts under attack, through the running core: a skill whose folders are links to
-the host.
+the host, and files edited after the card.
 
 Each test has the model ask for a run and a person answer the card, as in chat; what must
-hold is what the person approved: nothing outside the skill runs or changes.
+hold is what the person approved: nothing outside the skill runs or changes, and nothing
+but the hashed files runs.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import shutil
 import stat
+import tempfile
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from adapters.base import APPROVE
 from bot.config import SkillsSettings
-from bot.script_runner import script_sandbox_problem
+from bot.script_runner import Limits, ScriptError, run_script, script_sandbox_problem
+from bot.tools import scripts as script_tool
+from skills.snapshot import SkillSnapshot, SnapshotFile, read_snapshot
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
+from tests.fakes.adapter import Sent
 from tests.fakes.ollama import FakeOllama
 from tests.skills.helpers import write_skill
+
+MAIN = "import helper\nhelper.main()\n"
+REVIEWED_HELPER = "def main():\n    print('the reviewed helper')\n"
 
 
 def _marking(marker: Path) -> str:
@@ -47,6 +59,15 @@ async def _start(
     if mode == "sandboxed":
         _need_bwrap()
     return await start_harness(tmp_path, fake, clock, skills={"scripts": mode, **skills})
+
+
+@pytest.fixture
+async def host(tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock) -> AsyncIterator[Harness]:
+    h = await _start(tmp_path, fake_ollama, clock, "host")
+    try:
+        yield h
+    finally:
+        await h.bot.stop()
 
 
 def _skill(h: Harness, files: dict[str, str], name: str = "hello") -> Path:
@@ -86,6 +107,17 @@ def _system(h: Harness) -> str:
     return "\n".join(m["content"] for m in h.last_prompt() if m["role"] == "system")
 
 
+async def _ask(h: Harness, script: str = "scripts/hello.py", skill: str = "hello") -> None:
+    await h.say(f"/{skill}")
+    h.ollama.tool_call("run_skill_script", {"skill": skill, "script": script})
+    await h.say("run the script")
+
+
+async def _card(h: Harness) -> Sent:
+    await _ask(h)
+    return h.adapter.cards[-1]
+
+
 # --- 2. no link in a skill is followed, when it is read or when a run is staged -------------
 
 
@@ -116,3 +148,157 @@ async def test_a_skill_whose_scripts_folder_links_to_the_host_runs_nothing(
         assert notice in _system(h)
     finally:
         await h.bot.stop()
+
+
+@pytest.mark.parametrize("mode", ["host", "sandboxed"])
+async def test_a_scripts_folder_swapped_for_a_link_after_the_card_changes_no_host_file(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, mode: str
+) -> None:
+    marker = tmp_path / "outside-code-ran"
+    # The host folder holds the reviewed script byte for byte, beside a helper of its own.
+    before = _host_folder(tmp_path, {"hello.py": MAIN, "helper.py": _marking(marker)})
+    h = await _start(tmp_path, fake_ollama, clock, mode)
+    try:
+        folder = _skill(h, {"scripts/hello.py": MAIN, "scripts/helper.py": REVIEWED_HELPER})
+        card = await _card(h)
+        (folder / "scripts").rename(folder / "reviewed-scripts")
+        (folder / "scripts").symlink_to(tmp_path / "host-files")
+
+        h.ollama.reply("It was not run.")
+        await h.react(card, APPROVE)
+        assert not marker.exists()
+        assert _unchanged(before)
+        told = _told(h)
+        assert told.startswith("error: the script was not run: scripts is a symlink")
+        assert card.current.startswith("⚠️ Not run: `scripts/hello.py` on `skill hello`")
+        assert "scripts is a symlink, and lorebot follows no link in a skill" in card.current
+        [action] = await h.bot.actions.recent()
+        assert action.outcome == "declined"
+    finally:
+        await h.bot.stop()
+
+
+async def test_a_link_inside_the_skill_is_not_copied_into_a_run(
+    host: Harness, tmp_path: Path
+) -> None:
+    before = _host_folder(tmp_path, {"notes.txt": "the host's notes\n"})
+    code = "import os\nprint(sorted(os.listdir(os.environ['SKILL_DIR'])))\n"
+    folder = _skill(host, {"scripts/hello.py": code})
+    (folder / "notes.txt").symlink_to(tmp_path / "host-files" / "notes.txt")
+    card = await _card(host)
+    assert "Not copied into the run (symlinks or special files): `notes.txt`" in card.text
+
+    host.ollama.reply("Listed.")
+    await host.react(card, APPROVE)
+    assert _told(host).strip() == "['SKILL.md', 'scripts']"
+    assert _unchanged(before)
+
+
+async def test_staging_refuses_a_path_out_of_the_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # runs are staged in here
+    escape = SnapshotFile("../../escaped.txt", b"written outside", False)
+    script = SnapshotFile("scripts/hello.py", b"print('hi')\n", False)
+    snapshot = SkillSnapshot(("scripts",), (script, escape), (), "0" * 64)
+    staged = snapshot.script("scripts/hello.py")
+    assert staged is not None
+    limits = Limits(5.0, 5, 256, 4096)
+    with pytest.raises(ScriptError, match="unsafe path"):
+        await run_script(snapshot, staged, [], mode="host", limits=limits, env={})
+    assert not (tmp_path / "escaped.txt").exists()
+
+
+# --- 3. what runs is exactly the set of files the card hashed --------------------------------
+
+
+async def test_a_helper_edited_after_the_card_is_not_run(host: Harness, tmp_path: Path) -> None:
+    marker = tmp_path / "edited-helper-ran"
+    folder = _skill(host, {"scripts/hello.py": MAIN, "scripts/helper.py": REVIEWED_HELPER})
+    card = await _card(host)
+    (folder / "scripts" / "helper.py").write_text(_marking(marker))
+
+    host.ollama.reply("The skill changed; I will ask again.")
+    await host.react(card, APPROVE)
+    assert not marker.exists()
+    told = _told(host)
+    assert told.startswith("error: the script was not run: the skill's files changed after")
+    assert "call run_skill_script again" in told
+    assert card.current.startswith("⚠️ Not run: `scripts/hello.py` on `skill hello`")
+    assert card.current.endswith(": the skill's files changed after the card was shown.")
+    [action] = await host.bot.actions.recent()
+    assert action.outcome == "declined"
+
+
+@pytest.mark.parametrize("mode", ["host", "sandboxed"])
+async def test_an_unchanged_skill_runs_the_files_its_card_hashed(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, mode: str
+) -> None:
+    h = await _start(tmp_path, fake_ollama, clock, mode)
+    try:
+        folder = _skill(h, {"scripts/hello.py": MAIN, "scripts/helper.py": REVIEWED_HELPER})
+        card = await _card(h)
+        snapshot = read_snapshot(folder)
+        size = sum(len((folder / p).read_bytes()) for p in ("SKILL.md", *_scripts()))
+        assert f"Skill files: 3 files, {size} bytes, sha256 `{snapshot.sha256}`" in card.text
+        assert f"sha256 `{hashlib.sha256(MAIN.encode()).hexdigest()}`" in card.text
+
+        h.ollama.reply("It ran.")
+        await h.react(card, APPROVE)
+        assert _told(h).strip() == "the reviewed helper"
+        [action] = await h.bot.actions.recent()
+        assert action.outcome == "ok"
+    finally:
+        await h.bot.stop()
+
+
+def _scripts() -> tuple[str, ...]:
+    return ("scripts/hello.py", "scripts/helper.py")
+
+
+async def test_what_runs_is_the_read_that_was_checked(
+    host: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "edited-helper-ran"
+    folder = _skill(host, {"scripts/hello.py": MAIN, "scripts/helper.py": REVIEWED_HELPER})
+    card = await _card(host)
+    real: Callable[..., SkillSnapshot] = read_snapshot
+
+    def read_then_edit(path: Path) -> SkillSnapshot:
+        """The check at ✅ reads the folder; someone edits the helper right after."""
+        snapshot = real(path)
+        (folder / "scripts" / "helper.py").write_text(_marking(marker))
+        return snapshot
+
+    monkeypatch.setattr(script_tool, "read_snapshot", read_then_edit)
+    host.ollama.reply("It ran.")
+    await host.react(card, APPROVE)
+    assert _told(host).strip() == "the reviewed helper"
+    assert not marker.exists()
+
+
+async def test_a_card_saved_before_the_files_were_bound_is_refused(
+    host: Harness, tmp_path: Path
+) -> None:
+    marker = tmp_path / "old-card-ran"
+    _skill(host, {"scripts/hello.py": _marking(marker) + "main()\n"})
+    card = await _card(host)
+    [proposal] = await host.bot.proposals.list_recent("pending")
+    payload = {
+        k: v for k, v in proposal.payload.items() if k not in ("files_sha256", "files")
+    }  # what lorebot saved before it bound the skill's other files
+    arguments = payload["arguments"]
+    old = [arguments["skill"], arguments["script"], payload["sha256"], arguments["args"], "host"]
+    payload["hash"] = hashlib.sha256(json.dumps(old, separators=(",", ":")).encode()).hexdigest()
+    async with host.bot.db.transaction() as conn:
+        await conn.execute(
+            "UPDATE proposals SET payload_json = ? WHERE id = ?", (json.dumps(payload), proposal.id)
+        )
+
+    host.ollama.reply("It was not run; I will ask again.")
+    await host.react(card, APPROVE)
+    assert not marker.exists()
+    told = _told(host)
+    assert told.startswith("error: the script was not run: its card was made by an earlier")
+    assert "call run_skill_script again" in told
+    assert card.current.startswith("⚠️ Not run") and "earlier lorebot" in card.current

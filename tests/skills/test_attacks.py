@@ -1,5 +1,5 @@
-"""Skill folders built to mislead: links in place of a skill's folders or files, and front
-matter whose values YAML reads as something else."""
+"""Skill folders built to mislead: links in place of a skill's folders or files, files that
+change between two reads, and front matter whose values YAML reads as something else."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from bot.cli import main
 from skills.catalog import Catalog
 from skills.parse import check_strict, load_skill
 from skills.resources import list_resources, list_scripts, read_resource, read_script
+from skills.snapshot import read_snapshot
 from skills.types import Skill, SkillError
 from tests.skills.helpers import write_skill
 
@@ -75,6 +76,44 @@ def test_a_linked_folder_below_a_resource_folder_is_not_listed(skill: Skill) -> 
     assert list_resources(skill) == ["references/own.md"]
     with pytest.raises(SkillError, match="references/more is a symlink"):
         read_resource(skill, "references/more/steps.md")
+
+
+# --- 3. the snapshot a run stages ------------------------------------------------------------
+
+
+def test_a_snapshot_holds_every_real_file_and_names_what_it_leaves_out(
+    skill: Skill, tmp_path: Path
+) -> None:
+    (skill.folder / "scripts" / "host.py").symlink_to(tmp_path / "host" / "tool.py")
+    (skill.folder / ".git").mkdir()
+    (skill.folder / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    os.mkfifo(skill.folder / "scripts" / "pipe")
+    snapshot = read_snapshot(skill.folder)
+    assert [f.relative for f in snapshot.files] == ["SKILL.md", "docs/steps.md", "scripts/run.py"]
+    assert snapshot.folders == ("docs", "scripts")
+    assert snapshot.left_out == ("scripts/host.py", "scripts/pipe")
+
+
+def test_the_snapshot_hash_covers_every_files_bytes_and_mode(skill: Skill) -> None:
+    first = read_snapshot(skill.folder).sha256
+    assert read_snapshot(skill.folder).sha256 == first
+    os.utime(skill.folder / "docs" / "steps.md", ns=(1, 10**18))
+    assert read_snapshot(skill.folder).sha256 == first  # a touch changes nothing that runs
+
+    (skill.folder / "docs" / "steps.md").write_text("1. wipe the disk\n")
+    edited = read_snapshot(skill.folder).sha256
+    assert edited != first
+    (skill.folder / "docs" / "steps.md").chmod(0o755)
+    assert read_snapshot(skill.folder).sha256 not in (first, edited)
+    (skill.folder / "docs" / "new.md").write_text("")
+    assert len({first, edited, read_snapshot(skill.folder).sha256}) == 3
+
+
+def test_a_snapshot_keeps_the_size_budget(skill: Skill) -> None:
+    (skill.folder / "docs" / "big.txt").write_bytes(b"x" * 4096)
+    with pytest.raises(SkillError, match="too large to run its scripts"):
+        read_snapshot(skill.folder, max_bytes=4096)
+    assert read_snapshot(skill.folder, max_bytes=8192).size > 4096
 
 
 # --- 16. front matter values are text --------------------------------------------------------
