@@ -3,8 +3,8 @@
 Both modes run a private copy of the skill folder written from the approved snapshot (the
 bytes the card's hashes cover, held in memory; the live folder is not read again), so
 what runs is exactly what the card showed; the work folder is fresh and deleted
-afterwards. Limits come from `prlimit` (CPU seconds, address space, file size, open files)
-and a wall-clock timeout that kills the whole process group. `sandboxed` adds
+afterwards. Limits come from `prlimit` (CPU seconds, address space, file size, open files,
+processes) and a wall-clock timeout that kills the whole process group. `sandboxed` adds
 bubblewrap: no network, nothing of the host but /usr (and /etc/alternatives, /etc/ssl),
 the copy read-only and the work folder writable, no capabilities, and as root an
 unprivileged uid (a user namespace alone still lets root's files be read).
@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -44,7 +45,8 @@ SANDBOX_SKILL = "/skill"
 SANDBOX_WORK = "/work"
 FILE_SIZE_BYTES = 64 * 1024 * 1024
 OPEN_FILES = 256
-# Only enforced for an unprivileged uid: as root the kernel ignores it.
+# How many processes (threads count) a script may add to those its uid already runs: the
+# kernel counts RLIMIT_NPROC over every process of the real uid, and ignores it for root.
 PROCESSES = 256
 TMPFS_BYTES = 64 * 1024 * 1024
 TRIAL_TIMEOUT_S = 10.0
@@ -141,6 +143,17 @@ def script_sandbox_problem(settings: Settings | SkillsSettings) -> str | None:
     return None
 
 
+def process_limit_gap(mode: str) -> str | None:
+    """Why scripts run without a process limit here, in one line, or None when it holds:
+    the kernel never applies one to root, so not to host-mode scripts of a root lorebot."""
+    if mode != "host" or os.getuid() != 0:
+        return None
+    return (
+        "skills.scripts is host and lorebot runs as root, whose processes the kernel never "
+        "limits: only the timeout bounds how many processes a script starts"
+    )
+
+
 async def run_script(
     snapshot: SkillSnapshot,
     script: ScriptFile,
@@ -164,6 +177,8 @@ async def run_script(
             await asyncio.to_thread(_stage, stage, snapshot, unprivileged)
         except OSError as exc:
             raise ScriptError(f"the skill folder could not be copied: {exc}") from None
+        runs_as = NOBODY if unprivileged else os.getuid()
+        processes = await asyncio.to_thread(process_limit, runs_as)
         copy, work = stage / "skill", stage / "work"
         skill_dir, work_dir = (SANDBOX_SKILL, SANDBOX_WORK) if sandboxed else (str(copy), str(work))
         command = _interpreter(script, f"{skill_dir}/{script.relative}") + list(args)
@@ -173,11 +188,38 @@ async def run_script(
             binds = ["--ro-bind", str(copy), SANDBOX_SKILL, "--bind", str(work), SANDBOX_WORK]
             sandbox = [*_bwrap_base(), *binds, "--chdir", SANDBOX_WORK, "--"]
             command = [*_privilege_drop(), *sandbox, *command]
-        argv = [*_limits(limits, unprivileged), *command]
+        argv = [*_limits(limits, processes), *command]
         return await _execute(argv, variables, work, limits)
 
 
-def _limits(limits: Limits, unprivileged: bool) -> list[str]:
+def process_limit(uid: int) -> int:
+    """The RLIMIT_NPROC a script running as `uid` gets: PROCESSES more than that uid runs
+    now (the kernel counts all of them), within lorebot's own hard limit, which only root
+    may raise."""
+    limit = _tasks_of(uid) + PROCESSES
+    if os.geteuid() != 0:
+        hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+    return limit
+
+
+def _tasks_of(uid: int) -> int:
+    """How many tasks (processes and their threads) `uid` runs, as /proc shows them."""
+    count = 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(
+                line.split(":", 1) for line in status.read_text().splitlines() if ":" in line
+            )
+            if int(fields["Uid"].split()[0]) == uid:
+                count += int(fields["Threads"])
+        except (OSError, KeyError, ValueError, IndexError):
+            continue  # the process ended while we looked, or hides its status
+    return count
+
+
+def _limits(limits: Limits, processes: int) -> list[str]:
     memory = limits.memory_mb * 1024 * 1024
     found = shutil.which(PRLIMIT)
     if found is None:
@@ -187,9 +229,8 @@ def _limits(limits: Limits, unprivileged: bool) -> list[str]:
         f"--as={memory}",
         f"--fsize={FILE_SIZE_BYTES}",
         f"--nofile={OPEN_FILES}",
+        f"--nproc={processes}",
     ]
-    if unprivileged:
-        options.append(f"--nproc={PROCESSES}")
     return [found, *options, "--"]
 
 

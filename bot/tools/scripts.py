@@ -30,6 +30,7 @@ from bot.script_runner import (
     Limits,
     ScriptError,
     ScriptResult,
+    process_limit_gap,
     run_script,
     script_sandbox_problem,
 )
@@ -116,6 +117,9 @@ class SkillScripts:
         self.problem = script_sandbox_problem(settings)
         if self.problem is not None:
             _log.warning("skill scripts are not offered: %s", self.problem)
+        gap = process_limit_gap(self.mode)
+        if gap is not None:
+            _log.warning("%s", gap)
         skills.scripts_runnable = self.runnable
 
     @property

@@ -1,9 +1,9 @@
 """Skill scripts under attack, through the running core: a skill whose folders are links to
-the host, and files edited after the card.
+the host, files edited after the card, and scripts that start processes without end.
 
 Each test has the model ask for a run and a person answer the card, as in chat; what must
-hold is what the person approved: nothing outside the skill runs or changes, and nothing
-but the hashed files runs.
+hold is what the person approved: nothing outside the skill runs or changes, nothing but
+the hashed files runs, and every mode limits processes.
 """
 
 from __future__ import annotations
@@ -11,8 +11,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
+import resource
 import shutil
 import stat
+import subprocess
+import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -21,8 +25,9 @@ from typing import Any
 import pytest
 
 from adapters.base import APPROVE
+from bot import script_runner
 from bot.config import SkillsSettings
-from bot.script_runner import Limits, ScriptError, run_script, script_sandbox_problem
+from bot.script_runner import Limits, ScriptError, ScriptResult, run_script, script_sandbox_problem
 from bot.tools import scripts as script_tool
 from skills.snapshot import SkillSnapshot, SnapshotFile, read_snapshot
 from tests.bot.harness import Harness, start_harness
@@ -31,6 +36,7 @@ from tests.fakes.adapter import Sent
 from tests.fakes.ollama import FakeOllama
 from tests.skills.helpers import write_skill
 
+REPO = Path(__file__).resolve().parents[2]
 MAIN = "import helper\nhelper.main()\n"
 REVIEWED_HELPER = "def main():\n    print('the reviewed helper')\n"
 
@@ -302,3 +308,118 @@ async def test_a_card_saved_before_the_files_were_bound_is_refused(
     assert told.startswith("error: the script was not run: its card was made by an earlier")
     assert "call run_skill_script again" in told
     assert card.current.startswith("⚠️ Not run") and "earlier lorebot" in card.current
+
+
+# --- 14. every mode limits processes ----------------------------------------------------------
+
+
+FORK_BOMB = """import os, sys, time
+children, failed = [], "none"
+for _ in range({cap}):
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        failed = type(exc).__name__
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    children.append(pid)
+for pid in children:
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+print(len(children), failed)
+"""
+BOMB_CAP = 200  # never a real fork bomb: without a limit it stops here
+
+
+@pytest.mark.parametrize("mode", ["host", "sandboxed"])
+async def test_every_mode_puts_a_process_limit_on_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    if mode == "sandboxed":
+        _need_bwrap()
+    seen: list[list[str]] = []
+
+    async def capture(argv: list[str], *_: Any) -> ScriptResult:
+        seen.append(argv)
+        return ScriptResult(0, "", "", 0, 0)
+
+    monkeypatch.setattr(script_runner, "_execute", capture)
+    folder = tmp_path / "skill"
+    (folder / "scripts").mkdir(parents=True)
+    (folder / "scripts" / "hello.py").write_text("print('hi')\n")
+    snapshot = read_snapshot(folder)
+    script = snapshot.script("scripts/hello.py")
+    assert script is not None
+    await run_script(snapshot, script, [], mode=mode, limits=Limits(5.0, 5, 256, 4096), env={})
+    [argv] = seen
+    limits = argv[: argv.index("--")]
+    [nproc] = [option for option in limits if option.startswith("--nproc=")]
+    runs_as = 65534 if mode == "sandboxed" and script_runner.dropping_privileges() else os.getuid()
+    # PROCESSES more than that uid runs (give or take what started or ended meanwhile)
+    assert abs(int(nproc.removeprefix("--nproc=")) - script_runner.process_limit(runs_as)) < 32
+
+
+async def test_a_host_script_gets_a_process_limit_relative_to_its_user(host: Harness) -> None:
+    code = "import resource\nprint(*resource.getrlimit(resource.RLIMIT_NPROC))\n"
+    _skill(host, {"scripts/hello.py": code})
+    card = await _card(host)
+    host.ollama.reply("Read.")
+    await host.react(card, APPROVE)
+    soft, hard = map(int, _told(host).split())
+    assert soft == hard != resource.RLIM_INFINITY
+    ceiling = script_runner.process_limit(os.getuid()) + 32  # what started meanwhile
+    assert script_runner.PROCESSES <= soft <= ceiling
+
+
+async def test_a_sandboxed_fork_bomb_is_stopped_by_the_process_limit(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(script_runner, "PROCESSES", 16)
+    h = await _start(tmp_path, fake_ollama, clock, "sandboxed", script_timeout_s=30.0)
+    try:
+        _skill(h, {"scripts/hello.py": FORK_BOMB.format(cap=BOMB_CAP)})
+        card = await _card(h)
+        h.ollama.reply("It was stopped.")
+        await h.react(card, APPROVE)
+        started, failed = _told(h).split()
+        assert int(started) < BOMB_CAP // 2 and failed == "BlockingIOError"
+    finally:
+        await h.bot.stop()
+
+
+RUN_AS_USER = """
+import asyncio, sys, tempfile
+from pathlib import Path
+from bot import script_runner
+from bot.script_runner import Limits, run_script
+from skills.snapshot import read_snapshot
+
+script_runner.PROCESSES = 16
+with tempfile.TemporaryDirectory() as tmp:
+    (Path(tmp) / "scripts").mkdir()
+    (Path(tmp) / "scripts" / "bomb.py").write_text(sys.argv[1])
+    snapshot = read_snapshot(Path(tmp))
+    script = snapshot.script("scripts/bomb.py")
+    limits = Limits(30.0, 10, 512, 65536)
+    result = asyncio.run(run_script(snapshot, script, [], mode="host", limits=limits, env={}))
+    print(result.stdout.strip(), result.stderr.strip())
+"""
+
+
+def test_a_host_fork_bomb_of_an_ordinary_user_is_stopped() -> None:
+    """The runner as an ordinary user (uid 65534 when the tests run as root), unsandboxed:
+    the limit counts every process of the user, so it is set relative to what runs."""
+    drop = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
+    if os.geteuid() == 0 and shutil.which("setpriv") is None:
+        pytest.skip("setpriv (util-linux) is needed to run as an ordinary user")
+    command = [*(drop if os.geteuid() == 0 else []), sys.executable, "-c", RUN_AS_USER]
+    done = subprocess.run(
+        [*command, FORK_BOMB.format(cap=BOMB_CAP)],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    started, failed = done.stdout.split()
+    assert int(started) < BOMB_CAP // 2 and failed == "BlockingIOError", done.stdout
