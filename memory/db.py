@@ -92,18 +92,18 @@ class Database:
         try:
             await db._prepare(busy_timeout_ms, want_vectors)
             if str(path) != ":memory:":
-                db.reader = await db._open_reader(busy_timeout_ms)
+                await db._open_reader(busy_timeout_ms)
         except BaseException:
-            await conn.close()
+            await db._close_connections()
             raise
         return db
 
-    async def _open_reader(self, busy_timeout_ms: int) -> aiosqlite.Connection:
+    async def _open_reader(self, busy_timeout_ms: int) -> None:
         reader = driver.connect(self.path)
         await reader
+        self.reader = reader  # from here on closed with the writer, also if this fails
         await reader.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         await reader.execute("PRAGMA query_only = 1")
-        return reader
 
     async def _prepare(self, busy_timeout_ms: int, want_vectors: bool) -> None:
         try:
@@ -223,11 +223,20 @@ class Database:
         return str(await self.scalar("PRAGMA integrity_check"))
 
     async def close(self) -> None:
-        """Close the connection, writing what was deferred; safe to call twice."""
+        """Write what was deferred and close both connections, also when that write fails
+        (an open connection's thread would keep the process from exiting); safe to call
+        twice."""
         if self._closed:
             return
-        await self.flush()
-        self._closed = True
-        if self.reader is not self.conn:
-            await self.reader.close()
-        await self.conn.close()
+        try:
+            await self.flush()
+        finally:
+            self._closed = True
+            await self._close_connections()
+
+    async def _close_connections(self) -> None:
+        try:
+            if self.reader is not self.conn:
+                await self.reader.close()
+        finally:
+            await self.conn.close()

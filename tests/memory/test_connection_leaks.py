@@ -1,5 +1,6 @@
 """No database connection is left open: each keeps a worker thread that would stop the
-process from exiting. The test suite's guard fails a test that leaves one open."""
+process from exiting. The database closes both of its connections when opening or closing
+fails, and the test suite's guard fails a test that leaves one open."""
 
 from __future__ import annotations
 
@@ -7,8 +8,55 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from tests.conftest import ROOT
+import pytest
+
+from memory import Database, driver
+from tests.conftest import ROOT, describe, still_open
+
+
+def _failing(sql: str) -> Any:
+    """`driver.Connection.execute`, failing on the statement `sql`."""
+    real = driver.Connection.execute
+
+    def execute(self: driver.Connection, statement: str, *args: Any) -> Any:
+        if statement == sql:
+            raise driver.Error(f"injected failure of {sql}")
+        return real(self, statement, *args)
+
+    return execute
+
+
+def all_closed() -> None:
+    left = still_open()
+    if left:
+        pytest.fail(describe(left))
+
+
+async def test_a_reader_that_fails_to_set_up_closes_both_connections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(driver.Connection, "execute", _failing("PRAGMA query_only = 1"))
+
+    with pytest.raises(driver.Error, match="injected"):
+        await Database.open(tmp_path / "lorebot.db")
+
+    all_closed()
+
+
+async def test_closing_closes_both_connections_when_the_deferred_write_fails(
+    tmp_path: Path,
+) -> None:
+    db = await Database.open(tmp_path / "lorebot.db")
+    db.defer("INSERT INTO no_such_table VALUES (?)", [(1,)])
+
+    with pytest.raises(driver.Error, match="no_such_table"):
+        await db.close()
+
+    all_closed()
+    await db.close()  # closed already: nothing to do
+
 
 LEAKING = """
 from memory import Database
