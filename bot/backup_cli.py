@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -93,7 +94,8 @@ def _check_backup(source: Path) -> int:
     if not source.is_file():
         raise UserError(f"{source} does not exist")
     try:
-        with driver.sqlite_module().connect(f"file:{source}?mode=ro", uri=True) as conn:
+        # `closing`: a sqlite3 connection's own `with` ends a transaction, not the connection.
+        with closing(driver.sqlite_module().connect(f"file:{source}?mode=ro", uri=True)) as conn:
             driver.load_vec(conn)  # vector tables are checked too when present
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]

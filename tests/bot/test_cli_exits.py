@@ -1,5 +1,6 @@
 """One-shot commands close what they open: the process ends as soon as the command is done
-(an open database connection keeps a thread that would hold it)."""
+(an open database connection keeps a thread that would hold it), and a file checked for
+`lorebot restore` is not left open."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.backup_cli import _check_backup
+from bot.errors import UserError
 from tests.conftest import ROOT
 
 
@@ -36,3 +39,19 @@ def test_one_shot_commands_exit_once_done(env: Path, monkeypatch: pytest.MonkeyP
         done = lorebot(*argv)
         assert done.returncode == 0, done.stderr
     assert lorebot("proposals", "approve", "1").returncode == 1  # decided already
+
+
+def open_files() -> set[str]:
+    fds = Path("/proc/self/fd")
+    return {os.readlink(fd) for fd in fds.iterdir() if fd.exists()}
+
+
+def test_a_file_that_is_not_a_backup_is_closed_once_refused(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database at all" * 50)
+
+    with pytest.raises(UserError, match="not a lorebot database") as refused:
+        _check_backup(junk)
+
+    assert refused.traceback  # still held, and with it what the check left behind
+    assert str(junk) not in open_files()
