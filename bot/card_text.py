@@ -75,6 +75,11 @@ def format_arguments(arguments: Any, known: Iterable[str] = ()) -> str:
     return _json_escape_hidden(text)
 
 
+def code_line(text: str) -> str:
+    """One line of a file for a code block on a card: visible, no backtick to end it."""
+    return visible(text).replace(_BACKTICK, "\\u0060")
+
+
 def code_block(text: str) -> str:
     """`text` (already made visible, with no backtick) in a code block."""
     return f"```\n{text}\n```"

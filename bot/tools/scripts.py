@@ -23,6 +23,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, StringConstraints, field_validator
 
 from bot.approvals import ACTION, ApprovalService
+from bot.card_text import code_block, code_line, format_arguments, inline
 from bot.config import Settings, resolve_secret
 from bot.errors import ConfigError
 from bot.scopes import user_scope
@@ -110,6 +111,10 @@ class SkillScripts:
         actions: ActionLog,
     ) -> None:
         self.settings = settings
+        self.secrets = tuple(settings.secrets())  # never shown, stored or given back
+        # Arguments that hold a secret, by run hash, until their card is decided: kept in
+        # memory only, never in the database.
+        self.held: dict[str, list[str]] = {}
         self.mode = settings.skills.scripts
         self.skills = skills
         self.approvals = approvals
@@ -158,14 +163,16 @@ class SkillScripts:
         snapshot = await asyncio.to_thread(read_snapshot, skill.folder)
         if snapshot.script(script.relative) != script:
             raise SkillError(f"{script.relative} changed while it was read; ask again")
-        arguments = {"skill": skill.name, "script": script.relative, "args": list(args.args)}
+        exact = list(args.args)
+        shown = redact_value(exact, known=self.secrets)
+        arguments = {"skill": skill.name, "script": script.relative, "args": shown}
         hashes = {"sha256": script.sha256, "files_sha256": snapshot.sha256}
         action = await self.actions.record(
             f"skill:{skill.name}/{script.relative}", {**arguments, **hashes},
             requester=user_scope(ctx.author), channel_scope=ctx.channel_scope,
             conversation=dataclasses.asdict(ctx.conversation), approval=BY_CARD,
         )  # fmt: skip
-        card = self._card(ctx, skill.name, script, list(args.args), snapshot)
+        card = self._card(ctx, skill.name, script, exact, snapshot)
         if not self.approvals.fits_card(ctx.conversation, card):
             await self.actions.close(action.id, "declined", None)
             return (
@@ -179,12 +186,13 @@ class SkillScripts:
             **hashes,
             "files": len(snapshot.files),
             "mode": self.mode,
-            "hash": run_hash(
-                skill.name, script, script.sha256, list(args.args), self.mode, snapshot.sha256
-            ),
+            "hash": run_hash(skill.name, script, script.sha256, exact, self.mode, snapshot.sha256),
+            "held": shown != exact,
             "action_id": action.id,
             "turn": call.saved_turn(),
         }
+        if shown != exact:
+            self.held[payload["hash"]] = exact
         proposal = await self.approvals.propose(
             ACTION, ctx.conversation, ctx.author, payload, card, "run it"
         )
@@ -199,19 +207,18 @@ class SkillScripts:
         args: list[str],
         snapshot: SkillSnapshot,
     ) -> str:
-        shown = json.dumps(redact_value(args), ensure_ascii=False)
         limits = self.settings.skills
         lines = [
             f"📜 Run the script `{script.relative}` of the skill `{skill}`?",
-            f"Asked by {ctx.author.name or ctx.author.id}.",
+            f"Asked by {inline(ctx.author.name or ctx.author.id)}.",
             f"Where: {WHERE[self.mode]}; at most {limits.script_timeout_s:g} s, "
             f"{limits.script_cpu_s} s of CPU, {limits.script_memory_mb} MiB.",
             f"Script: {len(script.data)} bytes, sha256 `{script.sha256}`",
-            *(f"> {redact(line)}" for line in script.first_lines()),
+            code_block("\n".join(code_line(redact(line)) for line in script.first_lines())),
             f"Skill files: {len(snapshot.files)} files, {snapshot.size} bytes, "
             f"sha256 `{snapshot.sha256}`",
             *self._left_out(snapshot),
-            f"Arguments: `{shown}`",
+            "Arguments:\n" + code_block(format_arguments(args, self.secrets)),
             "Only these exact files run: if any of them changes before your ✅, nothing is run.",
         ]
         return "\n".join(lines)
@@ -219,7 +226,7 @@ class SkillScripts:
     def _left_out(self, snapshot: SkillSnapshot) -> list[str]:
         if not snapshot.left_out:
             return []
-        shown = ", ".join(f"`{redact(path)}`" for path in snapshot.left_out[:5])
+        shown = ", ".join(f"`{inline(redact(path))}`" for path in snapshot.left_out[:5])
         more = f" and {len(snapshot.left_out) - 5} more" if len(snapshot.left_out) > 5 else ""
         return [f"Not copied into the run (symlinks or special files): {shown}{more}"]
 
@@ -231,22 +238,37 @@ class SkillScripts:
                 self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
             )
         try:
-            script, snapshot = await self._approved_script(payload)
+            args = self._approved_args(payload)
+            script, snapshot = await self._approved_script(payload, args)
         except (ScriptError, SkillError) as exc:
             return await self._not_run(proposal, action_id, str(exc))
         try:
             await self.actions.start(action_id, proposal.decided_by)
         except ValueError:
             return "error: this script run was already carried out"
-        output = await self._run(action_id, snapshot, script, payload["arguments"]["args"])
+        output = await self._run(action_id, snapshot, script, args)
         await self.approvals.update_card(proposal)
         return output
 
-    async def _approved_script(self, payload: dict[str, Any]) -> tuple[ScriptFile, SkillSnapshot]:
+    def _approved_args(self, payload: dict[str, Any]) -> list[str]:
+        """The exact arguments of the card: from memory when they held a secret."""
+        if not payload.get("held"):
+            return list(payload["arguments"]["args"])
+        exact = self.held.pop(payload["hash"], None)
+        if exact is None:
+            raise ScriptError(
+                "its arguments held a secret, which lorebot keeps only in memory, and "
+                "lorebot restarted since"
+            )
+        return exact
+
+    async def _approved_script(
+        self, payload: dict[str, Any], args: list[str]
+    ) -> tuple[ScriptFile, SkillSnapshot]:
         """The script and a fresh read of all its skill's files exactly as approved, or
         ScriptError saying why not. What runs is staged from that read alone."""
         arguments = payload["arguments"]
-        name, relative, args = arguments["skill"], arguments["script"], arguments["args"]
+        name, relative = arguments["skill"], arguments["script"]
         files = payload.get("files_sha256")
         if not isinstance(files, str):
             raise ScriptError(

@@ -21,9 +21,10 @@ from memory.actions import ActionLog
 from tests.bot.harness import Harness, start_harness
 from tests.bot.test_actions_operations import stdio_server
 from tests.conftest import FakeClock
-from tests.fakes.adapter import RecordingAdapter, StreamingAdapter
+from tests.fakes.adapter import RecordingAdapter, Sent, StreamingAdapter
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
+from tests.skills.helpers import write_skill
 
 OPS_TOKEN = "Zq7vLm2PxR4tNw9Kd3"  # a secret no pattern recognises: only config names it
 SIGNING_SECRET = "8f14e45fceea167a5a36dedd4bea2543"
@@ -426,5 +427,72 @@ async def test_a_server_that_cannot_start_is_named_to_the_model_as_unavailable(
         notes = [m["content"] for m in h.last_prompt() if m["role"] == "system"]
         assert any("The MCP server `ops`" in n and "unavailable right now" in n for n in notes)
         assert h.last_prompt()[-1]["role"] == "user"
+    finally:
+        await h.bot.stop()
+
+
+# --- 6 and 4. a script's arguments: secrets out of the row, every character on the card ----
+
+ECHO_ARGS = "import sys\nprint(*sys.argv[1:])\n"
+
+
+async def _script_card(h: Harness, args: list[str]) -> Sent:
+    folder = write_skill(h.bot.settings.skills.home_root, "hello", body="Echo with a script.")
+    (folder / "scripts").mkdir()
+    (folder / "scripts" / "echo.py").write_text(ECHO_ARGS)
+    await h.say("/hello")
+    h.ollama.tool_call("run_skill_script", {"skill": "hello", "script": "echo.py", "args": args})
+    await h.say("run the echo script")
+    return h.adapter.cards[-1]
+
+
+async def test_a_script_cards_secret_argument_stays_out_of_the_database_and_runs_exactly(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    h = await start_harness(tmp_path, fake_ollama, clock, skills={"scripts": "host"})
+    try:
+        card = await _script_card(h, ["--token", GITHUB_TOKEN])
+        assert GITHUB_TOKEN not in card.text and "[REDACTED]" in card.text
+        assert GITHUB_TOKEN not in _database_text(tmp_path / "bot.db")
+
+        h.ollama.reply("It ran.")
+        await h.react(card, APPROVE)
+        [told] = _told(h)
+        assert told.strip() == "--token [REDACTED]"  # it ran with the token, output scrubbed
+        [action] = await h.bot.actions.recent()
+        assert action.outcome == "ok"
+    finally:
+        await h.bot.stop()
+
+
+async def test_a_script_cards_secret_lost_in_a_restart_is_not_run(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    first = await start_harness(tmp_path, fake_ollama, clock, skills={"scripts": "host"})
+    card = await _script_card(first, ["--token", GITHUB_TOKEN])
+    await first.bot.stop()
+    second = await start_harness(
+        tmp_path, fake_ollama, clock, first.adapter, skills={"scripts": "host"}
+    )
+    try:
+        second.ollama.reply("Please ask again.")
+        await second.react(card, APPROVE)
+        [told] = _told(second)
+        assert told.startswith("error: the script was not run: its arguments held a secret")
+        assert card.current.startswith("⚠️ Not run")
+    finally:
+        await second.bot.stop()
+
+
+async def test_a_script_card_shows_every_character_of_its_arguments(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    h = await start_harness(tmp_path, fake_ollama, clock, skills={"scripts": "host"})
+    try:
+        card = await _script_card(h, ["--to", "prod\u202e`||x||`", "a\u200bb"])
+        assert "\u202e" not in card.text and "\u200b" not in card.text
+        assert '"prod\\u202e\\u0060||x||\\u0060"' in card.text and '"a\\u200bb"' in card.text
+        arguments = card.text.split("Arguments:\n", 1)[1]
+        assert arguments.count("```") == 2  # its own block, closed where lorebot closes it
     finally:
         await h.bot.stop()

@@ -117,8 +117,8 @@ async def test_an_approved_script_runs_and_the_model_gets_its_output(
         sha = hashlib.sha256(HELLO.encode()).hexdigest()
         assert "`scripts/hello.py` of the skill `hello`" in card.text
         assert f"sha256 `{sha}`" in card.text
-        assert '> print("hello from the script", *sys.argv[1:])' in card.text
-        assert '["world", "--loud"]' in card.text
+        assert '\nprint("hello from the script", *sys.argv[1:])\n' in card.text
+        assert '[\n  "world",\n  "--loud"\n]' in card.text
         assert ("NOT sandboxed" in card.text) == (mode == "host")
         [action] = await h.bot.actions.recent()
         assert action.outcome == "pending" and action.tool == "skill:hello/scripts/hello.py"
