@@ -48,7 +48,9 @@ async def _start(
     h = await start_harness(
         tmp_path, fake, clock, adapter, mcp_targets={"ops": ops}, mcp=mcp, **sections
     )
-    assert await h.bot.mcp.servers["ops"].wait_connected(5)
+    if not await h.bot.mcp.servers["ops"].wait_connected(5):
+        await h.bot.stop()
+        pytest.fail("the in-process MCP server did not connect within 5 s")
     return h, ran
 
 

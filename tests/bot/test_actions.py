@@ -28,7 +28,9 @@ async def _start(
     h = await start_harness(
         tmp_path, fake, clock, mcp_targets={"ops": ops}, mcp={"servers": [config]}
     )
-    assert await h.bot.mcp.servers["ops"].wait_connected(5)
+    if not await h.bot.mcp.servers["ops"].wait_connected(5):
+        await h.bot.stop()
+        pytest.fail("the in-process MCP server did not connect within 5 s")
     return h, ran
 
 
