@@ -6,6 +6,8 @@ the first turn after a start."""
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -16,6 +18,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 from adapters.base import ALWAYS, APPROVE
+from bot.cli import main
 from memory import Database
 from memory.actions import ActionLog
 from tests.bot.harness import Harness, start_harness
@@ -498,3 +501,20 @@ async def test_a_script_card_shows_every_character_of_its_arguments(
         assert arguments.count("```") == 2  # its own block, closed where lorebot closes it
     finally:
         await h.bot.stop()
+
+
+async def test_a_piped_chats_first_question_is_offered_the_servers_tools(
+    env: Path,
+    fake_ollama: FakeOllama,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("LOREBOT_OLLAMA__HOST", fake_ollama.url)
+    monkeypatch.setenv("LOREBOT_MCP__SERVERS", json.dumps([stdio_server()]))
+    monkeypatch.setattr("sys.stdin", io.StringIO("is the web service healthy?\n"))
+    fake_ollama.reply("Let me check: it looks healthy.")
+    assert await asyncio.to_thread(main, ["chat", "--user", "alice"]) == 0
+    [question] = [r for r in fake_ollama.chat_requests if "format" not in r]
+    offered = {t["function"]["name"] for t in question["tools"]}
+    assert {"ops__status", "ops__restart"} <= offered
+    assert "lorebot> Let me check: it looks healthy." in capsys.readouterr().out
