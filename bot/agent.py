@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -32,6 +31,7 @@ from bot.skill_use import SkillUse
 from bot.split import clip_reply
 from bot.tool_args import ToolArgumentError
 from bot.tools import Call, Kind, Suspend, Tool, Toolbox
+from bot.tools.held import LOST, HeldArguments
 from bot.turn_context import TurnContext, make_context
 from memory import Category, InvalidInput, NoteStore, SearchHit
 from memory.actions import ActionLog
@@ -101,28 +101,22 @@ class HeldCalls:
 
     def __init__(self, known: Sequence[str]) -> None:
         self.secrets = tuple(known)
-        self._held: dict[str, Any] = {}
+        self._held = HeldArguments()
 
     def keep(self, name: str, arguments: Any) -> list[Any]:
         shown = redact_value(arguments, known=self.secrets)
         if shown == arguments:
             return [name, arguments]
-        token = secrets.token_hex(16)
-        self._held[token] = arguments
-        return [name, shown, token]
+        return [name, shown, self._held.keep(arguments)]
 
     def take(self, saved: Sequence[Any]) -> tuple[str, Any]:
         """A saved call to run: its exact arguments, or in place of a call whose secret is
         gone, the problem (a nameless call, see `_pending`)."""
         if len(saved) < 3:
             return saved[0], saved[1]
-        arguments = self._held.pop(saved[2], None)
+        arguments = self._held.take(saved[2])
         if arguments is None:
-            return "", (
-                f"the call of {saved[0]} was not run: its arguments held a secret, which "
-                "lorebot keeps only in memory, and lorebot restarted since; ask the person "
-                "to send it again"
-            )
+            return "", f"the call of {saved[0]} was not run: {LOST}; ask the person again"
         return saved[0], arguments
 
 

@@ -30,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from bot.backoff import Backoff
 from bot.card_text import valid_tool_name
 from bot.config import McpServerSettings, McpSettings
+from bot.tools.held import HeldArguments
 from memory.secrets import redact
 
 _log = logging.getLogger(__name__)
@@ -141,7 +142,7 @@ class McpServer:
         self.refused: tuple[str, ...] = ()
         # Arguments that hold a secret, by call hash, until their card is decided: kept in
         # memory only, never in the database.
-        self.held: dict[str, dict[str, Any]] = {}
+        self.held = HeldArguments()
         self.status = "connecting"
         self.reason = ""
         self._client: Client | None = None

@@ -28,6 +28,7 @@ from bot.mcp_servers import CallResult, McpServer, RemoteTool, ServerUnavailable
 from bot.scopes import user_scope
 from bot.tool_args import coerce_arguments
 from bot.tools.base import Call, Kind, Suspend, Toolbox, ToolOutput
+from bot.tools.held import LOST
 from bot.tools.schemas import flatten, validate
 from bot.turn_context import TurnContext
 from memory.actions import BY_ALLOW_LIST, BY_ALLOWANCE, BY_CARD, BY_TRUST, ActionLog
@@ -177,15 +178,14 @@ class McpTool:
             )
         digest = call_hash(self.server.name, self.server.identity, remote.name, arguments)
         shown = redact_value(arguments, known=self.secrets)
-        if shown != arguments:
-            # Secrets never reach the database: the exact arguments wait in memory only.
-            self.server.held[digest] = arguments
+        # Secrets never reach the database: the exact arguments wait in memory only.
+        held = self.server.held.keep(arguments) if shown != arguments else ""
         payload = {
             "server": self.server.name,
             "server_id": self.server.identity,
             "tool": remote.name,
             "arguments": shown,
-            "held": shown != arguments,
+            "held": held,
             "hash": digest,
             "action_id": action.id,
             "approvers": self.server.settings.approvers,
@@ -215,12 +215,13 @@ class McpTool:
     async def resume(self, ctx: TurnContext, proposal: Proposal) -> str:
         payload = proposal.payload
         action_id = int(payload["action_id"])
+        exact = self.server.held.take(payload.get("held"))  # held until the decision only
         if proposal.status != "approved":
             return await close_unapproved(
                 self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
             )
         try:
-            arguments, remote = self._approved(payload)
+            arguments, remote = self._approved(payload, exact)
         except NotRunnable as exc:
             await not_run(self.actions, self.approvals, proposal, str(exc))
             return f"error: it was not run: {exc}"
@@ -233,8 +234,11 @@ class McpTool:
         finally:  # whatever happened, the card says how it ended
             await self.approvals.update_card(proposal)
 
-    def _approved(self, payload: dict[str, Any]) -> tuple[dict[str, Any], RemoteTool]:
-        """The exact arguments and the tool as approved, or NotRunnable saying why not."""
+    def _approved(
+        self, payload: dict[str, Any], exact: dict[str, Any] | None
+    ) -> tuple[dict[str, Any], RemoteTool]:
+        """The exact arguments (`exact` when they were held in memory) and the tool as
+        approved, or NotRunnable saying why not."""
         if "server_id" not in payload:
             raise NotRunnable("the card was made by an earlier version of lorebot; ask again")
         if payload["server_id"] != self.server.identity:
@@ -242,14 +246,9 @@ class McpTool:
                 f"the MCP server {self.server.name} was changed since the card (it is now "
                 "another command or URL); ask again so the card shows the server as it is"
             )
-        arguments = payload["arguments"]
-        if payload.get("held"):
-            arguments = self.server.held.pop(payload["hash"], None)
-            if arguments is None:
-                raise NotRunnable(
-                    "its arguments held a secret, which lorebot keeps only in memory, and "
-                    "lorebot restarted since; ask again"
-                )
+        arguments = payload["arguments"] if not payload.get("held") else exact
+        if arguments is None:
+            raise NotRunnable(f"{LOST}; ask again")
         digest = call_hash(self.server.name, self.server.identity, self.remote.name, arguments)
         if digest != payload["hash"]:
             raise NotRunnable("the call changed after it was approved")

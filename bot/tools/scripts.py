@@ -38,6 +38,7 @@ from bot.script_runner import (
 from bot.skill_use import SkillUse
 from bot.tools.actions import close_unapproved
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
+from bot.tools.held import LOST, HeldArguments
 from bot.turn_context import TurnContext
 from memory.actions import BY_CARD, ActionLog
 from memory.proposals import Proposal
@@ -112,9 +113,9 @@ class SkillScripts:
     ) -> None:
         self.settings = settings
         self.secrets = tuple(settings.secrets())  # never shown, stored or given back
-        # Arguments that hold a secret, by run hash, until their card is decided: kept in
-        # memory only, never in the database.
-        self.held: dict[str, list[str]] = {}
+        # Arguments that hold a secret, until their card is decided: kept in memory only,
+        # never in the database.
+        self.held = HeldArguments()
         self.mode = settings.skills.scripts
         self.skills = skills
         self.approvals = approvals
@@ -187,12 +188,10 @@ class SkillScripts:
             "files": len(snapshot.files),
             "mode": self.mode,
             "hash": run_hash(skill.name, script, script.sha256, exact, self.mode, snapshot.sha256),
-            "held": shown != exact,
+            "held": self.held.keep(exact) if shown != exact else "",
             "action_id": action.id,
             "turn": call.saved_turn(),
         }
-        if shown != exact:
-            self.held[payload["hash"]] = exact
         proposal = await self.approvals.propose(
             ACTION, ctx.conversation, ctx.author, payload, card, "run it"
         )
@@ -233,12 +232,13 @@ class SkillScripts:
     async def resume(self, ctx: TurnContext, proposal: Proposal) -> str:
         payload = proposal.payload
         action_id = int(payload["action_id"])
+        exact = self.held.take(payload.get("held"))  # held until the decision only
         if proposal.status != "approved":
             return await close_unapproved(
                 self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
             )
         try:
-            args = self._approved_args(payload)
+            args = self._approved_args(payload, exact)
             script, snapshot = await self._approved_script(payload, args)
         except (ScriptError, SkillError) as exc:
             return await self._not_run(proposal, action_id, str(exc))
@@ -250,16 +250,12 @@ class SkillScripts:
         await self.approvals.update_card(proposal)
         return output
 
-    def _approved_args(self, payload: dict[str, Any]) -> list[str]:
-        """The exact arguments of the card: from memory when they held a secret."""
+    def _approved_args(self, payload: dict[str, Any], exact: list[str] | None) -> list[str]:
+        """The exact arguments of the card: `exact`, from memory, when they held a secret."""
         if not payload.get("held"):
             return list(payload["arguments"]["args"])
-        exact = self.held.pop(payload["hash"], None)
         if exact is None:
-            raise ScriptError(
-                "its arguments held a secret, which lorebot keeps only in memory, and "
-                "lorebot restarted since"
-            )
+            raise ScriptError(LOST)
         return exact
 
     async def _approved_script(

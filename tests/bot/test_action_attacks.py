@@ -17,7 +17,7 @@ import pytest
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
-from adapters.base import ALWAYS, APPROVE
+from adapters.base import ALWAYS, APPROVE, REJECT
 from bot.cli import main
 from memory import Database
 from memory.actions import ActionLog
@@ -165,6 +165,30 @@ async def test_a_waiting_turn_keeps_the_rounds_other_secrets_out_of_the_database
         h.ollama.reply("Done both.")
         await h.react(second, APPROVE)
         assert ran["restart"] == 1 and ran[f"echo:{GITHUB_TOKEN}"] == 1
+    finally:
+        await h.bot.stop()
+
+
+async def test_two_cards_of_the_same_secret_call_each_run_and_a_decline_lets_go(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPS_TOKEN", OPS_TOKEN)
+    h, ran = await _start(tmp_path, fake_ollama, clock, env={"OPS_TOKEN": "${OPS_TOKEN}"})
+    try:
+        for channel in ("C1", "C2", "C3"):
+            h.ollama.tool_call("ops__echo", {"text": f"login {OPS_TOKEN}"})
+            await h.say("log in to ops", channel=channel)
+        first, second, third = h.adapter.cards
+        held = h.bot.mcp.servers["ops"].held
+        assert len(held) == 3
+        h.ollama.reply("Logged in.")
+        await h.react(first, APPROVE)
+        h.ollama.reply("Logged in there too.")
+        await h.react(second, APPROVE)
+        assert ran[f"echo:login {OPS_TOKEN}"] == 2  # neither card took the other's
+        h.ollama.reply("Not logged in.")
+        await h.react(third, REJECT)
+        assert len(held) == 0  # a declined card's secret is not kept
     finally:
         await h.bot.stop()
 
@@ -327,6 +351,43 @@ async def test_a_changed_server_voids_its_allowances_and_pending_cards(
         second.ollama.tool_call("ops__scale", {"service": "web", "replicas": 4})
         await second.say("scale web to 4")
         assert ran["scale"] == 0 and "`scale`" in second.adapter.cards[-1].text
+    finally:
+        await second.bot.stop()
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "carried"),
+    [
+        ({"OPS_CLUSTER": "prod"}, {"OPS_CLUSTER": "staging"}, False),
+        ({"OPS_TOKEN": "${OPS_TOKEN}"}, {"OPS_TOKEN": "${OPS_TOKEN}"}, True),  # rotated
+    ],
+)
+async def test_an_allowance_follows_the_servers_environment_as_configured(
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    before: dict[str, str],
+    after: dict[str, str],
+    carried: bool,
+) -> None:
+    monkeypatch.setenv("OPS_TOKEN", "first-token-value-1")
+    first, _ = await _start(tmp_path, fake_ollama, clock, env=before)
+    first.ollama.tool_call("ops__scale", {"service": "web", "replicas": 3})
+    await first.say("scale web to 3")
+    first.ollama.reply("Scaled.")
+    await first.react(first.adapter.cards[-1], ALWAYS, user="UADMIN")
+    await first.bot.stop()
+
+    monkeypatch.setenv("OPS_TOKEN", "second-token-value-2")
+    second, ran = await _start(tmp_path, fake_ollama, clock, env=after, adapter=first.adapter)
+    try:
+        cards = len(second.adapter.cards)
+        second.ollama.tool_call("ops__scale", {"service": "web", "replicas": 4})
+        second.ollama.reply("Scaled to 4.")
+        await second.say("scale web to 4")
+        assert (ran["scale"] == 1) is carried
+        assert (len(second.adapter.cards) == cards) is carried
     finally:
         await second.bot.stop()
 
