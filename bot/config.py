@@ -284,9 +284,11 @@ class McpServerSettings(_Section):
         return self
 
     def identity(self) -> str:
-        """A short hash of what the server is: its command, arguments and folder, or its
-        URL (not its secrets, which may rotate)."""
-        what = [self.command, list(self.args), str(self.cwd or ""), self.url]
+        """A short hash of what the server is: its command, arguments, folder and `env`, or
+        its URL and `headers`, as configured (a `${NAME}` as written, so a rotated secret
+        keeps the identity, while pointing a variable at another cluster changes it)."""
+        what = [self.command, list(self.args), str(self.cwd or ""), self.url,
+                sorted(self.env.items()), sorted(self.headers.items())]  # fmt: skip
         canonical = json.dumps(what, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
