@@ -244,7 +244,8 @@ class McpTool:
         if payload["server_id"] != self.server.identity:
             raise NotRunnable(
                 f"the MCP server {self.server.name} was changed since the card (it is now "
-                "another command or URL); ask again so the card shows the server as it is"
+                "another command, URL or environment); ask again so the card shows the server "
+                "as it is"
             )
         arguments = payload["arguments"] if not payload.get("held") else exact
         if arguments is None:
