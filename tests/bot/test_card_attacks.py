@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -23,20 +24,38 @@ from tests.fakes.discord import BOT, FakeDiscord
 from tests.fakes.discord import fake_discord_fixture as fake_discord_fixture  # noqa: F401
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
-from tests.fakes.slack import FakeSlack
+from tests.fakes.slack import FakeSlack, Post
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
 
 OPS = {"servers": [{"name": "ops", "command": "in-process"}]}
 FORGED = "status`\n⚙️ Run `status"
 
 
-def _slack_bot(tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack) -> Bot:
+@pytest.fixture
+async def slack_bot(
+    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack
+) -> AsyncIterator[Bot]:
+    """lorebot on the real Slack adapter, with the ops server connected."""
     adapter = SlackAdapter(
         bot_token=fake_slack.bot_token, api_base_url=fake_slack.api_url,
         app_token=fake_slack.app_token,
     )  # fmt: skip
     settings = make_settings(tmp_path / "bot.db", fake_ollama.url, mcp=OPS)
-    return Bot(settings, [adapter], mcp_targets={"ops": make_server()[0]})
+    bot = Bot(settings, [adapter], mcp_targets={"ops": make_server()[0]})
+    await bot.start()
+    try:
+        assert await bot.mcp.servers["ops"].wait_connected(5)
+        yield bot
+    finally:
+        await bot.stop()
+
+
+async def _slack_echo_card(fake_ollama: FakeOllama, fake_slack: FakeSlack, text: str) -> Post:
+    """The card Slack got for an echo of `text` the model asked for."""
+    fake_ollama.tool_call("ops__echo", {"text": text})
+    await fake_slack.push(fake_slack.app_mention("<@UBOT> echo it"))
+    await fake_slack.wait_for(lambda: any(len(p.reactions) == 2 for p in fake_slack.posts))
+    return next(p for p in fake_slack.posts if p.reactions)
 
 
 async def test_a_card_shows_invisible_and_direction_changing_characters(
@@ -60,24 +79,15 @@ async def test_a_card_shows_invisible_and_direction_changing_characters(
 
 
 async def test_backticks_and_link_syntax_in_arguments_stay_code_on_slack(
-    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack
+    slack_bot: Bot, fake_ollama: FakeOllama, fake_slack: FakeSlack
 ) -> None:
-    bot = _slack_bot(tmp_path, fake_ollama, fake_slack)
-    await bot.start()
-    try:
-        assert await bot.mcp.servers["ops"].wait_connected(5)
-        text = "ok\n```\nsee [status page](https://198.51.100.7/x) <!channel>"
-        fake_ollama.tool_call("ops__echo", {"text": text})
-        await fake_slack.push(fake_slack.app_mention("<@UBOT> echo it"))
-        await fake_slack.wait_for(lambda: any(len(p.reactions) == 2 for p in fake_slack.posts))
-        [card] = [p for p in fake_slack.posts if p.reactions]
-        assert card.text.count("```") == 2  # one block, opened and closed by lorebot
-        assert "<https://198.51.100.7/x|" not in card.text  # no masked link
-        assert "<!channel>" not in card.text
-        assert "[status page](https://198.51.100.7/x)" in card.text
-        assert "\\u0060\\u0060\\u0060" in card.text
-    finally:
-        await bot.stop()
+    text = "ok\n```\nsee [status page](https://198.51.100.7/x) <!channel>"
+    card = await _slack_echo_card(fake_ollama, fake_slack, text)
+    assert card.text.count("```") == 2  # one block, opened and closed by lorebot
+    assert "<https://198.51.100.7/x|" not in card.text  # no masked link
+    assert "<!channel>" not in card.text
+    assert "[status page](https://198.51.100.7/x)" in card.text
+    assert "\\u0060\\u0060\\u0060" in card.text
 
 
 async def test_backticks_and_spoilers_in_arguments_stay_code_on_discord(
@@ -118,43 +128,28 @@ async def test_a_tool_name_that_would_forge_card_lines_is_never_offered(
 
 
 async def test_arguments_that_outgrow_a_slack_card_once_escaped_are_refused(
-    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack
+    slack_bot: Bot, fake_ollama: FakeOllama, fake_slack: FakeSlack
 ) -> None:
-    bot = _slack_bot(tmp_path, fake_ollama, fake_slack)
-    await bot.start()
-    try:
-        assert await bot.mcp.servers["ops"].wait_connected(5)
-        fake_ollama.tool_call("ops__echo", {"text": "&" * 1000})
-        fake_ollama.reply("Those arguments are too long for a card.")
-        await fake_slack.push(fake_slack.app_mention("<@UBOT> echo a thousand ampersands"))
-        await fake_slack.wait_for(
-            lambda: any(p.text == "Those arguments are too long for a card." for p in
-                        fake_slack.posts)
-        )  # fmt: skip
-        assert not [p for p in fake_slack.posts if p.reactions]  # no card, cut or whole
-        told = fake_ollama.chat_requests[-1]["messages"][-1]["content"]
-        assert told.startswith("error: the arguments are too long to show on a card")
-        [action] = await bot.actions.recent()
-        assert action.outcome == "declined"
-    finally:
-        await bot.stop()
+    fake_ollama.tool_call("ops__echo", {"text": "&" * 1000})
+    fake_ollama.reply("Those arguments are too long for a card.")
+    await fake_slack.push(fake_slack.app_mention("<@UBOT> echo a thousand ampersands"))
+    await fake_slack.wait_for(
+        lambda: any(p.text == "Those arguments are too long for a card." for p in
+                    fake_slack.posts)
+    )  # fmt: skip
+    assert not [p for p in fake_slack.posts if p.reactions]  # no card, cut or whole
+    told = fake_ollama.chat_requests[-1]["messages"][-1]["content"]
+    assert told.startswith("error: the arguments are too long to show on a card")
+    [action] = await slack_bot.actions.recent()
+    assert action.outcome == "declined"
 
 
 async def test_arguments_that_fit_once_escaped_make_a_whole_card(
-    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack
+    slack_bot: Bot, fake_ollama: FakeOllama, fake_slack: FakeSlack
 ) -> None:
-    bot = _slack_bot(tmp_path, fake_ollama, fake_slack)
-    await bot.start()
-    try:
-        assert await bot.mcp.servers["ops"].wait_connected(5)
-        fake_ollama.tool_call("ops__echo", {"text": "&" * 500})
-        await fake_slack.push(fake_slack.app_mention("<@UBOT> echo five hundred ampersands"))
-        await fake_slack.wait_for(lambda: any(len(p.reactions) == 2 for p in fake_slack.posts))
-        [card] = [p for p in fake_slack.posts if p.reactions]
-        assert re.search(r"(&amp;){500}", card.text) and "React ✅" in card.text
-        assert not card.text.endswith(" …")
-    finally:
-        await bot.stop()
+    card = await _slack_echo_card(fake_ollama, fake_slack, "&" * 500)
+    assert re.search(r"(&amp;){500}", card.text) and "React ✅" in card.text
+    assert not card.text.endswith(" …")
 
 
 async def test_doctor_names_the_tools_it_refused_to_offer(
