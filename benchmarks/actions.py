@@ -36,8 +36,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from adapters.base import APPROVE  # noqa: E402
-from bot.approvals import ApprovalService  # noqa: E402
-from bot.mcp_servers import McpServer  # noqa: E402
+from bot.actions.mcp import McpServer  # noqa: E402
+from bot.approvals.service import ApprovalService  # noqa: E402
 from bot.tools.actions import McpTool  # noqa: E402
 from tests.bot.harness import start_harness  # noqa: E402
 from tests.conftest import FakeClock  # noqa: E402

@@ -7,7 +7,7 @@ fresh HOME and XDG folders and a database of `--notes` notes); the median and th
 run are printed, with the targets (150 ms and 250 ms). `notes search` reads the settings
 snapshot its first run kept; a third row times it with the snapshot removed before each
 run, as the first search after a settings change is. The imports behind a slow start
-show with `python -X importtime -m bot.cli notes search …`.
+show with `python -X importtime -m bot.cli.main notes search …`.
 
 `--embed` sets an embedding model, served by the tests' fake Ollama on 127.0.0.1 (it
 answers at once, so what is timed is lorebot's side), and embeds the notes with `notes
@@ -38,7 +38,7 @@ TARGETS_MS = {"--help": 150.0, "notes search": 250.0}
 
 def _lorebot() -> list[str]:
     script = Path(sys.executable).with_name("lorebot")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "bot.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "bot.cli.main"]
 
 
 def _environment(home: Path) -> dict[str, str]:

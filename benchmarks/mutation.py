@@ -38,8 +38,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "memory/visibility.py": (
         "tests/memory", "tests/bot/test_visibility_edges.py", "tests/bot/test_cli.py",
     ),
-    "bot/health.py": ("tests/bot/test_operations.py", "tests/bot/test_health_edges.py"),
-    "bot/dispatcher.py": (
+    "bot/daemon/health.py": ("tests/bot/test_operations.py", "tests/bot/test_health_edges.py"),
+    "bot/core/dispatcher.py": (
         "tests/bot/test_core_e2e.py", "tests/bot/test_agent_turns.py",
         "tests/bot/test_approval_hardening.py", "tests/bot/test_dispatcher_edges.py",
         "tests/adapters/test_card_keys.py", "tests/adapters/test_slack.py",
@@ -51,14 +51,14 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/bot/test_tools.py", "tests/bot/test_jobs.py",
         "tests/bot/test_mutants_approvals.py", "tests/bot/test_mutants_proposals.py",
     ),
-    "bot/approvals.py": (
+    "bot/approvals/service.py": (
         "tests/bot/test_core_e2e.py", "tests/bot/test_approval_hardening.py",
         "tests/bot/test_approval_edges.py",
         "tests/bot/test_chat_cli.py", "tests/bot/test_tools.py", "tests/bot/test_actions.py",
         "tests/bot/test_skills_e2e.py", "tests/bot/test_skill_scripts.py",
         "tests/bot/test_mutants_approvals.py",
     ),
-    "bot/supervision.py": ("tests/bot/test_operations.py", "tests/bot/test_health_edges.py"),
+    "bot/daemon/supervision.py": ("tests/bot/test_operations.py", "tests/bot/test_health_edges.py"),
     "bot/jobs/runner.py": JOB_TESTS,
     "bot/jobs/digest.py": (*JOB_TESTS, "tests/bot/test_actions_operations.py"),
     "bot/jobs/maintenance.py": JOB_TESTS,

@@ -65,13 +65,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import bot.app as app_module
+import bot.daemon.app as app_module
 from adapters.base import ConversationRef, EventSink, Message, PostedMessage, UserRef
-from bot.app import Bot
-from bot.config import Settings
-from bot.model import DEFAULT_CONTEXT, ChatResult, Model
-from bot.ollama_client import OnContent
-from bot.scopes import user_scope
+from bot.config.settings import Settings
+from bot.core.scopes import user_scope
+from bot.daemon.app import Bot
+from bot.model.client import DEFAULT_CONTEXT, ChatResult, Model
+from bot.model.ollama import OnContent
 from memory import Category, NoteDraft, Scope, driver
 from memory.conversations import LogEntry
 
@@ -478,7 +478,7 @@ class ChatCall:
 
 
 class RecordingModel(Model):
-    """`bot.model.Model`, unchanged, recording what each chat call sent and how long the
+    """`bot.model.client.Model`, unchanged, recording what each chat call sent and how long the
     call took (the Ollama client and the fake Ollama's answer over HTTP)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -200,7 +200,7 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
-    monkeypatch.setattr("bot.config_paths.SYSTEM_CONFIG", tmp_path / "etc-lorebot" / "config.toml")
+    monkeypatch.setattr("bot.config.paths.SYSTEM_CONFIG", tmp_path / "etc-lorebot" / "config.toml")
     monkeypatch.setenv("LOREBOT_DATABASE__PATH", str(tmp_path / "cli.db"))
     monkeypatch.setenv("LOREBOT_SKILLS__HOME_ROOT", str(tmp_path / "home-skills"))
     monkeypatch.setenv("LOREBOT_SKILLS__USER_ROOT", str(tmp_path / "user-skills"))

@@ -25,7 +25,7 @@ DAEMON_ONLY = (
 # Prints the top-level packages a command imported, after running it in this process.
 PROBE = """
 import json, sys
-from bot.cli import main
+from bot.cli.main import main
 try:
     code = main(sys.argv[1:])
 finally:
@@ -101,7 +101,7 @@ def test_a_search_after_the_first_starts_without_the_settings_library(tmp_path: 
 
 
 def test_the_categories_notes_add_offers_are_memorys() -> None:
-    from bot.notes_cli import CATEGORIES
+    from bot.cli.notes import CATEGORIES
     from memory.types import Category
 
     assert tuple(category.value for category in Category) == CATEGORIES

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from adapters.base import Adapter
-from bot.approvals import ApprovalService
-from bot.config import JobsSettings
-from bot.model import Model
+from bot.approvals.service import ApprovalService
+from bot.config.settings import JobsSettings
+from bot.model.client import Model
 from memory import NoteStore
 from memory.conversations import ConversationLog
 from memory.db import Clock

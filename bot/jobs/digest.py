@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from adapters.base import ConversationRef, measure
 from bot.jobs.context import JobContext
 from bot.jobs.runner import parse_period
-from bot.model import ModelUnavailable
+from bot.model.client import ModelUnavailable
 from bot.split import split_message
 from memory import Category, Scope
 from memory.scope_ids import raw_id

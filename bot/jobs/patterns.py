@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from adapters.base import ConversationRef, UserRef
 from bot.jobs.context import JobContext
 from bot.jobs.runner import ALL
-from bot.structured import ask_structured
+from bot.model.structured import ask_structured
 from memory import Category, NoteDraft, Scope
 from memory.events import CapturedEvent
 from memory.scope_ids import raw_id

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from bot.jobs.context import JobContext
 from bot.jobs.runner import ALL, previous_fire_time
-from bot.structured import ask_structured
+from bot.model.structured import ask_structured
 from memory import Category, NoteDraft, Scope
 from memory.conversations import LoggedMessage
 from memory.scope_ids import scope_id

@@ -22,15 +22,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from bot.approvals import ACTION, ApprovalService
-from bot.card_text import code_block, format_arguments, inline
-from bot.mcp_servers import CallResult, McpServer, RemoteTool, ServerUnavailable
-from bot.scopes import user_scope
-from bot.tool_args import coerce_arguments
+from bot.actions.mcp import CallResult, McpServer, RemoteTool, ServerUnavailable
+from bot.approvals.card_text import code_block, format_arguments, inline
+from bot.approvals.service import ACTION, ApprovalService
+from bot.core.scopes import user_scope
+from bot.core.turn_context import TurnContext
+from bot.tools.args import coerce_arguments
 from bot.tools.base import Call, Kind, Suspend, Toolbox, ToolOutput
 from bot.tools.held import LOST
 from bot.tools.schemas import flatten, validate
-from bot.turn_context import TurnContext
 from memory.actions import BY_ALLOW_LIST, BY_ALLOWANCE, BY_CARD, BY_TRUST, ActionLog
 from memory.proposals import Proposal
 from memory.secrets import redact, redact_value

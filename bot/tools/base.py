@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bot.tool_args import ToolArgumentError, coerce_arguments
-from bot.turn_context import TurnContext
+from bot.core.turn_context import TurnContext
+from bot.tools.args import ToolArgumentError, coerce_arguments
 from memory.proposals import Proposal
 
 

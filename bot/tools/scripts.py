@@ -22,12 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator
 
-from bot.approvals import ACTION, ApprovalService
-from bot.card_text import code_block, code_line, format_arguments, inline
-from bot.config import Settings, resolve_secret
-from bot.errors import ConfigError
-from bot.scopes import user_scope
-from bot.script_runner import (
+from bot.actions.sandbox import (
     Limits,
     ScriptError,
     ScriptResult,
@@ -35,11 +30,16 @@ from bot.script_runner import (
     run_script,
     script_sandbox_problem,
 )
-from bot.skill_use import SkillUse
+from bot.approvals.card_text import code_block, code_line, format_arguments, inline
+from bot.approvals.service import ACTION, ApprovalService
+from bot.config.settings import Settings, resolve_secret
+from bot.core.scopes import user_scope
+from bot.core.skill_use import SkillUse
+from bot.core.turn_context import TurnContext
+from bot.errors import ConfigError
 from bot.tools.actions import close_unapproved
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
 from bot.tools.held import LOST, HeldArguments
-from bot.turn_context import TurnContext
 from memory.actions import BY_CARD, ActionLog
 from memory.proposals import Proposal
 from memory.secrets import redact, redact_value

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from bot.approvals import ApprovalService
-from bot.scopes import user_scope
-from bot.skill_use import SkillUse
+from bot.approvals.service import ApprovalService
+from bot.core.scopes import user_scope
+from bot.core.skill_use import SkillUse
+from bot.core.turn_context import TurnContext
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
-from bot.turn_context import TurnContext
 from memory.proposals import Proposal
 
 

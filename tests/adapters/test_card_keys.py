@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bot.app import Bot
+from bot.daemon.app import Bot
 from tests.adapters.test_discord import ALICE_SCOPE, adapter_for
 from tests.adapters.test_slack import start_bot
 from tests.bot.harness import make_settings

@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 from adapters.base import UserRef
-from adapters.console import ConsoleAdapter
+from adapters.console.adapter import ConsoleAdapter
 
 
 class Terminal(io.StringIO):

@@ -42,7 +42,7 @@ async def daemon(
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     log = (tmp_path / "daemon.log").open("wb")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", *args, "run",
+        sys.executable, "-m", "bot.cli.main", *args, "run",
         cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=log, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip

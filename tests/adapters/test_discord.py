@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from adapters.base import APPROVE, REJECT, ConversationRef, Event, ReactionEvent, UserRef
-from adapters.discord import BAD_TOKEN, MISSING_INTENT, DiscordAdapter, DiscordStartError
-from bot.app import Bot
+from adapters.discord.adapter import BAD_TOKEN, MISSING_INTENT, DiscordAdapter, DiscordStartError
+from bot.daemon.app import Bot
 from memory import Scope, Viewer, visibility_for
 from tests.bot.harness import make_settings
 from tests.conftest import FakeClock
@@ -298,7 +298,7 @@ async def test_a_refused_post_is_one_readable_log_line_and_the_bot_carries_on(
     await running.discord.send_message("hello?", dm=True)
     [reply] = await running.discord.wait_for_posts(1)
     assert reply.content == "Hello in private."
-    [error] = [r for r in caplog.records if r.name == "adapters.discord"]
+    [error] = [r for r in caplog.records if r.name == "adapters.discord.adapter"]
     assert error.levelno == logging.ERROR and error.exc_info is None
     assert error.getMessage() == (
         "Discord refused to post (HTTP 403, code 50013): lorebot lacks a permission in "
@@ -329,7 +329,7 @@ async def test_the_same_message_create_twice_gives_one_reply(running: Running) -
 async def test_a_replay_after_a_resume_gives_no_second_reply(
     running: Running, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="adapters.discord")
+    caplog.set_level(logging.INFO, logger="adapters.discord.adapter")
     running.ollama.reply("First answer.")
     running.ollama.reply("Second answer.")
     asked = await running.discord.send_message(f"{mention(BOT.id)} one", mentions=[BOT])
@@ -463,7 +463,7 @@ def _daemon_env(
 
 
 class Daemon:
-    """`python -m bot.cli run` as a child process, its stderr collected line by line."""
+    """`python -m bot.cli.main run` as a child process, its stderr collected line by line."""
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
@@ -504,7 +504,7 @@ class Daemon:
 
 async def start_daemon(env: dict[str, str], cwd: Path) -> Daemon:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", "run",
+        sys.executable, "-m", "bot.cli.main", "run",
         env=env, cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from adapters.base import APPROVE, REJECT, Event, Message, SlashCommand
-from adapters.discord import UNKNOWN_CHANNEL, DiscordAdapter
-from bot.app import Bot
-from bot.commands import SLASH_HELP
+from adapters.discord.adapter import UNKNOWN_CHANNEL, DiscordAdapter
+from bot.core.commands import SLASH_HELP
+from bot.daemon.app import Bot
 from memory import Scope
 from tests.adapters.test_discord import Running, adapter_for, mention
 from tests.bot.harness import make_settings
@@ -269,13 +269,13 @@ async def test_a_command_that_cannot_be_acknowledged_is_logged_and_dropped(
     callbacks = f"/interactions/{stale['id']}/"
     await run.discord.wait_until(lambda: run.discord.requests_to("POST", callbacks))
     await run.discord.wait_until(
-        lambda: [r for r in caplog.records if r.name == "adapters.discord"]
+        lambda: [r for r in caplog.records if r.name == "adapters.discord.adapter"]
     )
 
     assert (await run.command("help")).text == "help"  # the next one works
 
     [line] = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert line.name == "adapters.discord" and line.exc_info is None
+    assert line.name == "adapters.discord.adapter" and line.exc_info is None
     assert line.getMessage() == (
         "Discord refused to acknowledge a /lorebot command (HTTP 404, code 10062): the "
         "command was not acknowledged within Discord's 3 seconds"

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 import pytest
 
 from adapters.base import SEARCHING, Event, Message, StreamsReplies
-from adapters.discord import DiscordAdapter
-from adapters.discord_text import EMPTY_REPLY
+from adapters.discord.adapter import DiscordAdapter
+from adapters.discord.text import EMPTY_REPLY
 from tests.adapters.test_discord import adapter_for, mention
 from tests.fakes.discord import (
     BOT,

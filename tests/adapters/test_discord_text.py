@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.discord_text import EMPTY_REPLY, MAX_MESSAGE_CHARS, clip, plain_text
+from adapters.discord.text import EMPTY_REPLY, MAX_MESSAGE_CHARS, clip, plain_text
 
 BOT = 900
 ALICE = 101

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack import MAX_LOOKUPS_PER_MESSAGE
-from bot.app import Bot
-from bot.cli import main
+from adapters.slack.adapter import MAX_LOOKUPS_PER_MESSAGE
+from bot.cli.main import main
+from bot.daemon.app import Bot
 from memory import Scope, Viewer, visibility_for
 from tests.adapters.test_discord import adapter_for
 from tests.adapters.test_slack import Running, start_bot

@@ -25,8 +25,8 @@ import pytest
 
 from adapters.base import AdapterConfigError as ConfigError
 from adapters.base import ConversationRef
-from adapters.slack import SlackAdapter, SlackRequestError
-from bot.app import Bot
+from adapters.slack.adapter import SlackAdapter, SlackRequestError
+from bot.daemon.app import Bot
 from memory import Scope, Viewer, visibility_for
 from tests.bot.harness import make_settings
 from tests.conftest import FakeClock
@@ -218,11 +218,13 @@ async def test_another_users_reaction_changes_nothing(
     [card] = slack.posts
     assert card.thread_ts == mention["event"]["ts"]
 
-    with caplog.at_level(logging.INFO, logger="bot.approvals"):
+    with caplog.at_level(logging.INFO, logger="bot.approvals.service"):
         await running.push(slack.reaction(card, "white_check_mark", user="UMALLORY"))
         await running.push(slack.reaction(card, "white_check_mark", user="UBOT"))  # the echo
     # Mallory's ✅ reached the approvals and was turned down there.
-    assert any("UMALLORY" in r.getMessage() for r in caplog.records if r.name == "bot.approvals")
+    assert any(
+        "UMALLORY" in r.getMessage() for r in caplog.records if r.name == "bot.approvals.service"
+    )
     assert await running.bot.notes.list_notes() == []
     assert slack.calls_to("chat.update") == [] and card.edits == []
 
@@ -385,7 +387,7 @@ async def test_start_identifies_the_bot_and_names_missing_scopes(
         pass
 
     assert not adapter.connected
-    with caplog.at_level(logging.INFO, logger="adapters.slack"):
+    with caplog.at_level(logging.INFO, logger="adapters.slack.adapter"):
         levels = _logger_levels()
         await adapter.start(sink)
         # bolt copies the root level onto loggers it names; none of them may be ours.
@@ -531,7 +533,7 @@ async def test_the_daemon_answers_a_mention_and_stops_on_sigterm(
     log_path = tmp_path / "daemon.log"
     with log_path.open("wb") as log:
         daemon = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "run",
+            sys.executable, "-m", "bot.cli.main", "run",
             cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=log, stderr=asyncio.subprocess.STDOUT,
         )  # fmt: skip

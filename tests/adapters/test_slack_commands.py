@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from adapters.base import Event, SlashCommand
-from adapters.slack import SlackAdapter
-from bot.commands import SLASH_HELP
+from adapters.slack.adapter import SlackAdapter
+from bot.core.commands import SLASH_HELP
 from tests.adapters.test_slack import SECRET, Running, start_bot
 from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
@@ -168,7 +168,7 @@ async def test_a_missing_commands_scope_is_named_at_start(
         bot_token=fake_slack.bot_token, app_token=fake_slack.app_token,
         api_base_url=fake_slack.api_url,
     )  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="adapters.slack"):
+    with caplog.at_level(logging.WARNING, logger="adapters.slack.adapter"):
         await slack.start(Sink())
         await slack.close()
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

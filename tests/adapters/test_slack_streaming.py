@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from adapters.base import SEARCHING, THINKING, ConversationRef, UserRef
-from adapters.slack import SlackAdapter
-from adapters.slack_text import SLACK_TEXT_LIMIT, to_mrkdwn
+from adapters.slack.adapter import SlackAdapter
+from adapters.slack.text import SLACK_TEXT_LIMIT, to_mrkdwn
 from tests.adapters.test_slack import Running, start_bot
 from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
@@ -47,7 +47,7 @@ def methods(slack: FakeSlack) -> list[str]:
 
 
 def stream_log(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "adapters.slack_stream"]
+    return [r for r in caplog.records if r.name == "adapters.slack.stream"]
 
 
 # --- a reply as it is written ---------------------------------------------------------------

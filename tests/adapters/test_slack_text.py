@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.slack import SlackAdapter
-from adapters.slack_text import (
+from adapters.slack.adapter import SlackAdapter
+from adapters.slack.text import (
     SLACK_TEXT_LIMIT,
     escape,
     fit_mrkdwn,

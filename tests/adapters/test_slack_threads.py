@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.slack_events import BotThreads
+from adapters.slack.events import BotThreads
 
 
 def test_the_oldest_thread_is_forgotten_first_and_a_new_reply_refreshes_one() -> None:

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from adapters.console import plain_text
-from bot.cli import main
+from adapters.console.adapter import plain_text
+from bot.cli.main import main
 from memory import Database, NoteStore, Scope
 from tests.fakes.ollama import FakeOllama
 
@@ -176,7 +176,7 @@ async def start_chat(chats: list[Terminal], home: Path, fake: FakeOllama, *argv:
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
     try:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli", "chat", "--user", "alice", *argv,
+            sys.executable, "-m", "bot.cli.main", "chat", "--user", "alice", *argv,
             cwd=home, env=chat_env(home, fake), stdin=slave, stdout=slave, stderr=slave,
             start_new_session=True, preexec_fn=_take_terminal,
         )  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from adapters.base import THINKING
-from bot.app import Bot
+from bot.daemon.app import Bot
 from tests.adapters.test_discord import adapter_for, mention
 from tests.adapters.test_slack import Running, start_bot
 from tests.bot.harness import make_settings

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 CLEARED = ("LOREBOT_", "XDG_", "STATE_DIRECTORY", "OLLAMA_HOST", "NOTIFY_SOCKET", "WATCHDOG_")
@@ -43,13 +43,13 @@ class Shell:
     def run(self, *argv: str) -> Result:
         """`lorebot ARGV` as a subprocess in the working folder."""
         done = subprocess.run(
-            [sys.executable, "-m", "bot.cli", *argv], cwd=self.cwd, env=self.env,
+            [sys.executable, "-m", "bot.cli.main", *argv], cwd=self.cwd, env=self.env,
             capture_output=True, text=True, timeout=120,
         )  # fmt: skip
         return Result(done.returncode, done.stdout, done.stderr)
 
     def main(self, *argv: str) -> Result:
-        """`lorebot ARGV` through `bot.cli.main` in this process."""
+        """`lorebot ARGV` through `bot.cli.main.main` in this process."""
         code = main(list(argv))
         out, err = self.capsys.readouterr()
         return Result(code, out, err)
@@ -72,7 +72,7 @@ def shell(
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.chdir(work)
     system_config = tmp_path / "etc" / "lorebot" / "config.toml"
-    monkeypatch.setattr("bot.config_paths.SYSTEM_CONFIG", system_config)
+    monkeypatch.setattr("bot.config.paths.SYSTEM_CONFIG", system_config)
     env = {k: v for k, v in os.environ.items() if not k.startswith(CLEARED)}
     env.update(HOME=str(home), PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
     yield Shell(tmp_path, home, work, capsys, monkeypatch, env)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from adapters.base import Event
-from bot.app import Bot
-from bot.config import Settings
+from bot.config.settings import Settings
+from bot.daemon.app import Bot
 from tests.conftest import FakeClock
 from tests.fakes.adapter import RecordingAdapter, Sent
 from tests.fakes.ollama import FakeOllama

@@ -18,7 +18,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 
 from adapters.base import ALWAYS, APPROVE, REJECT
-from bot.cli import main
+from bot.cli.main import main
 from memory import Database
 from memory.actions import ActionLog
 from tests.bot.harness import Harness, start_harness

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 
 from adapters.base import ALWAYS, APPROVE, REJECT, ConversationRef, ReactionEvent, UserRef
-from bot import cli
+from bot.cli import main as cli
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
 from tests.fakes.adapter import PLATFORM, TEAM, RecordingAdapter

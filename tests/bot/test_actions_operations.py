@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from adapters.base import ALWAYS, APPROVE
-from bot.cli import main
+from bot.cli.main import main
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
 from tests.fakes.mcp_ops import make_server

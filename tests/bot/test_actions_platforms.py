@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from adapters.slack import SlackAdapter
-from bot.app import Bot
+from adapters.slack.adapter import SlackAdapter
+from bot.daemon.app import Bot
 from tests.adapters.test_discord import adapter_for, mention
 from tests.bot.harness import make_settings
 from tests.conftest import FakeClock

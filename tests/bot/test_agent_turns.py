@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.base import APPROVE
-from bot.agent import OFFLINE_NOTICE
-from bot.dispatcher import APOLOGY, BUSY_REPLY
+from bot.core.agent import OFFLINE_NOTICE
+from bot.core.dispatcher import APOLOGY, BUSY_REPLY
 from memory import NoteDraft, Scope
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock

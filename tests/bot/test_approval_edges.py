@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from adapters.base import APPROVE, REJECT
-from bot.cli import main
+from bot.cli.main import main
 from memory import Scope
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
@@ -67,7 +67,7 @@ async def test_approving_a_decided_card_in_a_read_only_channel_changes_nothing(
     decided_then_read_only: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
     h = decided_then_read_only
-    caplog.set_level(logging.INFO, logger="bot.dispatcher")
+    caplog.set_level(logging.INFO, logger="bot.core.dispatcher")
     card = h.adapter.cards[-1]
     replies = list(h.adapter.replies)
     await h.react(card, APPROVE)

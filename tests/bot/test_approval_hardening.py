@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from adapters.base import APPROVE, REJECT
-from bot import cli
-from bot.dispatcher import BUSY_REPLY, UNAVAILABLE_REPLY
+from bot.cli import main as cli
+from bot.core.dispatcher import BUSY_REPLY, UNAVAILABLE_REPLY
 from memory import NoteDraft, Scope
 from memory.driver import sqlite_module
 from tests.bot.harness import Harness, start_harness

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 from tests.bot.harness import start_harness
 from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack import SlackAdapter
-from bot.app import Bot
-from bot.cli import main
+from adapters.slack.adapter import SlackAdapter
+from bot.cli.main import main
+from bot.daemon.app import Bot
 from tests.adapters.test_discord import adapter_for, mention
 from tests.bot.harness import make_settings, start_harness
 from tests.bot.test_actions_operations import stdio_server

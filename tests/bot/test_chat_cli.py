@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 from tests.fakes.ollama import FakeOllama
 
 SCRIPT = """\

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.backup_cli import _check_backup
+from bot.cli.backup import _check_backup
 from bot.errors import UserError
 from tests.conftest import ROOT
 
@@ -20,7 +20,7 @@ def lorebot(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     """`lorebot ARGV` as a process of its own; a test failure when it does not end."""
     try:
         return subprocess.run(
-            [sys.executable, "-m", "bot.cli", *argv], input=stdin,
+            [sys.executable, "-m", "bot.cli.main", *argv], input=stdin,
             env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
             timeout=60,
         )  # fmt: skip

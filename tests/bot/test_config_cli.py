@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from bot.cli import build_parser
-from bot.config_render import render_env
+from bot.cli.main import build_parser
+from bot.config.render import render_env
 from tests.bot.fresh_shell import ROOT, Shell
 
 SECRET = "xoxb-1234-very-secret-token"
@@ -233,7 +233,7 @@ def test_options_work_after_the_subcommand_too(shell: Shell) -> None:
 def closed_pipe(shell: Shell, *argv: str) -> subprocess.CompletedProcess[str]:
     """`lorebot ARGV | head -0`: the reader is gone before lorebot writes."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", *argv], cwd=shell.cwd, env=shell.env,
+        [sys.executable, "-m", "bot.cli.main", *argv], cwd=shell.cwd, env=shell.env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     assert child.stdout is not None and child.stderr is not None

@@ -24,11 +24,11 @@ from aiohttp import web
 from slack_sdk.http_retry import builtin_async_handlers
 
 from adapters.base import APPROVE
-from adapters.slack import SlackAdapter
-from bot.agent import OFFLINE_NOTICE
-from bot.app import Bot
-from bot.cli import main
-from bot.config import SystemdEnvironment
+from adapters.slack.adapter import SlackAdapter
+from bot.cli.main import main
+from bot.config.settings import SystemdEnvironment
+from bot.core.agent import OFFLINE_NOTICE
+from bot.daemon.app import Bot
 from tests.adapters.test_daemon import daemon, daemon_env
 from tests.bot.harness import Harness, make_settings, start_harness
 from tests.conftest import FakeClock
@@ -397,7 +397,7 @@ def test_notes_revert_restores_a_note_as_it_was_before_that_change(
 async def test_shutdown_gives_an_unfinished_turn_at_most_shutdown_timeout_s(
     tmp_path: Path, gated_ollama: GatedOllama, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="bot.app")
+    caplog.set_level(logging.WARNING, logger="bot.daemon.app")
     h = await start_harness(
         tmp_path, gated_ollama, clock, ollama={"timeout_s": 60}, bot={"shutdown_timeout_s": 0.2}
     )

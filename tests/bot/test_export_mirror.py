@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 
 OPS = "channel:console/ops"
 DEV = "channel:console/dev"

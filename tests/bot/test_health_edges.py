@@ -14,8 +14,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.app import Bot
-from bot.config import SystemdEnvironment
+from bot.config.settings import SystemdEnvironment
+from bot.daemon.app import Bot
 from tests.bot.harness import make_settings
 from tests.conftest import FakeClock
 from tests.fakes.adapter import RecordingAdapter
@@ -137,7 +137,7 @@ async def test_metrics_are_served_as_prometheus_text(
 async def test_a_listen_address_without_host_binds_loopback_only(
     running_bot: StartBot, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.supervision")
+    caplog.set_level(logging.INFO, logger="bot.daemon.supervision")
     async with running_bot(":0") as bot:
         port = port_of(bot)
         url = f"http://127.0.0.1:{port}/healthz"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 from memory import NoteDraft, Scope
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock

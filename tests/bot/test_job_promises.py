@@ -18,7 +18,7 @@ import pytest
 import time_machine
 
 from adapters.base import APPROVE, ConversationRef, PostedMessage
-from bot import cli
+from bot.cli import main as cli
 from bot.jobs.runner import RunResult
 from memory import Category, NoteDraft, Scope
 from tests.bot.harness import Harness, start_harness

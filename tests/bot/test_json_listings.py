@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from adapters.base import ALWAYS
-from bot.cli import main
-from bot.notes_cli import cli_actor
+from bot.cli.main import main
+from bot.cli.notes import cli_actor
 from tests.bot.harness import start_harness
 from tests.conftest import FakeClock
 from tests.fakes.mcp_ops import make_server

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.base import APPROVE, AWAITING_APPROVAL, SEARCHING, THINKING
-from bot.agent import OFFLINE_NOTICE
-from bot.live_reply import CUT_SHORT
+from bot.core.agent import OFFLINE_NOTICE
+from bot.core.live_reply import CUT_SHORT
 from memory.live_replies import LiveReplies
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock

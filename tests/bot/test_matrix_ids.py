@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.base import APPROVE, ConversationRef, UserRef
-from bot.scopes import channel_scope, user_scope
+from bot.core.scopes import channel_scope, user_scope
 from memory import Scope
 from memory.scope_ids import raw_id
 from tests.bot.harness import Harness, start_harness

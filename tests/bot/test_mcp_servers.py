@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.config import McpServerSettings
-from bot.mcp_servers import ASK_EVERY, McpServer
+from bot.actions.mcp import ASK_EVERY, McpServer
+from bot.config.settings import McpServerSettings
 from tests.fakes.mcp_ops import make_server
 
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot.agent import OFFLINE_NOTICE
-from bot.config import OllamaSettings
-from bot.model import Model
+from bot.config.settings import OllamaSettings
+from bot.core.agent import OFFLINE_NOTICE
+from bot.model.client import Model
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
 from tests.fakes.adapter import StreamingAdapter

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from bot.agent import UNREADABLE_NOTICE
+from bot.core.agent import UNREADABLE_NOTICE
 from bot.split import split_message
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from bot.config import OllamaSettings
-from bot.model import ChatResult, Model, ModelUnavailable, ToolCall
-from bot.ollama_client import new_backoff
+from bot.config.settings import OllamaSettings
+from bot.model.client import ChatResult, Model, ModelUnavailable, ToolCall
+from bot.model.ollama import new_backoff
 from tests.fakes.ollama import FakeOllama
 
 QUESTION = [{"role": "user", "content": "where is the staging database?"}]

@@ -182,7 +182,7 @@ async def ops(tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock) -> Asyn
 async def test_a_requesters_infinity_is_ignored_with_a_reason_and_an_admins_is_recorded(
     ops: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.approvals")
+    caplog.set_level(logging.INFO, logger="bot.approvals.service")
     ops.ollama.tool_call("ops__restart", {"service": "web"})
     await ops.say("restart web")
     card = ops.adapter.cards[-1]

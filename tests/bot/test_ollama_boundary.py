@@ -19,13 +19,13 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from bot.agent import OFFLINE_NOTICE, UNREADABLE_NOTICE
-from bot.app import Bot
 from bot.backoff import Backoff
-from bot.cli import main
-from bot.config import OllamaSettings
-from bot.model import Model, ModelUnavailable
-from bot.ollama_client import OllamaEmbedder, new_backoff
+from bot.cli.main import main
+from bot.config.settings import OllamaSettings
+from bot.core.agent import OFFLINE_NOTICE, UNREADABLE_NOTICE
+from bot.daemon.app import Bot
+from bot.model.client import Model, ModelUnavailable
+from bot.model.ollama import OllamaEmbedder, new_backoff
 from memory import Database
 from memory.errors import EmbedderUnavailable
 from tests.bot.harness import Harness, make_settings
@@ -122,7 +122,7 @@ async def run_cli(environment: dict[str, str], *argv: str, stdin: str = "") -> R
     """Run `lorebot ARGV…` as a person would, failing the test past `DEADLINE_S`."""
     started = time.monotonic()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", *argv, cwd=ROOT, env=environment,
+        sys.executable, "-m", "bot.cli.main", *argv, cwd=ROOT, env=environment,
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
@@ -387,7 +387,7 @@ async def test_each_failure_of_ollama_becomes_an_offline_answer_and_its_own_erro
 ) -> None:  # fmt: skip
     await harness.bot.model.probe()
     await fail(harness, failure)
-    with caplog.at_level(logging.INFO, logger="bot.agent"):
+    with caplog.at_level(logging.INFO, logger="bot.core.agent"):
         await harness.say("where is the staging database?")
 
     notice = UNREADABLE_NOTICE if kind == "unreadable" else OFFLINE_NOTICE

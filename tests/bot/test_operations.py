@@ -15,9 +15,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.cli import main
-from bot.config import SystemdEnvironment
-from bot.logs import SecretFilter, configure_logging
+from bot.cli.main import main
+from bot.config.settings import SystemdEnvironment
+from bot.daemon.logs import SecretFilter, configure_logging
 from tests.bot.harness import make_settings
 from tests.conftest import FakeClock
 from tests.fakes.adapter import RecordingAdapter
@@ -48,7 +48,7 @@ async def datagrams(sock: socket.socket, until: str, within: float = 3.0) -> lis
 async def test_ready_watchdog_and_stopping_arrive_in_order(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, notify_socket: socket.socket
 ) -> None:
-    from bot.app import Bot
+    from bot.daemon.app import Bot
 
     settings = make_settings(tmp_path / "bot.db", fake_ollama.url)
     systemd = SystemdEnvironment(str(tmp_path / "notify.sock"), watchdog_usec=150_000)
@@ -71,7 +71,7 @@ async def test_a_long_start_keeps_asking_systemd_for_time_until_it_is_done(
 ) -> None:
     """A migration of a large database may take minutes: systemd must not take the
     start for hung meanwhile, nor hear more requests once it is done."""
-    from bot.notify import Notifier, start_extended
+    from bot.daemon.notify import Notifier, start_extended
 
     notifier = Notifier(str(tmp_path / "notify.sock"))
     loop = asyncio.get_running_loop()
@@ -88,7 +88,7 @@ async def test_a_long_start_keeps_asking_systemd_for_time_until_it_is_done(
 async def test_the_watchdog_starves_while_an_adapter_stays_disconnected(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, notify_socket: socket.socket
 ) -> None:
-    from bot.app import Bot
+    from bot.daemon.app import Bot
 
     settings = make_settings(tmp_path / "bot.db", fake_ollama.url, bot={"adapter_grace_s": 0.05})
     adapter = RecordingAdapter()
@@ -117,7 +117,7 @@ async def test_the_watchdog_starves_while_an_adapter_stays_disconnected(
 async def test_health_and_metrics_endpoints(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
-    from bot.app import Bot
+    from bot.daemon.app import Bot
 
     settings = make_settings(
         tmp_path / "bot.db", fake_ollama.url, observability={"listen": "127.0.0.1:0"}
@@ -146,7 +146,7 @@ async def test_health_and_metrics_endpoints(
 async def test_a_second_daemon_on_the_same_database_is_refused(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
-    from bot.app import Bot
+    from bot.daemon.app import Bot
     from bot.errors import UserError
 
     settings = make_settings(tmp_path / "bot.db", fake_ollama.url)
@@ -183,7 +183,7 @@ def test_backup_and_restore(env: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_restore_refuses_while_lorebot_runs(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from bot.lockfile import DatabaseLock
+    from bot.daemon.lockfile import DatabaseLock
 
     run_cli(capsys, "notes", "add", "channel:console/ops", "x", "y")
     run_cli(capsys, "backup", str(env / "backup.db"))

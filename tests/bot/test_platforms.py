@@ -12,13 +12,14 @@ from pydantic import BaseModel, SecretStr
 
 from adapters.base import Adapter
 from adapters.diagnosis import Finding
-from adapters.discord import DiscordAdapter
-from bot import doctor_cli, run_cli
-from bot.cli import main
-from bot.config import Settings, load_settings
+from adapters.discord.adapter import DiscordAdapter
+from bot.cli import doctor as doctor_cli
+from bot.cli import run as run_cli
+from bot.cli.main import main
+from bot.config.settings import Settings, load_settings
+from bot.daemon.platforms import PLATFORMS, Platform
+from bot.daemon.wiring import build_adapters
 from bot.errors import UserError
-from bot.platforms import PLATFORMS, Platform
-from bot.wiring import build_adapters
 from tests.bot.harness import start_harness
 from tests.conftest import FakeClock
 from tests.fakes.adapter import RecordingAdapter

@@ -1,4 +1,4 @@
-"""One-shot commands embed their query with `bot.quick_embed` (the standard library's
+"""One-shot commands embed their query with `bot.model.quick_embed` (the standard library's
 HTTP client), not the ollama client, whose import alone costs more than a `notes search`
 may take. Its answers and its failures must read as the daemon's embedder's do."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.ollama_client import OllamaEmbedder
-from bot.quick_embed import QuickEmbedder
+from bot.model.ollama import OllamaEmbedder
+from bot.model.quick_embed import QuickEmbedder
 from memory.embedder import Embedder
 from memory.errors import EmbedderUnavailable
 from tests.bot.test_search_vector_coverage import C1, MODEL, fill

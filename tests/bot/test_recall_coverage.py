@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import Bot
+from bot.daemon.app import Bot
 from memory import NoteDraft, Scope
 from tests.bot.harness import Harness, make_settings, start_harness
 from tests.conftest import FakeClock
@@ -63,7 +63,7 @@ async def save_notes(h: Harness) -> None:
 async def test_recall_counts_the_notes_and_messages_without_vectors_until_all_have_one(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.agent")
+    caplog.set_level(logging.INFO, logger="bot.core.agent")
     h = await bot_without_embedding_task(tmp_path, fake_ollama, clock)
     try:
         await save_notes(h)
@@ -84,7 +84,7 @@ async def test_recall_counts_the_notes_and_messages_without_vectors_until_all_ha
         assert "words alone" not in third
     finally:
         await h.bot.stop()
-    said = [r.getMessage() for r in caplog.records if r.name == "bot.agent"]
+    said = [r.getMessage() for r in caplog.records if r.name == "bot.core.agent"]
     assert said.count(f"recall: {PARTIAL_NOTES[1:-1]}") == 1  # once, not on every turn
     assert said.count(f"recall: {PARTIAL_MESSAGES[1:-1]}") == 1
     assert "recall: every note has its vector now" in said

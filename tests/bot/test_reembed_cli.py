@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bot.ollama_client import OllamaEmbedder
+from bot.model.ollama import OllamaEmbedder
 from memory import Database, NoteDraft, NoteStore, Scope, Viewer, explicit, visibility_for
 from memory.conversations import ConversationLog, LogEntry
 from memory.errors import EmbeddingMismatch
@@ -52,7 +52,7 @@ def cli_env(fake: FakeOllama, model: str | None) -> dict[str, str]:
 
 async def start_cli(environment: dict[str, str], *argv: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", *argv, cwd=ROOT, env=environment,
+        sys.executable, "-m", "bot.cli.main", *argv, cwd=ROOT, env=environment,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
 

@@ -25,9 +25,15 @@ from typing import Any
 import pytest
 
 from adapters.base import APPROVE
-from bot import script_runner
-from bot.config import SkillsSettings
-from bot.script_runner import Limits, ScriptError, ScriptResult, run_script, script_sandbox_problem
+from bot.actions import sandbox as script_runner
+from bot.actions.sandbox import (
+    Limits,
+    ScriptError,
+    ScriptResult,
+    run_script,
+    script_sandbox_problem,
+)
+from bot.config.settings import SkillsSettings
 from bot.tools import scripts as script_tool
 from skills.snapshot import SkillSnapshot, SnapshotFile, read_snapshot
 from tests.bot.harness import Harness, start_harness
@@ -392,8 +398,8 @@ async def test_a_sandboxed_fork_bomb_is_stopped_by_the_process_limit(
 RUN_AS_USER = """
 import asyncio, sys, tempfile
 from pathlib import Path
-from bot import script_runner
-from bot.script_runner import Limits, run_script
+from bot.actions import sandbox as script_runner
+from bot.actions.sandbox import Limits, run_script
 from skills.snapshot import read_snapshot
 
 script_runner.PROCESSES = 16

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.logs import configure_logging
+from bot.daemon.logs import configure_logging
 from tests.bot.harness import make_settings
 from tests.bot.test_skill_scripts import _run, _start
 from tests.conftest import FakeClock

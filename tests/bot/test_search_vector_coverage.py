@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.ollama_client import OllamaEmbedder
+from bot.model.ollama import OllamaEmbedder
 from memory import Database, NoteDraft, NoteStore, Scope
 from memory.conversations import ConversationLog, LogEntry
 from memory.vectors import VectorIndex
@@ -35,7 +35,7 @@ async def lorebot(fake: FakeOllama, *argv: str) -> Run:
     environment = {**os.environ, "LOREBOT_OLLAMA__HOST": fake.url,
                    "LOREBOT_OLLAMA__EMBED_MODEL": MODEL}  # fmt: skip
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli", *argv, cwd=ROOT, env=environment,
+        sys.executable, "-m", "bot.cli.main", *argv, cwd=ROOT, env=environment,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     async with asyncio.timeout(120):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.logs import configure_logging
+from bot.daemon.logs import configure_logging
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from adapters.base import ALWAYS, APPROVE, REJECT
-from bot import script_runner
-from bot.config import SkillsSettings
-from bot.script_runner import script_sandbox_problem
+from bot.actions import sandbox as script_runner
+from bot.actions.sandbox import script_sandbox_problem
+from bot.config.settings import SkillsSettings
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
 from tests.fakes.adapter import Sent

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapters.base import APPROVE
-from bot.cli import main
+from bot.cli.main import main
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.base import APPROVE
-from bot.dispatcher import NOT_ALLOWED_REPLY
+from bot.core.dispatcher import NOT_ALLOWED_REPLY
 from tests.bot.harness import Harness, start_harness
 from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama

@@ -64,12 +64,12 @@ def test_the_database_and_config_live_in_the_users_xdg_folders(shell: Shell) -> 
 
 
 def test_the_system_config_is_read_when_the_user_has_none(shell: Shell) -> None:
-    import bot.config_paths
+    import bot.config.paths
 
-    bot.config_paths.SYSTEM_CONFIG.parent.mkdir(parents=True)
-    bot.config_paths.SYSTEM_CONFIG.write_text('[ollama]\nmodel = "from-etc"\n')
+    bot.config.paths.SYSTEM_CONFIG.parent.mkdir(parents=True)
+    bot.config.paths.SYSTEM_CONFIG.write_text('[ollama]\nmodel = "from-etc"\n')
     shown = shell.main("config", "show")
-    assert f"config file: {bot.config_paths.SYSTEM_CONFIG}\n" in shown.out
+    assert f"config file: {bot.config.paths.SYSTEM_CONFIG}\n" in shown.out
     assert 'ollama.model = "from-etc"  (file)' in shown.out
     user = shell.home / ".config/lorebot/config.toml"
     user.parent.mkdir(parents=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from adapters.base import APPROVE
+from bot.core.turn_context import TurnContext
 from bot.tools import BuiltinTool, Call, Kind, Suspend
 from bot.tools.base import ToolArgs
-from bot.turn_context import TurnContext
 from memory.proposals import Proposal
 from tests.bot.harness import Harness
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from adapters.base import ConversationRef, Message, UserRef
-from bot.cli import main
+from bot.cli.main import main
 from memory import NoteDraft, Scope
 from tests.bot.harness import Harness
 from tests.fakes.adapter import PLATFORM

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import SystemdEnvironment
-from bot.model import Model
-from bot.supervision import Supervisor
+from bot.config.settings import SystemdEnvironment
+from bot.daemon.supervision import Supervisor
+from bot.model.client import Model
 from tests.bot.harness import make_settings
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
@@ -111,7 +111,7 @@ async def test_a_lagging_loop_starves_the_watchdog_and_says_so(
     time = SteppedTime()
     time.lag = 12.34567
     supervisor = supervisors(RecordingAdapter(), time)
-    with caplog.at_level(logging.WARNING, logger="bot.supervision"):
+    with caplog.at_level(logging.WARNING, logger="bot.daemon.supervision"):
         await watch_rounds(supervisor, time, 3)
     assert "WATCHDOG=1" not in received(notify_socket)
     assert "watchdog not fed: the event loop lagged 12.3 s (more than 10.0 s)" in caplog.text
@@ -138,7 +138,7 @@ async def test_a_deaf_adapter_starves_the_watchdog_and_is_named(
     adapter = RecordingAdapter()
     supervisor = supervisors(adapter, time)
     adapter.connected = False  # and the 5 s grace period passes in the first round
-    with caplog.at_level(logging.WARNING, logger="bot.supervision"):
+    with caplog.at_level(logging.WARNING, logger="bot.daemon.supervision"):
         await watch_rounds(supervisor, time, 3)
     sent = received(notify_socket)
     assert "WATCHDOG=1" not in sent

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from bot.cli import main
-from bot.lockfile import DatabaseLock
-from bot.ollama_client import OllamaEmbedder
+from bot.cli.main import main
+from bot.daemon.lockfile import DatabaseLock
+from bot.model.ollama import OllamaEmbedder
 from memory import Database
 from memory.conversations import ConversationLog, LogEntry, PastMessage
 from memory.errors import InvalidInput

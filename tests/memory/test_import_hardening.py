@@ -1,6 +1,6 @@
 """`lorebot notes import` on awkward files: repeated topics, hostile JSON, broken Unicode.
 
-Every test goes through the real command line (`bot.cli.main`) against a database in a
+Every test goes through the real command line (`bot.cli.main.main`) against a database in a
 temporary folder, and checks what a person sees: the exit code, the one-line message, and
 what `notes show` / `notes search` find afterwards.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import EXIT_USER_ERROR, main
+from bot.cli.main import EXIT_USER_ERROR, main
 
 SCOPE = "channel:slack/C1"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 from memory import Scope
 from memory.migrations import MIGRATIONS
 from memory.visibility import scope_keys

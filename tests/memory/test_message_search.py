@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from bot.ollama_client import OllamaEmbedder
+from bot.model.ollama import OllamaEmbedder
 from memory import Database, Scope, Viewer, explicit, visibility_for
 from memory.conversations import ConversationLog, LogEntry
 from memory.driver import sqlite_module

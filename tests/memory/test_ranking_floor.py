@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 
 SCOPE = "channel:slack/C0OPS"
 K = 10

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from bot.ollama_client import OllamaEmbedder
+from bot.model.ollama import OllamaEmbedder
 from memory import (
     Database,
     NoteDraft,

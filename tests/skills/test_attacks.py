@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 from skills.catalog import Catalog
 from skills.parse import check_strict, load_skill
 from skills.resources import list_resources, list_scripts, read_resource, read_script

@@ -1,0 +1,440 @@
+"""Slack through slack-bolt's `AsyncApp`: events in over Socket Mode or HTTP, Web API out.
+
+Socket Mode (bot token and app-level token) needs no public URL; HTTP Events mode serves
+bolt's signed-request endpoint when a signing secret and a listen address are configured.
+Both feed one handler, which bolt runs after it has acknowledged the event, and which turns
+the payload into the core's `Message` / `ReactionEvent` in one place (`slack_events`). The
+`/lorebot` slash command lives in `slack_commands`, the thread status in `slack_status`,
+streamed replies in `slack_stream`, Web API refusals in `slack_errors`, and the cache of
+people's names in `slack_users`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from adapters.base import (
+    APPROVE,
+    REJECT,
+    AdapterConfigError,
+    ConversationRef,
+    Event,
+    EventSink,
+    PostedMessage,
+    ReplyStream,
+    Status,
+    UserRef,
+)
+from adapters.slack.commands import register_command
+from adapters.slack.errors import BOT_TOKEN_HELP, response_header, retry_handlers
+from adapters.slack.errors import SlackRequestError as SlackRequestError
+from adapters.slack.errors import describe_error as describe_error
+from adapters.slack.errors import missing_scopes as missing_scopes
+from adapters.slack.events import PLATFORM, BotThreads, to_event
+from adapters.slack.status import ThreadStatus
+from adapters.slack.stream import (
+    STREAM_INTERVAL_S,
+    SlackReplyStream,
+    StreamGate,
+    stop_stream,
+)
+from adapters.slack.text import fit_mrkdwn, to_mrkdwn
+from adapters.slack.users import MAX_LOOKUPS_PER_MESSAGE as MAX_LOOKUPS_PER_MESSAGE
+from adapters.slack.users import SlackUser as SlackUser
+from adapters.slack.users import SlackUsers
+
+_log = logging.getLogger(__name__)
+
+
+_REACTION_NAMES = {APPROVE: "white_check_mark", REJECT: "x"}
+_USER_UNKNOWN = frozenset({"user_not_found", "user_not_visible"})
+_APP_TOKEN_HELP = (
+    "LOREBOT_SLACK__APP_TOKEN (an app-level token, xapp-…, with connections:write, "
+    "under Basic Information → App-Level Tokens)"
+)
+
+CLOSE_GRACE_S = 5.0
+CONNECT_TIMEOUT_S = 30.0
+
+
+def _split_listen(listen: str) -> tuple[str | None, int]:
+    host, _, port = listen.rpartition(":")
+    return (host.strip("[]") or None), int(port)
+
+
+class SlackAdapter:
+    """lorebot in one Slack workspace."""
+
+    platform = PLATFORM
+    max_message_chars = 3900
+    stream_interval_s = STREAM_INTERVAL_S
+
+    def __init__(
+        self,
+        *,
+        bot_token: str,
+        app_token: str | None = None,
+        signing_secret: str | None = None,
+        listen: str | None = None,
+        events_path: str = "/slack/events",
+        api_base_url: str = "https://slack.com/api/",
+    ) -> None:
+        if not bot_token.startswith("xoxb-"):
+            raise AdapterConfigError(
+                f"the Slack bot token must start with xoxb-: set {BOT_TOKEN_HELP}"
+            )
+        self.http_mode = signing_secret is not None and listen is not None
+        if not self.http_mode:
+            if app_token is None:
+                raise AdapterConfigError(
+                    f"Slack needs {_APP_TOKEN_HELP} for Socket Mode, or "
+                    "LOREBOT_SLACK__SIGNING_SECRET and LOREBOT_SLACK__LISTEN for HTTP Events mode"
+                )
+            if not app_token.startswith("xapp-"):
+                raise AdapterConfigError(
+                    f"the Slack app token must start with xapp-: set {_APP_TOKEN_HELP}"
+                )
+        self._bot_token = bot_token
+        self._app_token = app_token
+        self._signing_secret = signing_secret or ""
+        self._listen = listen
+        self.events_path = events_path
+        self.api_base_url = api_base_url
+        self.bot_user_id: str | None = None
+        self.bot_id: str | None = None
+        self.bot_name = "lorebot"
+        self.team_id: str | None = None
+        self.workspace_url = ""
+        self.bound_address: tuple[str, int] | None = None
+        """Where HTTP Events mode listens, once started (the real port when given 0)."""
+        self._sink: EventSink | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._runner: web.AppRunner | None = None
+        self._inflight: set[asyncio.Task[Any]] = set()
+        self._users = SlackUsers(self._user_info)
+        self.threads = BotThreads()
+        self._status = ThreadStatus(self)
+        self.stream_gate = StreamGate()
+        self._started = False
+        self._closed = False
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def start(self, sink: EventSink) -> None:
+        """Identify the bot, then connect Socket Mode or open the HTTP endpoint."""
+        if self._started:
+            return
+        self._started = True
+        self._sink = sink
+        self._session = aiohttp.ClientSession()
+        self._client = AsyncWebClient(
+            token=self._bot_token,
+            base_url=self.api_base_url,
+            session=self._session,
+            retry_handlers=retry_handlers(),
+        )
+        try:
+            await self._identify(self._client)
+            app = AsyncApp(
+                client=self._client,
+                signing_secret=self._signing_secret,
+                request_verification_enabled=self.http_mode,
+                process_before_response=False,
+                attaching_conversation_kwargs_enabled=False,
+                # bolt freezes the root's level onto the loggers it creates, named after the
+                # app unless given a base logger: keep them all in slack_bolt, following it.
+                name="slack_bolt.lorebot",
+                logger=logging.getLogger("slack_bolt"),
+            )
+            app.event(re.compile(".*"))(self._on_event)
+            register_command(app, self)
+            if self.http_mode:
+                await self._serve_http(app)
+            else:
+                await self._connect_socket(app, self._client)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _identify(self, client: AsyncWebClient) -> None:
+        try:
+            response = await client.auth_test()
+        except SlackApiError as exc:
+            error = str(exc.response.get("error"))
+            raise AdapterConfigError(
+                f"Slack auth.test failed ({error}): {describe_error(error, {})}"
+            ) from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise AdapterConfigError(
+                f"cannot reach the Slack Web API at {self.api_base_url} "
+                f"({exc or type(exc).__name__}): check the "
+                "network, or LOREBOT_SLACK__API_BASE_URL"
+            ) from None
+        self.bot_user_id = response.get("user_id")
+        self.bot_id = response.get("bot_id")
+        self.team_id = response.get("team_id")
+        self.workspace_url = str(response.get("url") or "")
+        self.bot_name = str(response.get("user") or self.bot_name)
+        granted = response_header(response, "x-oauth-scopes")
+        if granted is None:
+            _log.info("Slack did not list the granted scopes; skipping the scope check")
+        elif missing := missing_scopes(granted):
+            _log.warning(
+                "the Slack app lacks the scopes %s: add them under OAuth & Permissions → "
+                "Bot Token Scopes, then reinstall the app to the workspace",
+                ", ".join(missing),
+            )
+        _log.info(
+            "Slack: signed in as @%s (%s) in workspace %s",
+            self.bot_name, self.bot_user_id, self.team_id,
+        )  # fmt: skip
+
+    async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
+        assert self._app_token is not None
+        try:
+            opened = await client.apps_connections_open(app_token=self._app_token)
+        except SlackApiError as exc:
+            error = str(exc.response.get("error"))
+            raise AdapterConfigError(
+                f"Slack refused to open a Socket Mode connection ({error}): check "
+                f"{_APP_TOKEN_HELP}, and that Socket Mode is enabled for the app"
+            ) from None
+        self._socket = AsyncSocketModeHandler(app, self._app_token, web_client=client)
+        self._socket.client.wss_uri = str(opened["url"])
+        try:
+            # slack-sdk retries a failed first connection forever; give up and say so instead.
+            async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                await self._socket.connect_async()  # type: ignore[no-untyped-call]
+        except TimeoutError:
+            raise AdapterConfigError(
+                f"could not open Slack's Socket Mode websocket within {CONNECT_TIMEOUT_S:g} s: "
+                "check that outgoing websocket (wss://) connections are allowed"
+            ) from None
+        _log.info("Slack: connected in Socket Mode")
+
+    async def _serve_http(self, app: AsyncApp) -> None:
+        assert self._listen is not None
+        host, port = _split_listen(self._listen)
+        self._runner = web.AppRunner(
+            app.web_app(path=self.events_path, port=port), handle_signals=False, access_log=None
+        )
+        await self._runner.setup()
+        try:
+            await web.TCPSite(self._runner, host, port).start()
+        except OSError as exc:
+            raise AdapterConfigError(
+                f"cannot listen on {self._listen} for Slack events ({exc.strerror}): "
+                "check LOREBOT_SLACK__LISTEN"
+            ) from None
+        address = self._runner.addresses[0]
+        self.bound_address = (str(address[0]), int(address[1]))
+        _log.info("Slack: HTTP Events mode on %s:%d%s", *self.bound_address, self.events_path)
+
+    @property
+    def connected(self) -> bool:
+        """Whether events can arrive now: the Socket Mode websocket is open (not while
+        slack-sdk reconnects), or the HTTP endpoint is serving."""
+        if self._closed:
+            return False
+        if self._runner is not None:
+            return True
+        if self._socket is None:
+            return False
+        client = self._socket.client
+        session = client.current_session
+        return session is not None and not session.closed and not (client.stale or client.closed)
+
+    async def close(self) -> None:
+        """Stop taking events, let the ones in flight reach the sink, close the clients."""
+        if self._closed:
+            return
+        self._closed = True
+        self._status.close()
+        socket, self._socket = self._socket, None
+        runner, self._runner = self._runner, None
+        try:
+            if socket is not None:
+                await socket.close_async()  # type: ignore[no-untyped-call]
+            if runner is not None:
+                await runner.cleanup()
+            await self._finish_inflight()
+        finally:
+            self._sink = None
+            session, self._session = self._session, None
+            if session is not None:
+                await session.close()
+
+    async def _finish_inflight(self) -> None:
+        if not self._inflight:
+            return
+        _, pending = await asyncio.wait(set(self._inflight), timeout=CLOSE_GRACE_S)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+
+    async def wait_delivered(self) -> None:
+        """Return once every event received so far has been handed to the sink (or dropped)."""
+        while self._inflight:
+            await asyncio.wait(set(self._inflight))
+
+    # --- events in ----------------------------------------------------------------------
+
+    async def _on_event(self, body: dict[str, Any]) -> None:
+        """bolt's listener for every event; it runs after the event was acknowledged."""
+        await self.hand_over(lambda: to_event(body, self), f"event {body.get('event_id')}")
+
+    async def hand_over(self, convert: Callable[[], Awaitable[Event | None]], what: str) -> None:
+        """Turn a payload into the core's event and give it to the sink; tracked, so `close`
+        lets it finish."""
+        if self._closed:
+            return
+        task = asyncio.current_task()
+        if task is not None:
+            self._inflight.add(task)
+        try:
+            event = await convert()
+            sink = self._sink
+            if event is not None and sink is not None:
+                await sink(event)
+        except Exception:
+            _log.exception("could not take Slack %s", what)
+        finally:
+            if task is not None:
+                self._inflight.discard(task)
+
+    async def fetch_names(self, raw: str, author_id: str) -> tuple[SlackUser, dict[str, str]]:
+        """The author and the display names of the people `raw` mentions (see `SlackUsers`)."""
+        return await self._users.fetch_names(raw, author_id, self.bot_user_id)
+
+    def known_user(self, user_id: str) -> SlackUser | None:
+        """The person, if already looked up; never calls Slack."""
+        return self._users.peek(user_id)
+
+    async def _user_info(self, user_id: str) -> Mapping[str, Any]:
+        response = await self._api(
+            "users.info", self._web.users_info(user=user_id), harmless=_USER_UNKNOWN
+        )
+        return response.get("user") or {}
+
+    # --- calls out ----------------------------------------------------------------------
+
+    @property
+    def _web(self) -> AsyncWebClient:
+        if self._client is None or self._closed:
+            raise RuntimeError("the Slack adapter is not running")
+        return self._client
+
+    @property
+    def web(self) -> AsyncWebClient:
+        """The Web API client while the adapter runs."""
+        return self._web
+
+    async def _api(
+        self,
+        method: str,
+        call: Awaitable[AsyncSlackResponse],
+        *,
+        channel: str | None = None,
+        harmless: frozenset[str] = frozenset(),
+    ) -> AsyncSlackResponse:
+        """Await one Web API call; a refusal is logged as one line saying what to fix."""
+        try:
+            return await call
+        except SlackApiError as exc:
+            error = str(exc.response.get("error") or "unknown_error")
+            if error in harmless:
+                return exc.response  # type: ignore[no-any-return]
+            data = exc.response.data if isinstance(exc.response.data, dict) else {}
+            failure = SlackRequestError(
+                method, error, describe_error(error, data, channel=channel, bot_name=self.bot_name)
+            )
+            _log.error("%s", failure)
+            raise failure from None
+
+    def text_length(self, text: str) -> int:
+        """How much of Slack's limit `text` takes once escaped and converted to mrkdwn."""
+        return len(to_mrkdwn(text))
+
+    async def send(self, conversation: ConversationRef, text: str) -> PostedMessage:
+        """Post `text` as one mrkdwn message, in the conversation's thread; the core splits
+        long replies, so a text that still does not fit is cut with " …"."""
+        response = await self._api(
+            "chat.postMessage",
+            self._web.chat_postMessage(
+                channel=conversation.channel_id,
+                text=fit_mrkdwn(text),
+                thread_ts=conversation.thread_id,
+            ),
+            channel=conversation.channel_id,
+        )
+        if conversation.thread_id and not conversation.is_dm:
+            self.remember_thread(conversation.channel_id, conversation.thread_id)
+        return PostedMessage(conversation, str(response.get("ts") or ""))
+
+    async def post_ephemeral(self, channel: str, user: str, text: str) -> None:
+        """Post mrkdwn `text` in `channel` for `user` alone (chat.postEphemeral)."""
+        await self._api(
+            "chat.postEphemeral",
+            self._web.chat_postEphemeral(channel=channel, user=user, text=text),
+            channel=channel,
+        )
+
+    async def edit(self, posted: PostedMessage, text: str) -> None:
+        """Replace a message's text with `text` as mrkdwn (chat.update), cut with " …" when
+        too long; a message still streaming (a crash left it so) is stopped first."""
+        body = fit_mrkdwn(text)
+        conflict = frozenset({"streaming_state_conflict"})
+        response = await self._update(posted, body, harmless=conflict)
+        if response.get("error") in conflict:
+            await stop_stream(self._web, posted)
+            await self._update(posted, body)
+
+    async def _update(
+        self, posted: PostedMessage, body: str, *, harmless: frozenset[str] = frozenset()
+    ) -> AsyncSlackResponse:
+        channel = posted.conversation.channel_id
+        # No blocks: a streamed message's Markdown blocks give way to the mrkdwn text.
+        call = self._web.chat_update(channel=channel, ts=posted.message_id, text=body, blocks=[])
+        return await self._api("chat.update", call, channel=channel, harmless=harmless)
+
+    def stream_reply(self, conversation: ConversationRef, recipient: UserRef) -> ReplyStream:
+        """A reply to `recipient` that grows in the conversation's thread while it is written
+        (Slack's chat streaming), or is posted whole where Slack will not stream it."""
+        return SlackReplyStream(self, conversation, recipient)
+
+    async def add_reaction(self, posted: PostedMessage, emoji: str) -> None:
+        """React with ✅ (`white_check_mark`) or ❌ (`x`); reacting twice is harmless."""
+        channel = posted.conversation.channel_id
+        name = _REACTION_NAMES.get(emoji, emoji.strip(":"))
+        await self._api(
+            "reactions.add",
+            self._web.reactions_add(channel=channel, timestamp=posted.message_id, name=name),
+            channel=channel,
+            harmless=frozenset({"already_reacted"}),
+        )
+
+    def working(self, conversation: ConversationRef) -> AbstractAsyncContextManager[Status]:
+        """Show "is thinking…" under the bot's name in the conversation's thread while the
+        block runs (assistant.threads.setStatus), and give the block a function that shows
+        another status there; Slack clears the status when the reply is posted."""
+        return self._status.working(conversation.channel_id, conversation.thread_id)
+
+    def remember_thread(self, channel: str, thread_ts: str) -> None:
+        """Note a thread the bot replied in, so replies there reach it without a mention."""
+        self.threads.add(channel, thread_ts)

@@ -1,0 +1,134 @@
+"""`lorebot backup DEST` (online, safe while running) and `lorebot restore SRC`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from contextlib import closing
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from bot.cli import backups
+from bot.errors import UserError
+
+if TYPE_CHECKING:
+    from bot.config.settings import Settings
+
+
+def add_parsers(commands: Any) -> None:
+    p = commands.add_parser("backup", help="copy the database while lorebot runs")
+    p.add_argument(
+        "dest",
+        metavar="DEST",
+        help="a file, or a folder (existing, or written with a trailing /) for a dated file; "
+        "a folder keeps the newest jobs.backup_keep dated backups",
+    )
+    p.set_defaults(command=cmd_backup)
+    p = commands.add_parser("restore", help="replace the database with a backup (lorebot stopped)")
+    p.add_argument("source", type=Path, metavar="SRC", help="a backup file that `backup` wrote")
+    p.set_defaults(command=cmd_restore)
+
+
+class BackupTarget(NamedTuple):
+    """Where a backup goes, and the folder to prune when it is a dated file in a folder."""
+
+    path: Path
+    folder: Path | None
+
+
+def _backup_target(database: Path, dest: str, now: datetime) -> BackupTarget:
+    if not database.exists():
+        raise UserError(f"there is no database at {database} to back up")
+    path = Path(dest)
+    if path.is_dir() or dest.endswith(os.sep):
+        return BackupTarget(path / backups.stamped_name(now), path)
+    return BackupTarget(path, None)
+
+
+def _check_writable(target: Path, database: Path) -> None:
+    """A UserError naming what is wrong when `target` cannot become a backup file."""
+    parent = target.parent
+    if not parent.exists():
+        raise _cannot_write(target, f"the folder {parent} does not exist")
+    if not parent.is_dir():
+        raise _cannot_write(target, f"{parent} is not a folder")
+    if target.is_dir():
+        raise _cannot_write(target, "it is a folder")
+    if target.exists() and target.resolve() == database.resolve():
+        raise _cannot_write(target, "it is the database itself")
+
+
+def _cannot_write(target: Path, reason: str) -> UserError:
+    return UserError(f"cannot write the backup to {target}: {reason}")
+
+
+async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
+    from memory import Database
+
+    database = settings.database.path
+    target = _backup_target(database, args.dest, datetime.now(UTC))
+    _check_writable(target.path, database)
+    db = await Database.open(database)
+    try:
+        await db.backup_to(target.path)
+    except OSError as exc:
+        raise _cannot_write(target.path, (exc.strerror or str(exc)).lower()) from None
+    finally:
+        await db.close()
+    print(f"backed up {database} to {target.path}")
+    if target.folder is not None:
+        keep = settings.jobs.backup_keep
+        if removed := backups.prune(target.folder, keep):
+            noun = "backup" if len(removed) == 1 else "backups"
+            print(f"removed {len(removed)} older {noun} (jobs.backup_keep = {keep})")
+    return 0
+
+
+def _check_backup(source: Path) -> int:
+    """The schema version of a readable, intact lorebot database; UserError otherwise."""
+    from memory import driver
+    from memory.migrations import SCHEMA_VERSION
+
+    if not source.is_file():
+        raise UserError(f"{source} does not exist")
+    try:
+        # `closing`: a sqlite3 connection's own `with` ends a transaction, not the connection.
+        with closing(driver.sqlite_module().connect(f"file:{source}?mode=ro", uri=True)) as conn:
+            driver.load_vec(conn)  # vector tables are checked too when present
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
+            conn.execute("SELECT count(*) FROM notes").fetchone()
+    except driver.DatabaseError as exc:
+        raise UserError(f"{source} is not a lorebot database: {exc}") from None
+    if integrity != "ok":
+        raise UserError(f"{source} is damaged: {integrity}")
+    if version > SCHEMA_VERSION:
+        raise UserError(f"{source} comes from a newer lorebot (schema {version}); upgrade first")
+    return int(version)
+
+
+async def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.daemon.lockfile import DatabaseLock
+    from memory import Database
+
+    target = settings.database.path
+    if DatabaseLock(target).held_elsewhere():
+        raise UserError(f"lorebot is running on {target}: stop it before restoring")
+    version = _check_backup(args.source)
+    if target.exists():
+        kept = target.with_name(target.name + ".before-restore")
+        db = await Database.open(target)
+        try:
+            await db.backup_to(kept)
+        finally:
+            await db.close()
+        print(f"kept the current database as {kept}")
+    partial = target.with_name(target.name + ".restoring")
+    shutil.copyfile(args.source, partial)
+    for suffix in ("-wal", "-shm"):
+        target.with_name(target.name + suffix).unlink(missing_ok=True)
+    partial.replace(target)
+    print(f"restored {args.source} (schema {version}) to {target}")
+    return 0

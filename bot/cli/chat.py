@@ -1,0 +1,82 @@
+"""`lorebot chat`: the whole core in the terminal."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+# The core is imported by the command, not by `lorebot --help`.
+if TYPE_CHECKING:
+    from adapters.console.adapter import OpenCard
+    from bot.config.settings import Settings
+    from memory.proposals import Proposal
+
+
+def add_parsers(commands: Any) -> None:
+    chat = commands.add_parser(
+        "chat",
+        help="talk to lorebot in the terminal (reads piped stdin too)",
+        description="Talk to lorebot in the terminal. Cards are answered with y (✅) or n "
+        "(❌), which answer the newest card of this chat, or with y 12 or n 12, which answer "
+        "card #12, also one left open by an earlier chat. At a terminal, Ctrl-C clears the "
+        "line (or stops waiting for an answer), Ctrl-D on an empty line ends the chat, and "
+        "the lines you type are kept in chat-history beside the database.",
+    )
+    chat.add_argument("--user", default=None, help="your name (default: your login)")
+    where = chat.add_mutually_exclusive_group()
+    where.add_argument("--channel", help="speak in this channel instead of a DM")
+    where.add_argument("--dm", action="store_true", help="a direct conversation (default)")
+    chat.set_defaults(command=cmd_chat)
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "me"
+
+
+async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
+    from adapters.console.adapter import ConsoleAdapter
+    from bot.daemon.app import Bot
+
+    console = ConsoleAdapter(
+        args.user or _login(),
+        args.channel,
+        bot_name=settings.bot.name,
+        history=_chat_history(settings),
+    )
+    async with Bot(settings, [console]) as bot:
+
+        async def open_cards() -> list[OpenCard]:
+            pending = await bot.proposals.pending_in("console", console.conversation.channel_id)
+            return [_open_card(p) for p in pending if p.card_message_id is not None]
+
+        await console.run(bot.dispatcher.wait_idle, open_cards)
+    return 0
+
+
+def _chat_history(settings: Settings) -> Path | None:
+    """The terminal chat's history file, beside the database (none for `:memory:`)."""
+    path = settings.database.path
+    return None if str(path) == ":memory:" else path.parent / "chat-history"
+
+
+def _open_card(proposal: Proposal) -> OpenCard:
+    """A pending proposal as the console lists it: `save `staging-db``."""
+    from adapters.console.adapter import OpenCard
+    from bot.approvals.service import ACTION
+    from memory.proposals import NOTE_FORGET, NOTE_SAVE, SKILL_CREATE, SKILL_LOAD
+
+    verbs = {
+        NOTE_SAVE: "save", NOTE_FORGET: "forget", SKILL_LOAD: "load the skill",
+        SKILL_CREATE: "create the skill", ACTION: "run",
+    }  # fmt: skip
+    assert proposal.card_message_id is not None
+    payload = proposal.payload
+    what = payload.get("topic") or payload.get("name") or payload.get("tool") or ""
+    verb = verbs.get(proposal.kind, proposal.kind.replace("_", " "))
+    label = f"{verb} `{what}`" if what else verb
+    return OpenCard(proposal.id, proposal.card_message_id, label)

@@ -1,0 +1,215 @@
+"""`lorebot doctor`: check configuration, database, model, platforms and skills, with fixes."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from adapters.diagnosis import Finding
+from bot.cli.notes import print_json
+
+if TYPE_CHECKING:
+    from bot.config.settings import Settings
+    from bot.daemon.platforms import Platform
+
+Check = Finding
+
+
+def line(check: Check) -> str:
+    mark = "✓" if check.ok else "✗"
+    fix = f"\n    fix: {check.fix}" if not check.ok and check.fix else ""
+    return f"{mark} {check.name}: {check.detail}{fix}"
+
+
+def add_parser(commands: Any) -> None:
+    p = commands.add_parser("doctor", help="check that everything lorebot needs works")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON object: ok, passed, total, checks (each name, ok, detail, fix; "
+        "fix is null when there is none); the exit code is the same",
+    )
+    p.set_defaults(command=cmd_doctor)
+
+
+def _plain(text: str) -> str:
+    """Check texts quote commands in backticks for people; JSON carries the bare text."""
+    return text.replace("`", "")
+
+
+def _check_json(check: Check) -> dict[str, Any]:
+    return {
+        "name": check.name,
+        "ok": check.ok,
+        "detail": _plain(check.detail),
+        "fix": _plain(check.fix) if check.fix else None,
+    }
+
+
+def print_json_report(checks: list[Check]) -> None:
+    """The checks as `doctor --json` prints them, one object for the whole run."""
+    passed = sum(c.ok for c in checks)
+    print_json({
+        "ok": passed == len(checks),
+        "passed": passed,
+        "total": len(checks),
+        "checks": [_check_json(c) for c in checks],
+    })  # fmt: skip
+
+
+async def check_database(settings: Settings) -> list[Check]:
+    from memory import Database, StoreError
+    from memory.migrations import SCHEMA_VERSION
+
+    path = settings.database.path
+    # Doctor only reads: without a database it checks the driver on a throwaway one.
+    exists = path.exists()
+    try:
+        db = await Database.open(path if exists else ":memory:", create=False)
+    except StoreError as exc:
+        return [
+            Check(False, "database", str(exc), "point LOREBOT_DATABASE__PATH at a lorebot database")
+        ]
+    try:
+        integrity = await db.integrity_check()
+        version = await db.scalar("PRAGMA user_version")
+        await db.scalar("SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", ('"probe"',))
+        notes = await db.scalar("SELECT count(*) FROM notes")
+    finally:
+        await db.close()
+    if not exists:
+        detail = (f"none yet at {path} (`lorebot chat` or `lorebot run` starts it; "
+                  "LOREBOT_DATABASE__PATH names another); FTS5 works")  # fmt: skip
+        return [Check(True, "database", detail)]
+    if integrity != "ok":
+        return [Check(False, "database", f"{path}: integrity check says {integrity}",
+                      "restore a backup with `lorebot restore SRC`")]  # fmt: skip
+    return [Check(True, "database", f"{path}: integrity ok, schema {version}/{SCHEMA_VERSION}, "
+                  f"FTS5 works, {notes} notes")]  # fmt: skip
+
+
+async def check_ollama(settings: Settings) -> list[Check]:
+    """The model probed as the daemon probes it, within `ollama.probe_timeout_s`."""
+    from bot.model.ollama import ModelUnavailable, OllamaClient
+
+    config = settings.ollama
+    async with OllamaClient.for_settings(config) as client:
+        try:
+            info = await client.fetch_model_info(config.model)
+        except ModelUnavailable as exc:
+            name = "ollama" if exc.kind == "unreachable" else "model"
+            return [Check(False, name, str(exc), exc.fix)]
+    checks = [Check(True, "model", f"{config.model} at {config.host}, context "
+                    f"{info.context_length} tokens, thinking "
+                    f"{'yes' if info.supports_thinking else 'no'}")]  # fmt: skip
+    if not info.supports_tools:
+        checks.append(Check(False, "model tools", f"{config.model} does not support tools",
+                            "pick a model with tool support (e.g. qwen3:8b); without it lorebot "
+                            "answers with recall only"))  # fmt: skip
+    return checks
+
+
+async def check_vectors(settings: Settings) -> list[Check]:
+    """The SQLite driver, and with an embedding model set: the model against the stored
+    vectors, and how many notes and messages wait for theirs."""
+    from bot.daemon.memory_setup import open_memory
+    from memory import StoreError, driver
+    from memory.errors import EmbeddingMismatch
+
+    if not settings.ollama.embed_model:
+        return [Check(True, "vectors", f"off (no ollama.embed_model); {driver.driver_name()}")]
+    if not settings.database.path.exists():
+        return [Check(True, "vectors", f"{settings.ollama.embed_model}; no database yet")]
+    try:
+        memory = await open_memory(settings, create=False)
+    except EmbeddingMismatch as exc:
+        return [Check(False, "vectors", str(exc).split(". ")[0],
+                      "lorebot notes reembed, or set ollama.embed_model back")]  # fmt: skip
+    except StoreError as exc:
+        return [Check(False, "vectors", str(exc), "pip install sqlite-vec pysqlite3-binary")]
+    try:
+        state, waiting = memory.vectors.state, await memory.vectors.pending()
+    finally:
+        await memory.close()
+    if state is None:
+        return [Check(False, "vectors", f"{settings.ollama.embed_model} did not answer at "
+                      f"{settings.ollama.host}; {waiting} notes and messages wait",
+                      f"ollama pull {settings.ollama.embed_model}")]  # fmt: skip
+    return [Check(True, "vectors", f"{state.describe()} with {driver.driver_name()}; "
+                  f"{waiting} notes and messages wait for a vector")]  # fmt: skip
+
+
+async def check_skills(settings: Settings) -> list[Check]:
+    from bot.core.skill_use import build_catalog
+
+    catalog = build_catalog(settings.skills)
+    skills, skipped = catalog.all(), catalog.skipped
+    checks = [Check(True, "skills", f"{len(skills)} skills loaded")]
+    for item in skipped:
+        checks.append(Check(False, "skill", f"{item.path} skipped: {item.reason}",
+                            f"lorebot skills validate {item.path.parent}"))  # fmt: skip
+    for skill in skills:
+        for path in skill.shadows:
+            checks.append(Check(True, "skill", f"{skill.name} from {skill.path} shadows {path}"))
+    return checks
+
+
+async def check_mcp(settings: Settings) -> list[Check]:
+    """Each MCP server started and asked for its tools, as the daemon would."""
+    from bot.actions.mcp import McpServer
+
+    checks = []
+    for config in settings.mcp.servers:
+        server = McpServer(config, connect_timeout_s=settings.mcp.connect_timeout_s)
+        problem = await server.probe()
+        where = config.url or " ".join([config.command or "", *config.args]).strip()
+        if problem is None:
+            names = ", ".join(t.name for t in server.tools)
+            detail = f"connected, {len(server.tools)} tools ({names}); trust {config.trust}"
+            checks.append(Check(True, f"MCP {config.name}", detail))
+            if server.refused:
+                refused = ", ".join(repr(name[:80]) for name in server.refused)
+                checks.append(Check(False, f"MCP {config.name}",
+                                    f"tools not offered, their names are not plain: {refused}",
+                                    "a tool name is letters, digits, _, . and -, at most 64; "
+                                    "ask the server's maintainers to rename them"))  # fmt: skip
+        else:
+            checks.append(Check(False, f"MCP {config.name}", f"{where}: {problem}",
+                                f"run `{where}` by hand to see why, or fix [[mcp.servers]] "
+                                f"name = {config.name!r}"))  # fmt: skip
+    return checks
+
+
+async def check_platforms(
+    settings: Settings, platforms: Sequence[Platform[Any]] | None = None
+) -> list[Check]:
+    """Each configured platform's credentials tried against it, or one line saying none is;
+    `platforms` defaults to the table of `bot.daemon.platforms`."""
+    from bot.daemon.platforms import PLATFORMS, configured
+
+    on = configured(settings, PLATFORMS if platforms is None else platforms)
+    if not on:
+        return [Check(True, "platforms", "none configured (`lorebot chat` still works)")]
+    checks: list[Check] = []
+    for platform in on:
+        checks += await platform.check(settings)
+    return checks
+
+
+async def cmd_doctor(
+    args: argparse.Namespace, settings: Settings, platforms: Sequence[Platform[Any]] | None = None
+) -> int:
+    source = f"from {settings.config}" if settings.config else "from the environment and defaults"
+    results = [Check(True, "config", f"loaded {source}")]
+    for check in (check_database, check_ollama, check_vectors, check_skills, check_mcp):
+        results += await check(settings)
+    results += await check_platforms(settings, platforms)
+    failed = sum(not r.ok for r in results)
+    if args.json:
+        print_json_report(results)
+        return 1 if failed else 0
+    for result in results:
+        print(line(result))
+    print(f"{len(results) - failed} of {len(results)} checks passed")
+    return 1 if failed else 0

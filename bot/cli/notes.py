@@ -1,0 +1,548 @@
+"""`lorebot notes …`: list, show, search, add, forget, history, revert, import, export."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.errors import UserError
+from memory.errors import InvalidInput
+
+# What only some commands use is imported in them: `--help` and `notes search` start fast.
+if TYPE_CHECKING:
+    from bot.config.settings import Settings
+    from bot.daemon.memory_setup import StoreSettings
+    from memory import Change, Note, NoteStore, Visibility
+    from memory.types import Category, Scope
+    from memory.vectors import VectorIndex
+
+# The note categories `notes add` takes, as memory.types.Category names them (a test keeps
+# the two in step); listed here so that `--help` does not load memory.
+CATEGORIES = ("fact", "preference", "convention", "decision", "pattern", "reflection")
+
+
+def add_parser(commands: Any) -> None:
+    notes = commands.add_parser("notes", help="read and change the notes lorebot remembers")
+    sub = notes.add_subparsers(title="notes commands", metavar="ACTION", required=True)
+
+    p = sub.add_parser("list", help="list notes, grouped by scope")
+    p.add_argument("--scope", type=_scope, help="only this scope, e.g. channel:slack/C0123")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON array, one object per note: id, scope, topic, summary, category, "
+        "private, pinned, in_index, author, source, created_at, updated_at, expires_at "
+        "(times ISO 8601 UTC ending in Z, or null)",
+    )
+    p.set_defaults(command=cmd_list)
+
+    p = sub.add_parser("show", help="show one note in full")
+    p.add_argument("scope", type=_scope, help="e.g. channel:slack/C0123 or user:slack/U0123")
+    p.add_argument("topic", help="the note's topic, e.g. staging-db")
+    p.set_defaults(command=cmd_show)
+
+    p = sub.add_parser(
+        "search",
+        help="search notes as recall does",
+        description="Search explicit scopes (--scope), or what a person sees in a "
+        "conversation (--as USER [--in CHANNEL] [--team TEAM]; without --in it is a DM).",
+    )
+    p.add_argument("query", help="words or a question, e.g. 'where is the staging database'")
+    p.add_argument(
+        "--scope",
+        type=_scope,
+        action="append",
+        default=[],
+        dest="scopes",
+        help="search this scope (repeatable)",
+    )
+    p.add_argument(
+        "--as", type=_scope, dest="speaker", metavar="USER_SCOPE", help="what this person sees"
+    )
+    p.add_argument(
+        "--in", type=_scope, dest="channel", metavar="CHANNEL_SCOPE", help="in this channel"
+    )
+    p.add_argument("--team", type=_scope, metavar="TEAM_SCOPE", help="of this team")
+    p.add_argument("-k", type=int, default=10, help="how many results (default 10)")
+    p.add_argument("--json", action="store_true", help="print a JSON array")
+    p.add_argument("--history", action="store_true", help="search past messages instead of notes")
+    p.set_defaults(command=cmd_search)
+
+    p = sub.add_parser(
+        "reembed",
+        help="embed every note and message with ollama.embed_model (resumable)",
+        description="Move the stored vectors to the configured embedding model. The old "
+        "vectors stay in use until every note and message has a new one; an interrupted "
+        "run continues where it stopped when started again.",
+    )
+    p.add_argument("--batch", type=int, default=32, help="texts per embedding call")
+    p.set_defaults(command=cmd_reembed)
+
+    p = sub.add_parser("add", help="save a note (or update the note of that topic)")
+    p.add_argument("scope", type=_scope, help="e.g. channel:slack/C0123 or user:slack/U0123")
+    p.add_argument("topic", help="the note's topic, e.g. staging-db")
+    p.add_argument("summary", help="one line shown in the index")
+    p.add_argument("--body", default="", help="the details; '-' reads them from stdin")
+    p.add_argument(
+        "--category",
+        default="fact",
+        type=_category,
+        help="one of " + ", ".join(CATEGORIES) + " (default fact)",
+    )
+    p.add_argument("--private", action="store_true", help="never shown in channels")
+    p.add_argument("--pinned", action="store_true", help="always first in the index")
+    p.set_defaults(command=cmd_add)
+
+    p = sub.add_parser("forget", help="delete a note (revertible)")
+    p.add_argument("scope", type=_scope, help="e.g. channel:slack/C0123 or user:slack/U0123")
+    p.add_argument("topic", help="the note's topic, e.g. staging-db")
+    p.set_defaults(command=cmd_forget)
+
+    p = sub.add_parser("history", help="list change sets, newest first")
+    p.add_argument("--scope", type=_scope, help="only changes in this scope")
+    p.add_argument("--topic", help="only changes of this topic")
+    p.add_argument("-n", type=int, default=20, help="how many (default 20)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON array, one object per change: id, scope, topic, action, by, at, "
+        "reason, proposal_id, reverted_by, summary_before, summary_after",
+    )
+    p.set_defaults(command=cmd_history)
+
+    p = sub.add_parser("revert", help="restore a note to its state before a change")
+    p.add_argument("change_id", type=int, help="the change's number, as `notes history` shows")
+    p.set_defaults(command=cmd_revert)
+
+    p = sub.add_parser("undo", help="revert your latest change")
+    p.set_defaults(command=cmd_undo)
+
+    p = sub.add_parser("import", help="import JSON Lines or an export folder (all or nothing)")
+    p.add_argument(
+        "source", type=Path, metavar="FILE|DIR", help="a JSON Lines file, or a folder from export"
+    )
+    p.set_defaults(command=cmd_import)
+
+    p = sub.add_parser("export", help="write notes as Markdown: KIND/PLATFORM/ID/TOPIC.md")
+    p.add_argument(
+        "target",
+        type=Path,
+        metavar="DIR",
+        help="the folder to write; files an earlier export wrote for notes since forgotten "
+        "are removed",
+    )
+    p.add_argument("--scope", type=_scope, help="only this scope")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a folder that holds other files too (they are left as they are)",
+    )
+    p.set_defaults(command=cmd_export)
+
+
+def _scope(text: str) -> Scope:
+    from memory.types import Scope
+
+    try:
+        return Scope.parse(text)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _category(text: str) -> Category:
+    from memory.types import parse_category
+
+    try:
+        return parse_category(text)
+    except InvalidInput as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def cli_actor() -> str:
+    """Who made a change from the command line, for the change sets."""
+    try:
+        return f"cli:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "cli:unknown"
+
+
+def iso_z(moment: datetime | None) -> str | None:
+    """A time as every `--json` listing prints it: ISO 8601 in UTC ending in Z, to the
+    second (the form jq's `fromdateiso8601` reads)."""
+    return None if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def print_json(value: object) -> None:
+    """Print a `--json` answer: UTF-8 as is, indented."""
+    print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+@asynccontextmanager
+async def open_store(
+    settings: StoreSettings, *, vectors: bool = False, create: bool | None = None
+) -> AsyncIterator[NoteStore]:
+    """The note store; `vectors` checks the embedding model and searches with it;
+    `create` is as for `open_memory`."""
+    from bot.daemon.memory_setup import open_memory, quick_embedder_for
+
+    embedder = quick_embedder_for(settings)
+    memory = await open_memory(
+        settings, embedder=embedder, prepare=vectors, probe=False, create=create
+    )
+    try:
+        yield memory.notes
+    finally:
+        await memory.close()
+
+
+def _flags(note: Note) -> str:
+    flags = [note.category.value]
+    if note.private:
+        flags.append("private")
+    if note.pinned:
+        flags.append("pinned")
+    return ", ".join(flags)
+
+
+def _note_json(note: Note, in_index: bool) -> dict[str, Any]:
+    return {
+        "id": note.id,
+        "scope": str(note.scope),
+        "topic": note.topic,
+        "summary": note.summary,
+        "category": note.category.value,
+        "private": note.private,
+        "pinned": note.pinned,
+        "in_index": in_index,
+        "author": note.author,
+        "source": note.source,
+        "created_at": iso_z(note.created_at),
+        "updated_at": iso_z(note.updated_at),
+        "expires_at": iso_z(note.expires_at),
+    }
+
+
+async def cmd_list(args: argparse.Namespace, settings: StoreSettings) -> int:
+    async with open_store(settings) as store:
+        notes = await store.list_notes(args.scope)
+        by_scope: dict[Scope, list[Note]] = {}
+        for note in notes:
+            by_scope.setdefault(note.scope, []).append(note)
+        indexed = {scope: set((await store.index(scope)).lines) for scope in by_scope}
+    if args.json:
+        print_json([_note_json(n, n.index_line in indexed[n.scope]) for n in notes])
+        return 0
+    if not notes:
+        print("no notes" + (f" in {args.scope}" if args.scope else ""))
+        return 0
+    for scope, scope_notes in by_scope.items():
+        print(f"{scope} ({len(scope_notes)} note{'' if len(scope_notes) == 1 else 's'})")
+        for note in scope_notes:
+            outside = "" if note.index_line in indexed[scope] else " — not in the index"
+            print(f"  {note.index_line}  [{_flags(note)}]{outside}")
+    return 0
+
+
+async def cmd_show(args: argparse.Namespace, settings: StoreSettings) -> int:
+    async with open_store(settings) as store:
+        note = await store.get(args.scope, args.topic)
+    if note is None:
+        raise UserError(f"there is no note {args.topic!r} in {args.scope}")
+    print(f"{note.scope} / {note.topic}  [{_flags(note)}]")
+    print(f"summary: {note.summary}")
+    print(f"author: {note.author or '-'}   source: {note.source or '-'}")
+    print(
+        f"created: {note.created_at:%Y-%m-%d %H:%M}Z   updated: {note.updated_at:%Y-%m-%d %H:%M}Z"
+    )
+    print(
+        f"read {note.access_count} times"
+        + (f", expires {note.expires_at:%Y-%m-%d}" if note.expires_at else "")
+    )
+    if note.body:
+        print()
+        print(note.body)
+    return 0
+
+
+def _search_visibility(args: argparse.Namespace) -> Visibility:
+    from memory.visibility import Viewer, explicit, visibility_for
+
+    if args.speaker is not None:
+        if args.scopes:
+            raise UserError("use either --scope or --as/--in/--team, not both")
+        try:
+            return visibility_for(Viewer(args.speaker, args.channel, args.team))
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+    if args.channel is not None or args.team is not None:
+        raise UserError("--in and --team need --as USER_SCOPE (the person asking)")
+    if not args.scopes:
+        raise UserError("say where to search: --scope SCOPE (repeatable) or --as USER_SCOPE")
+    return explicit(tuple(args.scopes))
+
+
+async def cmd_search(args: argparse.Namespace, settings: StoreSettings) -> int:
+    from memory.vectors import NOTE
+
+    visibility = _search_visibility(args)
+    if args.history:
+        return await _search_history(args, settings, visibility)
+    async with open_store(settings, vectors=True) as store:
+        vector = await _query_vector(store.vectors, args.query, NOTE)
+        hits = await store.search(args.query, visibility, k=args.k, vector=vector)
+    found = [
+        (
+            {
+                "scope": str(h.note.scope),
+                "topic": h.note.topic,
+                "summary": h.note.summary,
+                "score": h.score,
+                "snippet": h.snippet,
+            },
+            f"{h.note.scope}  {h.note.index_line}\n    {h.snippet}",
+        )  # fmt: skip
+        for h in hits
+    ]
+    return _print_found(found, as_json=args.json)
+
+
+async def _query_vector(vectors: VectorIndex | None, query: str, kind: str) -> list[float] | None:
+    """The query's vector when an embedding model is set, saying on stderr when the ranking
+    is by words alone, or when only some notes (or messages) have a vector yet."""
+    from memory.vectors import coverage_notice, words_alone_notice
+
+    if vectors is None or vectors.embedder is None:
+        return None
+    coverage = await vectors.coverage(kind)
+    vector = await vectors.query_vector(query)
+    if vector is None and coverage.total:
+        _say(words_alone_notice(vectors.embedder.model))
+    elif (notice := coverage_notice(kind, coverage)) is not None:
+        _say(notice)
+    return vector
+
+
+def _say(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr)
+
+
+def _print_found(found: list[tuple[dict[str, Any], str]], *, as_json: bool) -> int:
+    """Search results as a JSON array, or as text (one entry per result)."""
+    if as_json:
+        print_json([fields for fields, _ in found])
+        return 0
+    if not found:
+        print("nothing found")
+    for _, text in found:
+        print(text)
+    return 0
+
+
+async def _search_history(
+    args: argparse.Namespace, settings: StoreSettings, visibility: Visibility
+) -> int:
+    from bot.daemon.memory_setup import open_memory
+    from memory.vectors import MESSAGE
+
+    memory = await open_memory(settings, probe=False)
+    try:
+        vector = await _query_vector(memory.vectors, args.query, MESSAGE)
+        hits = await memory.log.search(
+            args.query, visibility, k=args.k, vectors=memory.vectors, vector=vector
+        )
+    finally:
+        await memory.close()
+    found = [
+        (
+            {
+                "scope": h.scope,
+                "conversation": h.conversation,
+                "author": h.author_name,
+                "role": h.role,
+                "content": h.content,
+                "at": h.created_at,
+                "link": h.link,
+                "score": h.score,
+            },
+            f"{h.created_at[:16].replace('T', ' ')}  {h.author_name or h.role}  ({h.scope})  "
+            f"{h.link or h.conversation}\n    {' '.join(h.content.split())[:300]}",
+        )  # fmt: skip
+        for h in hits
+    ]
+    return _print_found(found, as_json=args.json)
+
+
+async def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from bot.daemon.lockfile import DatabaseLock
+    from bot.daemon.memory_setup import embedder_for, open_memory
+    from memory.errors import EmbedderUnavailable
+    from memory.reembed import reembed
+
+    embedder = embedder_for(settings)
+    if embedder is None:
+        raise UserError("set ollama.embed_model (LOREBOT_OLLAMA__EMBED_MODEL) first")
+    if DatabaseLock(settings.database.path).held_elsewhere():
+        raise UserError(f"lorebot is running on {settings.database.path}: stop it first")
+    memory = await open_memory(settings, embedder=embedder, prepare=False)
+    bars: dict[str, tqdm[Any]] = {}
+
+    def progress(kind: str, done: int, total: int) -> None:
+        bar = bars.get(kind)
+        if bar is None:
+            bar = bars[kind] = tqdm(total=total, desc=f"{kind}s", unit=kind, file=sys.stderr)
+        bar.update(done - bar.n)
+
+    try:
+        result = await reembed(memory.db, embedder, batch_size=args.batch, progress=progress)
+    except EmbedderUnavailable as exc:
+        raise UserError(f"{exc}; run `lorebot notes reembed` again to resume") from None
+    finally:
+        for bar in bars.values():
+            bar.close()
+        await memory.close()
+    counts = ", ".join(f"{n} {kind}s" for kind, n in result.embedded.items())
+    how = "resumed and finished" if result.resumed else "finished"
+    print(f"re-embedding {how}: {counts} now use {result.state.describe()}")
+    return 0
+
+
+async def cmd_add(args: argparse.Namespace, settings: Settings) -> int:
+    from adapters.base import valid_text
+    from memory.types import NoteDraft
+
+    body = sys.stdin.read() if args.body == "-" else args.body
+    draft = NoteDraft(  # arguments and stdin may hold bytes that are not UTF-8
+        scope=args.scope,
+        topic=valid_text(args.topic),
+        summary=valid_text(args.summary),
+        body=valid_text(body),
+        category=args.category,
+        private=args.private,
+        pinned=args.pinned,
+        source="cli",
+    )
+    async with open_store(settings) as store:
+        result = await store.save(draft, actor=cli_actor())
+    if result.change_id is None:
+        print(f"{args.scope} / {args.topic} already says that: nothing changed")
+        return 0
+    verb = "saved" if result.created else "updated"
+    print(f"{verb} {args.scope} / {args.topic} (change {result.change_id})")
+    if not result.in_index:
+        print("note: the index is full, so this note is not in it; recall still finds it")
+    if result.left_index:
+        print(
+            "note: these notes left the index (recall still finds them): "
+            + ", ".join(result.left_index)
+        )
+    return 0
+
+
+async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        change = await store.forget(args.scope, args.topic, actor=cli_actor())
+    print(
+        f"forgot {args.scope} / {args.topic} (change {change.id}; "
+        f"`lorebot notes revert {change.id}` restores it)"
+    )
+    return 0
+
+
+def _change_json(change: Change) -> dict[str, Any]:
+    before, after = change.before or {}, change.after or {}
+    return {
+        "id": change.id,
+        "scope": str(change.scope),
+        "topic": change.topic,
+        "action": change.action,
+        "by": change.actor,
+        "at": iso_z(change.created_at),
+        "reason": change.reason,
+        "proposal_id": change.proposal_id,
+        "reverted_by": change.reverted_by,
+        "summary_before": before.get("summary"),
+        "summary_after": after.get("summary"),
+    }
+
+
+async def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        changes = await store.history(args.scope, args.topic, limit=args.n)
+    if args.json:
+        print_json([_change_json(c) for c in changes])
+        return 0
+    if not changes:
+        print("no changes")
+    for change in changes:
+        reverted = f"  (reverted by {change.reverted_by})" if change.reverted_by else ""
+        why = f"  — {change.reason}" if change.reason else ""
+        print(
+            f"{change.id:>6}  {change.created_at:%Y-%m-%d %H:%M}Z  {change.action:<7} "
+            f"{change.scope} / {change.topic}  by {change.actor}{why}{reverted}"
+        )
+    return 0
+
+
+async def cmd_revert(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        change = await store.revert(args.change_id, actor=cli_actor())
+    state = "removed" if change.after is None else "restored"
+    print(f"{state} {change.scope} / {change.topic} (change {change.id})")
+    return 0
+
+
+async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
+    async with open_store(settings) as store:
+        change = await store.undo(cli_actor())
+    print(f"undid {change.reason.removeprefix('undo of ')}: {change.scope} / {change.topic}")
+    return 0
+
+
+async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.cli.progress import progress_bar
+    from memory.transfer import import_notes
+
+    async with open_store(settings) as store:
+        with progress_bar("note") as progress:  # a large file takes seconds to write
+            result = await import_notes(store, args.source, actor=cli_actor(), progress=progress)
+    print(
+        f"imported {args.source}: {result.created} new, {result.updated} updated, "
+        f"{result.unchanged} unchanged"
+    )
+    return 0
+
+
+async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
+    from memory.transfer import export_folder
+
+    _check_export_folder(args.target)
+    async with open_store(settings) as store:
+        notes = await store.list_notes(args.scope)
+    try:
+        result = export_folder(notes, args.target, only=args.scope, force=args.force)
+    except OSError as exc:
+        reason = (exc.strerror or str(exc)).lower()
+        where = f" ({exc.filename})" if exc.filename and exc.filename != str(args.target) else ""
+        raise UserError(f"cannot write the export to {args.target}: {reason}{where}") from None
+    print(f"exported {result.written} notes to {args.target}")
+    if result.removed:
+        files = "file" if result.removed == 1 else "files"
+        print(f"removed {result.removed} {files} of forgotten notes")
+    return 0
+
+
+def _check_export_folder(target: Path) -> None:
+    """A UserError when `target` or the nearest existing folder above it is not a folder."""
+    existing = next(p for p in (target, *target.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        what = "it is a file" if existing == target else f"{existing} is not a folder"
+        raise UserError(f"cannot write the export to {target}: {what}")

@@ -1,0 +1,250 @@
+"""The Bot: builds the core from settings and owns its lifecycle on one AsyncExitStack.
+
+Startup opens SQLite, probes the model and starts the adapters; shutdown runs in a fixed
+order (stop taking events, drain, close adapters, close the model, close SQLite last) and
+is safe to call twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from contextlib import AsyncExitStack
+from datetime import timedelta
+from types import TracebackType
+from typing import Any
+
+from adapters.base import Adapter
+from bot.actions.mcp import McpServer, McpServers
+from bot.approvals.service import build_approvals
+from bot.config.settings import Settings, SystemdEnvironment
+from bot.core.agent import Agent
+from bot.core.dispatcher import Dispatcher
+from bot.core.live_reply import mend_cut_replies
+from bot.core.router import Core
+from bot.core.skill_use import SkillUse, build_catalog
+from bot.daemon.lockfile import DatabaseLock
+from bot.daemon.memory_setup import open_memory
+from bot.daemon.notify import Notifier, start_extended
+from bot.daemon.supervision import Supervisor
+from bot.jobs.context import JobContext
+from bot.jobs.digest import DigestJob
+from bot.jobs.maintenance import MaintenanceJob
+from bot.jobs.patterns import PatternJob
+from bot.jobs.reflection import ReflectionJob
+from bot.jobs.runner import Job, JobRunner
+from bot.model.client import Model
+from bot.tasks import TaskTracker
+from bot.tools import Toolbox
+from bot.tools.actions import sync_server_tools
+from bot.tools.memory import memory_tools
+from bot.tools.scripts import script_tools
+from bot.tools.skills import skill_tools
+from memory.actions import ActionLog
+from memory.db import Clock, utc_now
+from memory.embedder import Embedder
+from memory.events import EventLog
+from memory.job_runs import JobRuns
+from memory.live_replies import LiveReplies
+from memory.proposals import ProposalStore
+
+_log = logging.getLogger(__name__)
+
+# How often the daemon looks for proposals decided from the shell.
+FOLLOW_UP_INTERVAL_S = 2.0
+
+
+class Bot:
+    """One running lorebot: storage, model, core, dispatcher and adapters."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        adapters: Sequence[Adapter],
+        *,
+        clock: Clock = utc_now,
+        systemd: SystemdEnvironment | None = None,
+        embedder: Embedder | None = None,
+        daemon: bool = True,
+        mcp_targets: Mapping[str, Any] | None = None,
+    ) -> None:
+        # In-process MCP servers by name, standing in for configured ones (tests).
+        self.mcp_targets = mcp_targets
+        # daemon=False: a one-shot command (`jobs run`) beside a running daemon: no
+        # database lock, no health endpoint or watchdog, no background work of its own.
+        self.daemon = daemon
+        self.embedder = embedder  # None: the one `ollama.embed_model` names, if any
+        self.systemd = systemd or SystemdEnvironment(None, None)
+        self.settings = settings
+        self.adapters = {adapter.platform: adapter for adapter in adapters}
+        self.clock = clock
+        self.tasks = TaskTracker()
+        self._stack = AsyncExitStack()
+        self._started = False
+        self._stopped = False
+
+    async def start(self) -> None:
+        """Open storage, probe the model, start the adapters; on failure undo what started."""
+        if self._started:
+            return
+        self._started = True
+        try:
+            await self._start()
+        except BaseException:
+            self._stopped = True
+            await self._stack.aclose()
+            raise
+
+    async def _start(self) -> None:
+        settings = self.settings
+        if self.daemon:
+            lock = DatabaseLock(settings.database.path)
+            lock.acquire()
+            self._stack.callback(lock.release)
+        notifier = Notifier(self.systemd.notify_socket)
+        try:
+            async with start_extended(notifier, "opening the database"):
+                memory = await open_memory(settings, clock=self.clock, embedder=self.embedder)
+        finally:
+            notifier.close()
+        self._stack.push_async_callback(memory.close)  # closed last
+        self.db = memory.db
+        self.notes = memory.notes
+        self.log = memory.log
+        self.vectors = memory.vectors
+        self.secrets = tuple(settings.secrets())
+        self.events = EventLog(self.db, clock=self.clock, secrets=self.secrets)
+        self.proposals = ProposalStore(self.notes)
+        self.model = Model(settings.ollama, max_concurrent=settings.bot.max_concurrent_model_calls)
+        self._stack.push_async_callback(self.model.close)
+        self.actions = ActionLog(self.db, clock=self.clock, secrets=self.secrets)
+        self.approvals = build_approvals(
+            settings, self.proposals, self.adapters, self.events, self.actions
+        )
+        self.catalog = build_catalog(settings.skills)
+        self.catalog.refresh()
+        skills = SkillUse(settings.skills, self.catalog, self.log)
+        self.toolbox = Toolbox(
+            [
+                *memory_tools(self.notes, self.log, self.approvals),
+                *skill_tools(skills, self.approvals),
+                *script_tools(settings, skills, self.approvals, self.actions),
+            ]
+        )
+        self.agent = Agent(
+            settings, self.model, self.notes, self.log, skills, self.toolbox, self.events,
+            self.actions,
+        )  # fmt: skip
+        self.mcp = McpServers(settings.mcp, targets=self.mcp_targets, on_tools=self._sync_tools)
+        self.live_replies = LiveReplies(self.db, clock=self.clock)
+        self.core = Core(
+            settings, self.notes, self.agent, self.approvals, self.adapters,
+            self.live_replies if self.daemon else None,
+        )  # fmt: skip
+        self.approvals.on_closed = self.core.after_decision
+        self.dispatcher = Dispatcher(
+            settings.bot, self.core, self.approvals, self.log, self.adapters, TaskTracker()
+        )
+        self._stack.push_async_callback(self.tasks.cancel_all)
+        if self.vectors.embedder is not None and self.daemon:
+            self.tasks.spawn(self.vectors.run(), name="embedding")
+        if self.daemon:  # start-up never waits for the model: it is probed meanwhile
+            self.tasks.spawn(self.model.watch(), name="model probe")
+        for adapter in self.adapters.values():
+            self._stack.push_async_callback(adapter.close)
+            await adapter.start(self.dispatcher.submit)
+            _log.info("adapter %s started", adapter.platform)
+            if self.daemon:
+                self.tasks.spawn(
+                    mend_cut_replies(adapter, self.live_replies),
+                    name=f"mend {adapter.platform} replies",
+                )
+        self.jobs = self._build_jobs()
+        if settings.jobs.enabled:
+            self.jobs.start()
+            self._stack.push_async_callback(self.jobs.shutdown)
+            self.tasks.spawn(self.jobs.catch_up(), name="job catch-up")
+        self._stack.push_async_callback(self._drain)
+        if not self.daemon:
+            return  # scheduled jobs and one-shot commands never run actions
+        for server in self.mcp.servers.values():
+            self.tasks.spawn(server.run(), name=f"MCP server {server.name}")
+        self.agent.mcp = self.mcp  # a turn waits for the servers' first connection
+        self._stack.push_async_callback(self.mcp.stop)
+        await self.approvals.expire()
+        self.tasks.spawn(self._follow_up_forever(), name="proposal follow-ups")
+        self.supervisor = Supervisor(settings, self.systemd, self.adapters, self.model)
+        await self.supervisor.start()
+        self._stack.push_async_callback(self.supervisor.stop)
+        self.tasks.spawn(self.supervisor.watch(), name="watchdog")
+
+    def _sync_tools(self, server: McpServer) -> None:
+        sync_server_tools(
+            self.toolbox, server, self.approvals, self.actions,
+            result_max_chars=self.settings.mcp.result_max_chars, secrets=self.secrets,
+        )  # fmt: skip
+
+    async def follow_up(self) -> int:
+        """Finish proposals decided elsewhere (`lorebot proposals approve`, or before a
+        restart): edit their cards and resume their turns. Returns how many."""
+        done = 0
+        for proposal in await self.proposals.to_follow_up(list(self.adapters)):
+            try:
+                await self.core.after_decision(proposal)
+                done += 1
+            except Exception:
+                _log.exception("could not finish proposal %d", proposal.id)
+        return done
+
+    async def _follow_up_forever(self) -> None:
+        while True:
+            try:
+                await self.follow_up()
+            except Exception:  # the database may be busy; the next round tries again
+                _log.exception("could not look for decided proposals")
+            await asyncio.sleep(FOLLOW_UP_INTERVAL_S)
+
+    def _build_jobs(self) -> JobRunner:
+        settings = self.settings.jobs
+        ctx = JobContext(
+            settings, self.notes, self.log, self.events, JobRuns(self.db, clock=self.clock),
+            self.proposals, self.approvals, self.model, self.adapters, self.clock,
+        )  # fmt: skip
+        jobs: list[Job] = [ReflectionJob(ctx), PatternJob(ctx), DigestJob(ctx), MaintenanceJob(ctx)]
+        return JobRunner(
+            jobs,
+            ctx.runs,
+            clock=self.clock,
+            timezone=settings.timezone,
+            grace=timedelta(minutes=settings.grace_minutes),
+            retry_after=timedelta(minutes=settings.retry_minutes),
+        )
+
+    async def _drain(self) -> None:
+        self.dispatcher.stop_accepting()
+        try:
+            async with asyncio.timeout(self.settings.bot.shutdown_timeout_s):
+                await self.dispatcher.wait_idle()
+        except TimeoutError:
+            _log.warning("stopped with %d events unhandled", self.dispatcher.pending)
+            await self.dispatcher.tasks.cancel_all()
+
+    async def stop(self) -> None:
+        """Shut down in order; safe to call twice."""
+        if self._stopped or not self._started:
+            return
+        self._stopped = True
+        await self._stack.aclose()
+
+    async def __aenter__(self) -> Bot:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

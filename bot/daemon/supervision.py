@@ -1,0 +1,106 @@
+"""Keeping an eye on the running bot: systemd readiness and watchdog, health and metrics.
+
+The watchdog is fed only while the event loop answers on time and every adapter has been
+connected within its grace period, so a bot that is up but deaf gets restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from adapters.base import Adapter
+from bot.config.settings import Settings, SystemdEnvironment
+from bot.daemon.health import HealthServer
+from bot.daemon.notify import Notifier
+from bot.model.client import Model
+
+_log = logging.getLogger(__name__)
+
+
+class Supervisor:
+    """Adapter liveness, systemd notifications and the health endpoint."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        systemd: SystemdEnvironment,
+        adapters: Mapping[str, Adapter],
+        model: Model,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.settings = settings
+        self.adapters = adapters
+        self.model = model
+        self.notifier = Notifier(systemd.notify_socket)
+        self.watchdog_s = systemd.watchdog_usec / 1e6 if systemd.watchdog_usec else None
+        self.monotonic = monotonic
+        self.sleep = sleep
+        self._last_connected = {name: monotonic() for name in adapters}
+        self.loop_lag = 0.0
+        self.health: HealthServer | None = None
+
+    def deaf_adapters(self) -> list[str]:
+        """Adapters disconnected for longer than their grace period."""
+        now, grace = self.monotonic(), self.settings.bot.adapter_grace_s
+        deaf = []
+        for name, adapter in self.adapters.items():
+            if adapter.connected:
+                self._last_connected[name] = now
+            elif now - self._last_connected[name] > grace:
+                deaf.append(name)
+        return deaf
+
+    async def report(self) -> tuple[bool, dict[str, Any]]:
+        """Healthy while every adapter is connected; the model is reported reachable only
+        when its latest probe or call was answered. Without the model lorebot still answers
+        from memory, so an unreachable model alone does not make it unhealthy."""
+        deaf = self.deaf_adapters()
+        details = {
+            "adapters": {name: a.connected for name, a in self.adapters.items()},
+            "model": await self.model.fetch_health(),
+            "loop_lag_s": round(self.loop_lag, 4),
+        }
+        return not deaf, details
+
+    async def start(self) -> None:
+        listen = self.settings.observability.listen
+        if listen:
+            self.health = HealthServer(listen, self.report)
+            await self.health.start()
+            _log.info("health and metrics on http://%s:%d/", self.health.host, self.health.port)
+        names = ", ".join(self.adapters) or "no adapters"
+        self.notifier.ready(f"running with {names}")
+
+    async def watch(self) -> None:
+        """Feed the systemd watchdog while the bot is healthy; runs until cancelled."""
+        if self.watchdog_s is None:
+            return
+        interval = self.watchdog_s / 3
+        while True:
+            started = self.monotonic()
+            await self.sleep(interval)
+            self.loop_lag = max(0.0, self.monotonic() - started - interval)
+            deaf = self.deaf_adapters()
+            if deaf:
+                self.notifier.status(f"not connected: {', '.join(deaf)}")
+                _log.warning("watchdog not fed: %s disconnected too long", ", ".join(deaf))
+            elif self.loop_lag < interval:
+                self.notifier.watchdog()
+            else:  # systemd restarts a loop that stays this slow: say why beforehand
+                _log.warning(
+                    "watchdog not fed: the event loop lagged %.1f s (more than %.1f s)",
+                    self.loop_lag,
+                    interval,
+                )
+
+    async def stop(self) -> None:
+        self.notifier.stopping()
+        if self.health is not None:
+            await self.health.close()
+        self.notifier.close()

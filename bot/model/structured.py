@@ -1,0 +1,37 @@
+"""Structured output: ask the model for JSON matching a pydantic model, with one retry."""
+
+from __future__ import annotations
+
+import logging
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from bot.errors import LorebotError
+from bot.model.client import Model
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class InvalidModelOutput(LorebotError):
+    """The model kept answering something that does not fit the schema."""
+
+
+async def ask_structured(model: Model, prompt: str, schema: type[T], *, attempts: int = 2) -> T:
+    """The model's answer to `prompt` as a `schema` instance, through Ollama's `format`.
+
+    Raises ModelUnavailable when the model cannot be reached and InvalidModelOutput when
+    every attempt was invalid."""
+    problem = ""
+    for _ in range(attempts):
+        result = await model.chat(
+            [{"role": "user", "content": prompt}], format=schema.model_json_schema()
+        )
+        try:
+            return schema.model_validate_json(result.content)
+        except ValidationError as exc:
+            problem = f"{exc.error_count()} problems, first: {exc.errors()[0]['msg']}"
+            _log.info("model output did not fit %s (%s)", schema.__name__, problem)
+    raise InvalidModelOutput(f"the model's answer did not fit {schema.__name__}: {problem}")
