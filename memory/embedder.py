@@ -1,4 +1,4 @@
-"""The interface of embedding models: Ollama's `/api/embed` in lorebot (`bot.ollama_client`),
+"""The interface of embedding models: Ollama's `/api/embed` in lorebot (`bot.model.ollama`),
 any other local model (e.g. sentence-transformers in the benchmarks) through the same two
 members."""
 
