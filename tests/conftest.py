@@ -12,7 +12,6 @@ import time
 import traceback
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import suppress
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ import pytest
 
 from memory import Database, NoteStore
 from tests.fakes.ollama import fake_ollama  # noqa: F401  (fixture)
+from tests.support.clock import FakeClock
 
 
 def _is_loopback(address: Any) -> bool:
@@ -153,19 +153,6 @@ def _no_open_connections(
     if request.node.stash.get(_failed, False):
         return  # its own failure is the news; what it left open follows from that
     pytest.fail(describe(left), pytrace=False)
-
-
-class FakeClock:
-    """A clock tests move by hand, so nothing sleeps for real."""
-
-    def __init__(self, start: datetime | None = None) -> None:
-        self.now = start or datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 @pytest.fixture

@@ -23,7 +23,6 @@ from adapters.discord.adapter import BAD_TOKEN, MISSING_INTENT, DiscordAdapter, 
 from bot.daemon.app import Bot
 from memory import Scope, Viewer, visibility_for
 from tests.bot.harness import make_settings
-from tests.conftest import FakeClock
 from tests.fakes.discord import (
     ALICE,
     BOT,
@@ -40,6 +39,7 @@ from tests.fakes.discord import (
     fake_discord_fixture,  # noqa: F401  (the fake_discord fixture)
 )
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 ALICE_SCOPE = Scope.parse(f"user:discord/{ALICE.id}")
 

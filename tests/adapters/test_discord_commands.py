@@ -20,7 +20,6 @@ from bot.daemon.app import Bot
 from memory import Scope
 from tests.adapters.test_discord import Running, adapter_for, mention
 from tests.bot.harness import make_settings
-from tests.conftest import FakeClock
 from tests.fakes.discord import (
     ALICE,
     APPLICATION_ID,
@@ -35,6 +34,7 @@ from tests.fakes.discord import (
     fake_discord_fixture,  # noqa: F401  (the fake_discord fixture)
 )
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 DEFERRED_EPHEMERAL = (5, 64)  # "lorebot is thinking…", seen only by the person
 SUBCOMMANDS = ["remember", "forget", "recall", "undo", "help"]

@@ -21,7 +21,6 @@ from memory import Scope, Viewer, visibility_for
 from tests.adapters.test_discord import adapter_for
 from tests.adapters.test_slack import Running, start_bot
 from tests.bot.harness import make_settings
-from tests.conftest import FakeClock
 from tests.fakes.discord import (
     ALICE,
     BOT,
@@ -34,6 +33,7 @@ from tests.fakes.slack import (
     FakeSlack,
     fake_slack_fixture,  # noqa: F401  (the fake_slack fixture)
 )
+from tests.support.clock import FakeClock
 
 REPLACEMENT = "\ufffd"
 

@@ -29,13 +29,13 @@ from adapters.slack.adapter import SlackAdapter, SlackRequestError
 from bot.daemon.app import Bot
 from memory import Scope, Viewer, visibility_for
 from tests.bot.harness import make_settings
-from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import (
     FakeSlack,
     fake_slack_fixture,  # noqa: F401  (the fake_slack fixture)
     sign,
 )
+from tests.support.clock import FakeClock
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 

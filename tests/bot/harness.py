@@ -13,9 +13,9 @@ import pytest
 from adapters.base import Event
 from bot.config.settings import Settings
 from bot.daemon.app import Bot
-from tests.conftest import FakeClock
 from tests.fakes.adapter import RecordingAdapter, Sent
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 
 def make_settings(path: Path, ollama_url: str, **sections: dict[str, Any]) -> Settings:

@@ -11,8 +11,8 @@ from pathlib import Path
 from adapters.base import APPROVE
 from tests.bot.harness import Harness, start_harness
 from tests.bot.test_actions_operations import stdio_server
-from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 
 def gated_server(gate: Path) -> dict[str, object]:

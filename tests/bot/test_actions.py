@@ -14,10 +14,10 @@ import pytest
 
 from adapters.base import ALWAYS, APPROVE, REJECT
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.adapter import Sent
 from tests.fakes.mcp_ops import LEAKED_TOKEN, make_server
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 
 async def _start(

@@ -18,9 +18,9 @@ import pytest
 from adapters.base import ALWAYS, APPROVE
 from bot.cli.main import main
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "ops-secret-value-4821"

@@ -10,13 +10,13 @@ from adapters.slack.adapter import SlackAdapter
 from bot.daemon.app import Bot
 from tests.adapters.test_discord import adapter_for, mention
 from tests.bot.harness import make_settings
-from tests.conftest import FakeClock
 from tests.fakes.discord import ALICE, BOT, MALLORY, FakeDiscord
 from tests.fakes.discord import fake_discord_fixture as fake_discord_fixture  # noqa: F401
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
+from tests.support.clock import FakeClock
 
 OPS = {"servers": [{"name": "ops", "command": "in-process"}]}
 

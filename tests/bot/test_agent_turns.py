@@ -9,9 +9,9 @@ from bot.core.agent import OFFLINE_NOTICE
 from bot.core.dispatcher import APOLOGY, BUSY_REPLY
 from memory import NoteDraft, Scope
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 CHANNEL = Scope.parse("channel:test/C1")
 

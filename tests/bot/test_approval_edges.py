@@ -15,8 +15,8 @@ from adapters.base import APPROVE, REJECT
 from bot.cli.main import main
 from memory import Scope
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 CHANNEL = Scope.parse("channel:test/C1")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from adapters.base import APPROVE, REJECT
 from memory import Scope
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 CHANNEL = Scope.parse("channel:test/C1")
 ALICE = Scope.parse("user:test/UALICE")

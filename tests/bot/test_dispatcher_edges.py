@@ -15,9 +15,9 @@ from adapters.base import APPROVE, ConversationRef, DeliveryError, EventSink, Po
 from bot.core.dispatcher import APOLOGY, BUSY_REPLY, UNAVAILABLE_REPLY
 from memory.driver import sqlite_module
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 
 def dropped(reason: str) -> float:

@@ -17,9 +17,9 @@ import pytest
 from bot.config.settings import SystemdEnvironment
 from bot.daemon.app import Bot
 from tests.bot.harness import make_settings
-from tests.conftest import FakeClock
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 StartBot = Callable[..., AbstractAsyncContextManager[Bot]]
 

@@ -15,8 +15,8 @@ import pytest
 from bot.cli.main import main
 from memory import NoteDraft, Scope
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 Importer = Callable[..., Awaitable[str]]
 

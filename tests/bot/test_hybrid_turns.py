@@ -11,8 +11,8 @@ import pytest
 
 from memory import NoteDraft, Scope
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 CHANNEL = Scope.parse("channel:test/C1")
 DIM = 8

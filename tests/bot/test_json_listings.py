@@ -18,9 +18,9 @@ from adapters.base import ALWAYS
 from bot.cli.main import main
 from bot.cli.notes import cli_actor
 from tests.bot.harness import start_harness
-from tests.conftest import FakeClock
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 NOWHERE = "http://127.0.0.1:9"  # nothing listens there
 

@@ -13,10 +13,10 @@ from bot.core.agent import OFFLINE_NOTICE
 from bot.core.live_reply import CUT_SHORT
 from memory.live_replies import LiveReplies
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.adapter import StreamingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.skills.helpers import write_skill
+from tests.support.clock import FakeClock
 
 HISTORY = "test/C1/"
 

@@ -11,9 +11,9 @@ from bot.core.scopes import channel_scope, user_scope
 from memory import Scope
 from memory.scope_ids import raw_id
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.adapter import PLATFORM
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 ROOM = "!OGEhHVWSdvArJzumhm:matrix.org"
 OTHER_ROOM = "!xYzAbCdEfGhIjKlMnO:matrix.org"

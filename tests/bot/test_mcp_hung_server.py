@@ -9,8 +9,8 @@ from pathlib import Path
 
 from tests.bot.harness import Harness, start_harness
 from tests.bot.test_daemon_promises import until
-from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 
 def alive(pid: int) -> bool:

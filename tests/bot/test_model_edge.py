@@ -15,9 +15,9 @@ from bot.config.settings import OllamaSettings
 from bot.core.agent import OFFLINE_NOTICE
 from bot.model.client import Model
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.adapter import StreamingAdapter
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 HISTORY = "test/C1/"
 REFUSED = "error: the arguments of tool call 1 are refused: "

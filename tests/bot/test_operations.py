@@ -19,9 +19,9 @@ from bot.cli.main import main
 from bot.config.settings import SystemdEnvironment
 from bot.daemon.logs import SecretFilter, configure_logging
 from tests.bot.harness import make_settings
-from tests.conftest import FakeClock
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 ROOT = Path(__file__).resolve().parents[2]
 

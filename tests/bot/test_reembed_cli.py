@@ -22,8 +22,8 @@ from memory import Database, NoteDraft, NoteStore, Scope, Viewer, explicit, visi
 from memory.conversations import ConversationLog, LogEntry
 from memory.errors import EmbeddingMismatch
 from memory.vectors import MESSAGE, NOTE, EmbeddingState, VectorIndex, note_text
-from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 ROOT = Path(__file__).resolve().parents[2]
 OLD, NEW = "old-embed", "new-embed"

@@ -37,10 +37,10 @@ from bot.config.settings import SkillsSettings
 from bot.tools import scripts as script_tool
 from skills.snapshot import SkillSnapshot, SnapshotFile, read_snapshot
 from tests.bot.harness import Harness, start_harness
-from tests.conftest import FakeClock
 from tests.fakes.adapter import Sent
 from tests.fakes.ollama import FakeOllama
 from tests.skills.helpers import write_skill
+from tests.support.clock import FakeClock
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN = "import helper\nhelper.main()\n"

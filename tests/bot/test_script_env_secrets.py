@@ -11,8 +11,8 @@ import pytest
 from bot.daemon.logs import configure_logging
 from tests.bot.harness import make_settings
 from tests.bot.test_skill_scripts import _run, _start
-from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 SECRET = "plain-words-no-shape-a-scanner-knows"
 

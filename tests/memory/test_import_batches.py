@@ -11,7 +11,7 @@ from typing import Any
 from memory import Database, NoteStore
 from memory.conversations import ConversationLog, PastMessage
 from memory.transfer import import_notes, read_source
-from tests.conftest import FakeClock
+from tests.support.clock import FakeClock
 
 # More rows than one INSERT of 8 values a row can bind under SQLite's usual limit (32766).
 BIG_BATCH = 4500

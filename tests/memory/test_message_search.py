@@ -16,8 +16,8 @@ from memory.driver import sqlite_module
 from memory.message_search import MessageHit
 from memory.migrations import MIGRATIONS
 from memory.vectors import MESSAGE, VectorIndex
-from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 C1 = Scope.parse("channel:slack/C1")
 C2 = Scope.parse("channel:slack/C2")

@@ -22,7 +22,7 @@ from memory import (
     visibility_for,
 )
 from memory.migrations import SCHEMA_VERSION
-from tests.conftest import FakeClock
+from tests.support.clock import FakeClock
 
 CHANNEL = Scope.parse("channel:slack/C1")
 ALICE = Scope.parse("user:slack/UALICE")

@@ -36,8 +36,8 @@ from memory.errors import EmbeddingMismatch
 from memory.fusion import fuse, rrf, weighted
 from memory.reembed import reembed
 from memory.vectors import NOTE, EmbeddingState, VectorIndex, note_text
-from tests.conftest import FakeClock
 from tests.fakes.ollama import FakeOllama
+from tests.support.clock import FakeClock
 
 EMBED = "embed-test"
 OTHER = "other-embed"
