@@ -68,7 +68,7 @@ from typing import Any
 import bot.daemon.app as app_module
 from adapters.base import ConversationRef, EventSink, Message, PostedMessage, UserRef
 from bot.config.settings import Settings
-from bot.core.scopes import user_scope
+from bot.context.scopes import user_scope
 from bot.daemon.app import Bot
 from bot.model.client import DEFAULT_CONTEXT, ChatResult, Model
 from bot.model.ollama import OnContent

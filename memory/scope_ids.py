@@ -1,5 +1,5 @@
 """Platform ids as memory scopes write them: any id fits, escaped, and Slack and Discord ids
-stay as they are. The core makes scopes with it (`bot/core/scopes.py`); it is kept apart from
+stay as they are. The core makes scopes with it (`bot/context/scopes.py`); it is kept apart from
 `memory.types` so that costs no more of memory than this."""
 
 from __future__ import annotations

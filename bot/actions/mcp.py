@@ -27,10 +27,10 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from bot.actions.held import HeldArguments
 from bot.approvals.card_text import valid_tool_name
 from bot.backoff import Backoff
 from bot.config.settings import McpServerSettings, McpSettings
-from bot.tools.held import HeldArguments
 from memory.secrets import redact
 
 _log = logging.getLogger(__name__)

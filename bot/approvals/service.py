@@ -25,10 +25,10 @@ from adapters.base import (
     UserRef,
     measure,
 )
+from bot import metrics
 from bot.config.settings import Settings
-from bot.core.scopes import channel_scope, user_scope
-from bot.core.turn_context import free_topic
-from bot.daemon import metrics
+from bot.context.scopes import channel_scope, user_scope
+from bot.context.turn import free_topic
 from memory import Conflict, Note, NoteDraft, NoteStore, Scope, ScopeKind
 from memory.actions import ActionLog
 from memory.events import EventLog

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from bot.cli import backups
+from bot import backups
 from bot.errors import UserError
 
 if TYPE_CHECKING:

@@ -141,7 +141,7 @@ async def check_vectors(settings: Settings) -> list[Check]:
 
 
 async def check_skills(settings: Settings) -> list[Check]:
-    from bot.core.skill_use import build_catalog
+    from bot.context.skills import build_catalog
 
     catalog = build_catalog(settings.skills)
     skills, skipped = catalog.all(), catalog.skipped

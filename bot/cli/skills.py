@@ -35,7 +35,7 @@ def add_parser(commands: Any) -> None:
 
 
 def _catalog(settings: Settings, extra: list[Path]) -> Catalog:
-    from bot.core.skill_use import build_catalog
+    from bot.context.skills import build_catalog
 
     roots = settings.skills.model_copy(update={"dirs": (*settings.skills.dirs, *extra)})
     catalog = build_catalog(roots)

@@ -19,20 +19,20 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from adapters.base import ConversationRef, UserRef
+from bot import metrics
+from bot.actions.held import LOST, HeldArguments
 from bot.actions.mcp import McpServers
 from bot.approvals.service import ACTION
 from bot.config.settings import Settings
+from bot.context.scopes import user_scope
+from bot.context.skills import SkillUse
+from bot.context.turn import TurnContext, make_context
 from bot.core.live_reply import Progress
 from bot.core.prompt import BYTES_PER_TOKEN, estimate_tokens, render_prefix, user_turn
-from bot.core.scopes import user_scope
-from bot.core.skill_use import SkillUse
-from bot.core.turn_context import TurnContext, make_context
-from bot.daemon import metrics
+from bot.model.arguments import ToolArgumentError
 from bot.model.client import ChatResult, Model, ModelUnavailable, ToolCall
 from bot.split import clip_reply
 from bot.tools import Call, Kind, Suspend, Tool, Toolbox
-from bot.tools.args import ToolArgumentError
-from bot.tools.held import LOST, HeldArguments
 from memory import Category, InvalidInput, NoteStore, SearchHit
 from memory.actions import ActionLog
 from memory.conversations import ConversationLog, LogEntry

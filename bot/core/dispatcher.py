@@ -11,11 +11,11 @@ from collections import deque
 from collections.abc import Mapping
 
 from adapters.base import Adapter, DeliveryError, Event, Message, ReactionEvent, SlashCommand
+from bot import metrics
 from bot.approvals.service import ApprovalService
 from bot.config.settings import BotSettings
+from bot.context.scopes import channel_scope, user_scope
 from bot.core.router import Core
-from bot.core.scopes import channel_scope, user_scope
-from bot.daemon import metrics
 from bot.errors import user_message
 from bot.tasks import TaskTracker
 from memory import Conflict, InvalidInput

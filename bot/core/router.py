@@ -23,6 +23,15 @@ from adapters.base import (
 )
 from bot.approvals.service import ApprovalService, scope_label
 from bot.config.settings import Settings
+from bot.context.scopes import channel_scope, user_scope
+from bot.context.turn import (
+    TurnContext,
+    draft_for,
+    find_writable,
+    for_person_alone,
+    free_topic,
+    make_context,
+)
 from bot.core.agent import Agent, TurnResult
 from bot.core.commands import (
     HELP_TEXT,
@@ -37,15 +46,6 @@ from bot.core.commands import (
     parse_slash,
 )
 from bot.core.live_reply import Progress, live_reply
-from bot.core.scopes import channel_scope, user_scope
-from bot.core.turn_context import (
-    TurnContext,
-    draft_for,
-    find_writable,
-    for_person_alone,
-    free_topic,
-    make_context,
-)
 from bot.model.client import ModelUnavailable
 from bot.model.structured import InvalidModelOutput, ask_structured
 from bot.split import split_message

@@ -19,11 +19,11 @@ from adapters.base import Adapter
 from bot.actions.mcp import McpServer, McpServers
 from bot.approvals.service import build_approvals
 from bot.config.settings import Settings, SystemdEnvironment
+from bot.context.skills import SkillUse, build_catalog
 from bot.core.agent import Agent
 from bot.core.dispatcher import Dispatcher
 from bot.core.live_reply import mend_cut_replies
 from bot.core.router import Core
-from bot.core.skill_use import SkillUse, build_catalog
 from bot.daemon.lockfile import DatabaseLock
 from bot.daemon.memory_setup import open_memory
 from bot.daemon.notify import Notifier, start_extended

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from bot.cli import backups
+from bot import backups
 from bot.jobs.context import JobContext
 from bot.jobs.runner import ALL
 

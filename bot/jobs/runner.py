@@ -20,7 +20,7 @@ from zoneinfo import ZoneInfo
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
-from bot.daemon import metrics
+from bot import metrics
 from memory.db import Clock
 from memory.job_runs import JobRuns
 

@@ -18,18 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot import metrics
 from bot.backoff import Backoff
 from bot.config.settings import OllamaSettings
-from bot.daemon import metrics
-from bot.model.ollama import (
-    DEFAULT_CONTEXT,
-    ModelInfo,
-    ModelUnavailable,
-    OllamaClient,
-    OnContent,
-    new_backoff,
-)
-from bot.tools.args import (
+from bot.model.arguments import (
     MAX_ARGUMENT_DEPTH,
     TOO_DEEP,
     BadNumber,
@@ -37,6 +29,14 @@ from bot.tools.args import (
     exceeds_depth,
     valid_arguments,
     valid_text,
+)
+from bot.model.ollama import (
+    DEFAULT_CONTEXT,
+    ModelInfo,
+    ModelUnavailable,
+    OllamaClient,
+    OnContent,
+    new_backoff,
 )
 
 __all__ = [

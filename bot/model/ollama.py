@@ -23,9 +23,9 @@ import ollama
 
 from bot.backoff import Backoff
 from bot.config.settings import OllamaSettings
+from bot.model.arguments import read_json, valid_text
 from bot.model.errors import ModelUnavailable as ModelUnavailable
 from bot.model.errors import no_embeddings, refused, unreachable, unreadable
-from bot.tools.args import read_json, valid_text
 from memory.embedder import model_name
 from memory.errors import EmbedderUnavailable, StoreError
 

@@ -22,14 +22,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from bot.actions.held import LOST
 from bot.actions.mcp import CallResult, McpServer, RemoteTool, ServerUnavailable
 from bot.approvals.card_text import code_block, format_arguments, inline
 from bot.approvals.service import ACTION, ApprovalService
-from bot.core.scopes import user_scope
-from bot.core.turn_context import TurnContext
-from bot.tools.args import coerce_arguments
+from bot.context.scopes import user_scope
+from bot.context.turn import TurnContext
+from bot.model.arguments import coerce_arguments
 from bot.tools.base import Call, Kind, Suspend, Toolbox, ToolOutput
-from bot.tools.held import LOST
 from bot.tools.schemas import flatten, validate
 from memory.actions import BY_ALLOW_LIST, BY_ALLOWANCE, BY_CARD, BY_TRUST, ActionLog
 from memory.proposals import Proposal

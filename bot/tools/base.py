@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from bot.core.turn_context import TurnContext
-from bot.tools.args import ToolArgumentError, coerce_arguments
+from bot.context.turn import TurnContext
+from bot.model.arguments import ToolArgumentError, coerce_arguments
 from memory.proposals import Proposal
 
 

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field
 
 from bot.approvals.service import ApprovalService
-from bot.core.turn_context import TurnContext, draft_for, find_writable
+from bot.context.turn import TurnContext, draft_for, find_writable
 from bot.tools.base import BuiltinTool, Call, Kind, ToolArgs
 from memory import NoteStore
 from memory.conversations import ConversationLog

@@ -15,7 +15,7 @@ from typing import Any
 from jsonschema import exceptions as schema_errors
 from jsonschema import validators
 
-from bot.tools.args import ToolArgumentError
+from bot.model.arguments import ToolArgumentError
 
 _SAID = (
     ("minimum", "at least {}"), ("maximum", "at most {}"), ("minLength", "at least {} characters"),

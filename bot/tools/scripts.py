@@ -22,6 +22,7 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator
 
+from bot.actions.held import LOST, HeldArguments
 from bot.actions.sandbox import (
     Limits,
     ScriptError,
@@ -33,13 +34,12 @@ from bot.actions.sandbox import (
 from bot.approvals.card_text import code_block, code_line, format_arguments, inline
 from bot.approvals.service import ACTION, ApprovalService
 from bot.config.settings import Settings, resolve_secret
-from bot.core.scopes import user_scope
-from bot.core.skill_use import SkillUse
-from bot.core.turn_context import TurnContext
+from bot.context.scopes import user_scope
+from bot.context.skills import SkillUse
+from bot.context.turn import TurnContext
 from bot.errors import ConfigError
 from bot.tools.actions import close_unapproved
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
-from bot.tools.held import LOST, HeldArguments
 from memory.actions import BY_CARD, ActionLog
 from memory.proposals import Proposal
 from memory.secrets import redact, redact_value

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from bot.approvals.service import ApprovalService
-from bot.core.scopes import user_scope
-from bot.core.skill_use import SkillUse
-from bot.core.turn_context import TurnContext
+from bot.context.scopes import user_scope
+from bot.context.skills import SkillUse
+from bot.context.turn import TurnContext
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
 from memory.proposals import Proposal
 

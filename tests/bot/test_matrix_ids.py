@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.base import APPROVE, ConversationRef, UserRef
-from bot.core.scopes import channel_scope, user_scope
+from bot.context.scopes import channel_scope, user_scope
 from memory import Scope
 from memory.scope_ids import raw_id
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import PLATFORM
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 ROOM = "!OGEhHVWSdvArJzumhm:matrix.org"
 OTHER_ROOM = "!xYzAbCdEfGhIjKlMnO:matrix.org"

@@ -6,11 +6,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from adapters.base import APPROVE
-from bot.core.turn_context import TurnContext
+from bot.context.turn import TurnContext
 from bot.tools import BuiltinTool, Call, Kind, Suspend
 from bot.tools.base import ToolArgs
 from memory.proposals import Proposal
-from tests.bot.harness import Harness
+from tests.support.harness import Harness
 
 
 async def test_every_call_that_shows_a_card_is_captured_and_reads_are_not(

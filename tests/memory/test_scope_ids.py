@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.base import ConversationRef, UserRef
-from bot.core.scopes import channel_scope, team_scope, user_scope
+from bot.context.scopes import channel_scope, team_scope, user_scope
 from memory import InvalidInput, NoteDraft, NoteStore, Scope, Viewer, visibility_for
 from memory.scope_ids import SCOPE_ID_MAX_CHARS, raw_id, scope_id
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from adapters.base import ConversationRef, UserRef
-from bot.core.scopes import channel_scope, team_scope, user_scope
+from bot.context.scopes import channel_scope, team_scope, user_scope
 from memory import Note, NoteDraft, NoteStore, Scope, Viewer, Visibility, visibility_for
 from memory.types import TOPIC_MAX_CHARS, ScopeKind
 
