@@ -9,13 +9,13 @@ from pathlib import Path
 from bot.daemon.app import Bot
 from tests.adapters.test_discord import ALICE_SCOPE, adapter_for
 from tests.adapters.test_slack import start_bot
-from tests.bot.harness import make_settings
 from tests.fakes.discord import ALICE, FakeDiscord
 from tests.fakes.discord import fake_discord_fixture as fake_discord_fixture  # noqa: F401
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
 from tests.support.clock import FakeClock
+from tests.support.harness import make_settings
 
 
 async def test_slack_cards_with_the_same_ts_in_two_channels_are_told_apart(

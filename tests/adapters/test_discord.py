@@ -22,7 +22,6 @@ from adapters.base import APPROVE, REJECT, ConversationRef, Event, ReactionEvent
 from adapters.discord.adapter import BAD_TOKEN, MISSING_INTENT, DiscordAdapter, DiscordStartError
 from bot.daemon.app import Bot
 from memory import Scope, Viewer, visibility_for
-from tests.bot.harness import make_settings
 from tests.fakes.discord import (
     ALICE,
     BOT,
@@ -40,6 +39,7 @@ from tests.fakes.discord import (
 )
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import make_settings
 
 ALICE_SCOPE = Scope.parse(f"user:discord/{ALICE.id}")
 

@@ -20,7 +20,6 @@ from bot.daemon.app import Bot
 from memory import Scope, Viewer, visibility_for
 from tests.adapters.test_discord import adapter_for
 from tests.adapters.test_slack import Running, start_bot
-from tests.bot.harness import make_settings
 from tests.fakes.discord import (
     ALICE,
     BOT,
@@ -34,6 +33,7 @@ from tests.fakes.slack import (
     fake_slack_fixture,  # noqa: F401  (the fake_slack fixture)
 )
 from tests.support.clock import FakeClock
+from tests.support.harness import make_settings
 
 REPLACEMENT = "\ufffd"
 

@@ -28,7 +28,6 @@ from adapters.base import ConversationRef
 from adapters.slack.adapter import SlackAdapter, SlackRequestError
 from bot.daemon.app import Bot
 from memory import Scope, Viewer, visibility_for
-from tests.bot.harness import make_settings
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import (
     FakeSlack,
@@ -36,6 +35,7 @@ from tests.fakes.slack import (
     sign,
 )
 from tests.support.clock import FakeClock
+from tests.support.harness import make_settings
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 

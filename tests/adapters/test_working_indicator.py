@@ -13,7 +13,6 @@ from adapters.base import THINKING
 from bot.daemon.app import Bot
 from tests.adapters.test_discord import adapter_for, mention
 from tests.adapters.test_slack import Running, start_bot
-from tests.bot.harness import make_settings
 from tests.fakes.discord import (
     BOT,
     CHANNEL_ID,
@@ -26,6 +25,7 @@ from tests.fakes.slack import (
     fake_slack_fixture,  # noqa: F401  (the fake_slack fixture)
 )
 from tests.support.clock import FakeClock
+from tests.support.harness import make_settings
 
 SET_STATUS = "assistant.threads.setStatus"
 

@@ -21,13 +21,13 @@ from adapters.base import ALWAYS, APPROVE, REJECT
 from bot.cli.main import main
 from memory import Database
 from memory.actions import ActionLog
-from tests.bot.harness import Harness, start_harness
 from tests.bot.test_actions_operations import stdio_server
 from tests.fakes.adapter import RecordingAdapter, Sent, StreamingAdapter
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
 from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 OPS_TOKEN = "Zq7vLm2PxR4tNw9Kd3"  # a secret no pattern recognises: only config names it
 SIGNING_SECRET = "8f14e45fceea167a5a36dedd4bea2543"

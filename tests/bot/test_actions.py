@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from adapters.base import ALWAYS, APPROVE, REJECT
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import Sent
 from tests.fakes.mcp_ops import LEAKED_TOKEN, make_server
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 
 async def _start(

@@ -22,11 +22,11 @@ from mcp.types import ToolAnnotations
 
 from adapters.base import ALWAYS, APPROVE, REJECT, ConversationRef, ReactionEvent, UserRef
 from bot.cli import main as cli
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import PLATFORM, TEAM, RecordingAdapter
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 OPS_TOKEN = "Zq7vLm2PxR4tNw9Kd3"  # a secret no pattern recognises: only config names it
 TOO_MANY = "error: too many tool calls in one round; at most 8 run"

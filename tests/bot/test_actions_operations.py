@@ -17,10 +17,10 @@ import pytest
 
 from adapters.base import ALWAYS, APPROVE
 from bot.cli.main import main
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "ops-secret-value-4821"

@@ -8,10 +8,10 @@ from adapters.base import APPROVE
 from bot.core.agent import OFFLINE_NOTICE
 from bot.core.dispatcher import APOLOGY, BUSY_REPLY
 from memory import NoteDraft, Scope
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 CHANNEL = Scope.parse("channel:test/C1")
 

@@ -16,11 +16,11 @@ from bot.cli import main as cli
 from bot.core.dispatcher import BUSY_REPLY, UNAVAILABLE_REPLY
 from memory import NoteDraft, Scope
 from memory.driver import sqlite_module
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 CHANNEL = Scope.parse("channel:test/C1")
 ALICE = Scope.parse("user:test/UALICE")

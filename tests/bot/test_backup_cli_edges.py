@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from bot.cli.main import main
-from tests.bot.harness import start_harness
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import start_harness
 
 STAMPED = re.compile(r"lorebot-\d{4}-\d{2}-\d{2}T\d{6}Z\.db")
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from adapters.base import APPROVE, REJECT
 from memory import Scope
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 CHANNEL = Scope.parse("channel:test/C1")
 ALICE = Scope.parse("user:test/UALICE")

@@ -14,10 +14,10 @@ from prometheus_client import REGISTRY
 from adapters.base import APPROVE, ConversationRef, DeliveryError, EventSink, PostedMessage
 from bot.core.dispatcher import APOLOGY, BUSY_REPLY, UNAVAILABLE_REPLY
 from memory.driver import sqlite_module
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 
 def dropped(reason: str) -> float:

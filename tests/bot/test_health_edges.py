@@ -16,10 +16,10 @@ import pytest
 
 from bot.config.settings import SystemdEnvironment
 from bot.daemon.app import Bot
-from tests.bot.harness import make_settings
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import make_settings
 
 StartBot = Callable[..., AbstractAsyncContextManager[Bot]]
 

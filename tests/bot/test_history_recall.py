@@ -14,9 +14,9 @@ import pytest
 
 from bot.cli.main import main
 from memory import NoteDraft, Scope
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 Importer = Callable[..., Awaitable[str]]
 

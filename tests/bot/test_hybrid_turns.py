@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from memory import NoteDraft, Scope
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 CHANNEL = Scope.parse("channel:test/C1")
 DIM = 8

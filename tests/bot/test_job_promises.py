@@ -21,10 +21,10 @@ from adapters.base import APPROVE, ConversationRef, PostedMessage
 from bot.cli import main as cli
 from bot.jobs.runner import RunResult
 from memory import Category, NoteDraft, Scope
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import PLATFORM, RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 C1 = f"channel:{PLATFORM}/C1"
 C2 = f"channel:{PLATFORM}/C2"

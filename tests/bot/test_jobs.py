@@ -11,10 +11,10 @@ from typing import Any
 from adapters.base import APPROVE
 from bot.jobs.runner import previous_fire_time
 from memory import Category, NoteDraft, Scope
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import PLATFORM, RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 CHANNEL = Scope.parse(f"channel:{PLATFORM}/C1")
 DIGESTS: dict[str, Any] = {"digests": [{"channel": str(CHANNEL), "cron": "0 9 * * *"}]}

@@ -17,10 +17,10 @@ import pytest
 from adapters.base import ALWAYS
 from bot.cli.main import main
 from bot.cli.notes import cli_actor
-from tests.bot.harness import start_harness
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import start_harness
 
 NOWHERE = "http://127.0.0.1:9"  # nothing listens there
 

@@ -12,11 +12,11 @@ from adapters.base import APPROVE, AWAITING_APPROVAL, SEARCHING, THINKING
 from bot.core.agent import OFFLINE_NOTICE
 from bot.core.live_reply import CUT_SHORT
 from memory.live_replies import LiveReplies
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import StreamingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 HISTORY = "test/C1/"
 

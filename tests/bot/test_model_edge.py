@@ -14,10 +14,10 @@ import pytest
 from bot.config.settings import OllamaSettings
 from bot.core.agent import OFFLINE_NOTICE
 from bot.model.client import Model
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import StreamingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 HISTORY = "test/C1/"
 REFUSED = "error: the arguments of tool call 1 are refused: "

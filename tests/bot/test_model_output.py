@@ -11,9 +11,9 @@ from prometheus_client import REGISTRY
 
 from bot.core.agent import UNREADABLE_NOTICE
 from bot.split import split_message
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 
 def tool_messages(h: Harness) -> list[str]:

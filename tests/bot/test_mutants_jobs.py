@@ -13,10 +13,10 @@ import pytest
 from adapters.base import APPROVE
 from bot.jobs.runner import RunResult
 from memory import Category, NoteDraft, Scope
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import PLATFORM
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 C1, C2, C3 = (f"channel:{PLATFORM}/{c}" for c in ("C1", "C2", "C3"))
 LEAP_DAY = "0 9 29 2 *"  # no firing in the week before November 2026

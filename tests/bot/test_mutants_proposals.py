@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapters.base import APPROVE
-from tests.bot.harness import Harness
+from tests.support.harness import Harness
 
 
 async def test_a_reaction_on_an_ordinary_reply_is_ignored(harness: Harness) -> None:

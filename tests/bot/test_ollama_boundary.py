@@ -28,10 +28,10 @@ from bot.model.client import Model, ModelUnavailable
 from bot.model.ollama import OllamaEmbedder, new_backoff
 from memory import Database
 from memory.errors import EmbedderUnavailable
-from tests.bot.harness import Harness, make_settings
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, make_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 # Far below the generation timeout the CLI tests set (600 s), which start-up used to wait

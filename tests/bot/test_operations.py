@@ -18,10 +18,10 @@ import pytest
 from bot.cli.main import main
 from bot.config.settings import SystemdEnvironment
 from bot.daemon.logs import SecretFilter, configure_logging
-from tests.bot.harness import make_settings
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import make_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,12 +20,12 @@ from bot.config.settings import Settings, load_settings
 from bot.daemon.platforms import PLATFORMS, Platform
 from bot.daemon.wiring import build_adapters
 from bot.errors import UserError
-from tests.bot.harness import start_harness
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.discord import GUILD_ID, TOKEN, FakeDiscord
 from tests.fakes.discord import fake_discord_fixture as fake_discord_fixture  # noqa: F401
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import start_harness
 
 
 @dataclass(frozen=True)

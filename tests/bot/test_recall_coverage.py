@@ -12,10 +12,10 @@ import pytest
 
 from bot.daemon.app import Bot
 from memory import NoteDraft, Scope
-from tests.bot.harness import Harness, make_settings, start_harness
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, make_settings, start_harness
 
 CHANNEL = Scope.parse("channel:test/C1")
 EMBED = "nomic-embed-text"

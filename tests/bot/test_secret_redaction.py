@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from bot.daemon.logs import configure_logging
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 BOT_TOKEN = "xoxb-2048-1234567890-AbCdEfGhIjKlMnOp"
 SIGNING_SECRET = "8f14e45fceea167a5a36dedd4bea2543"  # looks like nothing in particular

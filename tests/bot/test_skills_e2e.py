@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 from adapters.base import APPROVE, REJECT
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 BODY = "# Triage\n1. Check the dashboards.\n2. Page the owner.\n"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from adapters.base import APPROVE
 from bot.core.dispatcher import NOT_ALLOWED_REPLY
-from tests.bot.harness import Harness, start_harness
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.harness import Harness, start_harness
 
 
 async def save(h: Harness, text: str, *, user: str = "UALICE", **where: object) -> None:

@@ -7,7 +7,7 @@ import re
 
 from adapters.base import APPROVE
 from memory import Scope
-from tests.bot.harness import Harness
+from tests.support.harness import Harness
 
 CHANNEL = Scope.parse("channel:test/C1")
 HASHED = re.compile(r"note-[0-9a-f]{6}")

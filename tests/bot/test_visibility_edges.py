@@ -10,8 +10,8 @@ import pytest
 from adapters.base import ConversationRef, Message, UserRef
 from bot.cli.main import main
 from memory import NoteDraft, Scope
-from tests.bot.harness import Harness
 from tests.fakes.adapter import PLATFORM
+from tests.support.harness import Harness
 
 ALICE = Scope.parse(f"user:{PLATFORM}/UALICE")
 TEAM = Scope.parse(f"team:{PLATFORM}/T1")

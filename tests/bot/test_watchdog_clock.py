@@ -14,9 +14,9 @@ import pytest
 from bot.config.settings import SystemdEnvironment
 from bot.daemon.supervision import Supervisor
 from bot.model.client import Model
-from tests.bot.harness import make_settings
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
+from tests.support.harness import make_settings
 
 
 class SteppedTime:
