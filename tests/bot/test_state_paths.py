@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memory import Database
-from tests.bot.fresh_shell import Shell
+from tests.support.fresh_shell import Shell
 
 NOTE = ("notes", "add", "channel:console/general", "staging-db", "staging DB is pg-stage-2")
 
