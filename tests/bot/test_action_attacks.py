@@ -25,9 +25,9 @@ from tests.bot.test_actions_operations import stdio_server
 from tests.fakes.adapter import RecordingAdapter, Sent, StreamingAdapter
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
-from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.skills import write_skill
 
 OPS_TOKEN = "Zq7vLm2PxR4tNw9Kd3"  # a secret no pattern recognises: only config names it
 SIGNING_SECRET = "8f14e45fceea167a5a36dedd4bea2543"

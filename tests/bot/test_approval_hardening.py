@@ -18,9 +18,9 @@ from memory import NoteDraft, Scope
 from memory.driver import sqlite_module
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
-from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.skills import write_skill
 
 CHANNEL = Scope.parse("channel:test/C1")
 ALICE = Scope.parse("user:test/UALICE")

@@ -138,7 +138,7 @@ def test_run_without_any_platform_points_to_chat_and_the_readme(
 
 
 def test_skills_validate_and_list(env: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.skills.helpers import write_skill
+    from tests.support.skills import write_skill
 
     good = write_skill(env / "mine", "good-one")
     bad = write_skill(env / "mine", "Bad_One", name="Bad_One", description="")

@@ -14,9 +14,9 @@ from bot.core.live_reply import CUT_SHORT
 from memory.live_replies import LiveReplies
 from tests.fakes.adapter import StreamingAdapter
 from tests.fakes.ollama import FakeOllama
-from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.skills import write_skill
 
 HISTORY = "test/C1/"
 

@@ -15,9 +15,9 @@ from adapters.base import ALWAYS, APPROVE
 from memory import Scope
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
-from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.skills import write_skill
 
 ALICE = Scope.parse("user:test/UALICE")
 CHANNEL = Scope.parse("channel:test/C1")

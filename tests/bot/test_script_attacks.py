@@ -38,9 +38,9 @@ from bot.tools import scripts as script_tool
 from skills.snapshot import SkillSnapshot, SnapshotFile, read_snapshot
 from tests.fakes.adapter import Sent
 from tests.fakes.ollama import FakeOllama
-from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.skills import write_skill
 
 REPO = Path(__file__).resolve().parents[2]
 MAIN = "import helper\nhelper.main()\n"

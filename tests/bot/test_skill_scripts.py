@@ -24,9 +24,9 @@ from bot.actions.sandbox import script_sandbox_problem
 from bot.config.settings import SkillsSettings
 from tests.fakes.adapter import Sent
 from tests.fakes.ollama import FakeOllama
-from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.skills import write_skill
 
 HELLO = 'import sys\nprint("hello from the script", *sys.argv[1:])\n'
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"

@@ -9,9 +9,9 @@ from pathlib import Path
 from adapters.base import APPROVE, REJECT
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
-from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.skills import write_skill
 
 BODY = "# Triage\n1. Check the dashboards.\n2. Page the owner.\n"
 

@@ -16,9 +16,9 @@ import pytest
 from adapters.base import APPROVE
 from bot.cli.main import main
 from tests.fakes.ollama import FakeOllama
-from tests.skills.helpers import write_skill
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.skills import write_skill
 
 GOOD_DESCRIPTION = "Triage a production incident. Use when something is down."
 # Front matter PyYAML reads into something other than a mapping of text: each used to

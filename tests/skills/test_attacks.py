@@ -14,7 +14,7 @@ from skills.parse import check_strict, load_skill
 from skills.resources import list_resources, list_scripts, read_resource, read_script
 from skills.snapshot import read_snapshot
 from skills.types import Skill, SkillError
-from tests.skills.helpers import write_skill
+from tests.support.skills import write_skill
 
 
 @pytest.fixture

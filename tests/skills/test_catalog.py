@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from skills.catalog import Catalog
-from tests.skills.helpers import write_skill
+from tests.support.skills import write_skill
 
 
 def test_later_roots_win_and_every_shadowed_path_is_reported(

@@ -9,7 +9,7 @@ import pytest
 from skills.parse import load_skill
 from skills.resources import MAX_RESOURCE_BYTES, list_resources, list_scripts, read_resource
 from skills.types import Skill, SkillError
-from tests.skills.helpers import write_skill
+from tests.support.skills import write_skill
 
 
 @pytest.fixture
