@@ -13,7 +13,7 @@ import pytest
 
 from bot.cli.backup import _check_backup
 from bot.errors import UserError
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 
 def lorebot(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

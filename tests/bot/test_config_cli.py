@@ -15,7 +15,8 @@ import pytest
 
 from bot.cli.main import build_parser
 from bot.config.render import render_env
-from tests.support.fresh_shell import ROOT, Shell
+from tests.support.fresh_shell import Shell
+from tests.support.paths import ROOT
 
 SECRET = "xoxb-1234-very-secret-token"
 

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from memory import Database, driver
-from tests.conftest import ROOT, describe, still_open
+from tests.support.connections import describe, still_open
+from tests.support.paths import ROOT
 
 
 def _failing(sql: str) -> Any:

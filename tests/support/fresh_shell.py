@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli.main import main
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 CLEARED = ("LOREBOT_", "XDG_", "STATE_DIRECTORY", "OLLAMA_HOST", "NOTIFY_SOCKET", "WATCHDOG_")
 
 
