@@ -14,39 +14,43 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from adapters.base import ConversationRef, UserRef
 from bot import metrics
-from bot.actions.held import LOST, HeldArguments
 from bot.actions.mcp import McpServers
 from bot.approvals.service import ACTION
 from bot.config.settings import Settings
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
 from bot.context.turn import TurnContext, make_context
+from bot.core.history import History
 from bot.core.live_reply import Progress
-from bot.core.prompt import BYTES_PER_TOKEN, estimate_tokens, render_prefix, user_turn
+from bot.core.prompt import BYTES_PER_TOKEN, render_prefix, user_turn
+from bot.core.recall import Recall
+from bot.core.turn_state import (
+    HeldCalls,
+    Turn,
+    calls_this_round,
+    cards_this_turn,
+    clip_name,
+    echo,
+    pending_call,
+)
 from bot.model.arguments import ToolArgumentError
-from bot.model.client import ChatResult, Model, ModelUnavailable, ToolCall
+from bot.model.client import ChatResult, Model, ModelUnavailable
 from bot.split import clip_reply
 from bot.tools import Call, Kind, Suspend, Tool, Toolbox
-from memory import Category, InvalidInput, NoteStore, SearchHit
+from memory import InvalidInput, NoteStore, SearchHit
 from memory.actions import ActionLog
 from memory.conversations import ConversationLog, LogEntry
 from memory.events import EventLog
-from memory.fts import term_overlap
-from memory.message_search import MessageHit
 from memory.proposals import Proposal
-from memory.secrets import mask_known, redact_value
-from memory.vectors import KINDS, NOTE, coverage_notice, words_alone_notice
+from memory.secrets import mask_known
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
 
-COMPACT_AT = 0.8
 OFFLINE_NOTICE = "⚠️ My model is unreachable right now, so I can only share what I remember."
 # The model answered, but with nothing lorebot could read: it is not down.
 UNREADABLE_NOTICE = "⚠️ My model's answer could not be read, so I can only share what I remember."
@@ -67,57 +71,6 @@ class AwaitingApproval(Exception):
     def __init__(self, proposal: Proposal) -> None:
         super().__init__(f"waiting for proposal {proposal.id}")
         self.proposal = proposal
-
-
-@dataclass(slots=True)
-class _Turn:
-    """A turn in flight: its messages, the tool calls of the current round still to run,
-    and the tools it offers (worked out once per turn; not saved)."""
-
-    messages: list[dict[str, Any]]
-    round: int = 1
-    pending: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
-    tools: dict[str, Tool] = dataclasses.field(default_factory=dict)
-
-    def saved(self, ctx: TurnContext, tool: str, held: HeldCalls) -> dict[str, Any]:
-        """What a proposal keeps to resume this turn; `tool` gets the decision. Stored with
-        the proposal, so no secret in it reaches the database: the round's later calls
-        whose arguments hold one wait in memory (`held`)."""
-        return {
-            "tool": tool,
-            "messages": redact_value(self.messages, known=held.secrets),
-            "round": self.round,
-            "pending": [held.keep(name, args) for name, args in self.pending],
-            "conversation": dataclasses.asdict(ctx.conversation),
-            "author": dataclasses.asdict(ctx.author),
-            "read_only": ctx.read_only,
-        }
-
-
-class HeldCalls:
-    """Tool calls of a suspended turn whose arguments hold a secret: the database gets them
-    redacted, and the exact arguments wait in this process's memory until the turn resumes
-    (after a restart they are gone, and the call is not run)."""
-
-    def __init__(self, known: Sequence[str]) -> None:
-        self.secrets = tuple(known)
-        self._held = HeldArguments()
-
-    def keep(self, name: str, arguments: Any) -> list[Any]:
-        shown = redact_value(arguments, known=self.secrets)
-        if shown == arguments:
-            return [name, arguments]
-        return [name, shown, self._held.keep(arguments)]
-
-    def take(self, saved: Sequence[Any]) -> tuple[str, Any]:
-        """A saved call to run: its exact arguments, or in place of a call whose secret is
-        gone, the problem (a nameless call, see `_pending`)."""
-        if len(saved) < 3:
-            return saved[0], saved[1]
-        arguments = self._held.take(saved[2])
-        if arguments is None:
-            return "", f"the call of {saved[0]} was not run: {LOST}; ask the person again"
-        return saved[0], arguments
 
 
 class Agent:
@@ -148,7 +101,8 @@ class Agent:
         self.events = events
         self.secrets = tuple(settings.secrets())  # never in a reply, a row or a log line
         self.held = HeldCalls(self.secrets)
-        self._coverage_said: dict[str, str | None] = {}  # kind: the notice last logged
+        self.recall = Recall(settings, notes, log)
+        self.history = History(settings, model, log, notes.clock)
 
     async def build_prefix(self, ctx: TurnContext) -> tuple[str, int]:
         """The stable system prompt and how many bytes of it memory takes. Within the memory
@@ -156,7 +110,7 @@ class Agent:
         indexes = await self.notes.indexes_for(ctx.visibility)
         public = set(ctx.visibility.public_only)
         used = sum(i.size for i in indexes)
-        daily = await self.daily_logs(
+        daily = await self.history.fetch_daily_logs(
             ctx, self.settings.memory.token_budget * BYTES_PER_TOKEN - used
         )
         prefix = render_prefix(
@@ -167,93 +121,9 @@ class Agent:
         )
         return prefix, used + sum(len(text.encode()) for _, text in daily)
 
-    async def daily_logs(self, ctx: TurnContext, budget: int) -> list[tuple[str, str]]:
-        tz = ZoneInfo(self.settings.jobs.timezone)
-        today = self.notes.clock().astimezone(tz).date()
-        days = [("today", today), ("yesterday", today - timedelta(days=1))]
-        found = await self.log.daily_logs(ctx.history_key, [day for _, day in days])
-        logs = []
-        for label, day in days:
-            text = found.get(day, "")
-            if not text or budget <= 0:
-                continue
-            clipped = text.encode()[:budget].decode(errors="ignore")
-            logs.append((f"{label} ({day.isoformat()})", clipped))
-            budget -= len(clipped.encode())
-        return logs
-
     def tools(self, ctx: TurnContext) -> dict[str, Tool]:
         """The tools this turn offers the model."""
         return self.toolbox.for_turn(ctx)
-
-    async def recall(
-        self, ctx: TurnContext, text: str, vector: Sequence[float] | None = None
-    ) -> list[SearchHit]:
-        """Notes for the message; a reflection only when it clearly concerns the message."""
-        hits = await self.notes.search(
-            text, ctx.visibility, k=self.settings.memory.recall_k, snippets=False, vector=vector
-        )
-        gate = self.settings.jobs.reflection_min_overlap
-        return [
-            hit
-            for hit in hits
-            if hit.note.category is not Category.REFLECTION
-            or term_overlap(text, f"{hit.note.summary} {hit.note.body}") >= gate
-        ]
-
-    async def recall_messages(
-        self, ctx: TurnContext, text: str, vector: Sequence[float] | None = None
-    ) -> list[MessageHit]:
-        """Past messages this conversation may read that match the message, leaving out
-        those its history already puts in the prompt."""
-        k = self.settings.memory.recall_k
-        if k <= 0:
-            return []
-        shown = {entry.id for entry in (await self.log.history(ctx.history_key)).entries}
-        # Twice as many as wanted, since some may be in the history already: fewer than k
-        # may remain, and a larger pool made every turn measurably slower.
-        found = await self.log.search(
-            text, ctx.visibility, k=2 * k, vectors=self.notes.vectors, vector=vector
-        )
-        return [hit for hit in found if hit.id not in shown][:k]
-
-    async def _query_vector(self, text: str) -> list[float] | None:
-        """The message's vector, computed once for both recalls (None without vectors)."""
-        vectors = self.notes.vectors
-        return await vectors.query_vector(text) if vectors is not None and vectors.enabled else None
-
-    async def recall_notices(self, vector: Sequence[float] | None) -> list[str]:
-        """What the model should know about how recall ranked, when an embedding model is
-        set: by words alone (no vector for the message), or with vectors for only some of
-        the notes or messages."""
-        vectors = self.notes.vectors
-        if vectors is None or vectors.embedder is None:
-            return []
-        if vector is None:
-            return [words_alone_notice(vectors.embedder.model)]
-        notices = []
-        for kind in KINDS:
-            gap = await vectors.fetch_gap(kind)
-            notice = None if gap is None else coverage_notice(kind, gap)
-            self._log_coverage(kind, notice)
-            if notice is not None:
-                notices.append(notice)
-        return notices
-
-    def _log_coverage(self, kind: str, notice: str | None) -> None:
-        """Log a coverage notice once, when it changes, and when it is over."""
-        said = self._coverage_said.get(kind)
-        if notice == said:
-            return
-        self._coverage_said[kind] = notice
-        if notice is not None:
-            _log.info("recall: %s", notice)
-        elif said is not None:
-            _log.info("recall: every %s has its vector now", "note" if kind == NOTE else "message")
-
-    def recall_budget(self, index_bytes: int) -> int:
-        """Bytes left for recalled notes once the indexes took their share of the budget."""
-        return max(0, self.settings.memory.token_budget * BYTES_PER_TOKEN - index_bytes)
 
     async def run(
         self, ctx: TurnContext, text: str, progress: Progress | None = None
@@ -261,18 +131,19 @@ class Agent:
         """Answer `text`; `progress` shows the reply as it is written and the status."""
         progress = progress or Progress()
         prefix, index_bytes = await self.build_prefix(ctx)
-        vector = await self._query_vector(text)
-        hits = await self.recall(ctx, text, vector)
-        said = await self.recall_messages(ctx, text, vector)
-        notices = await self.recall_notices(vector) if hits or said else []
-        tail = user_turn(text, hits, self.recall_budget(index_bytes), said, notices)
+        recall = self.recall
+        vector = await recall.query_vector(text)
+        hits = await recall.fetch_notes(ctx, text, vector)
+        said = await recall.fetch_messages(ctx, text, vector)
+        notices = await recall.fetch_notices(vector) if hits or said else []
+        tail = user_turn(text, hits, recall.budget(index_bytes), said, notices)
         question = LogEntry("user", text, user_scope(ctx.author), ctx.author.name)
         try:
-            history = await self._history_messages(ctx, prefix)
+            history = await self.history.fetch_messages(ctx, prefix)
             active = await self.skills.active_messages(ctx.conversation.key)
             messages = [{"role": "system", "content": prefix}, *active, *history]
             messages += await self._servers_unavailable()
-            turn = _Turn(messages, tools=self.tools(ctx))
+            turn = Turn(messages, tools=self.tools(ctx))
             turn.messages.append({"role": "user", "content": tail})
             reply, rounds = await self._loop(ctx, turn, progress)
             outcome = "answered"
@@ -303,7 +174,7 @@ class Agent:
             ConversationRef(**saved["conversation"]), UserRef(**saved["author"]), saved["read_only"]
         )
         pending = [self.held.take(p) for p in saved["pending"]]
-        turn = _Turn(saved["messages"], saved["round"], pending, self.tools(ctx))
+        turn = Turn(saved["messages"], saved["round"], pending, self.tools(ctx))
         name = saved.get("tool", "load_skill")  # turns saved before tools were named
         tool = await self.toolbox.wait_for(name, self._connect_wait(name))
         if tool is None:
@@ -317,7 +188,7 @@ class Agent:
         await self.skills.fetch_active(ctx.conversation.key)
         turn.tools = self.tools(ctx)
         try:
-            await self._run_pending(ctx, turn)  # the calls that came after the suspended one
+            await self._runpending_call(ctx, turn)  # the calls that came after the suspended one
             turn.round += 1
             reply, rounds = await self._loop(ctx, turn, progress)
         except ModelUnavailable:
@@ -382,7 +253,7 @@ class Agent:
         message it answers."""
         await self.log.append(ctx.history_key, entries, scope=ctx.message_scope, link=ctx.link)
 
-    async def _loop(self, ctx: TurnContext, turn: _Turn, progress: Progress) -> tuple[str, int]:
+    async def _loop(self, ctx: TurnContext, turn: Turn, progress: Progress) -> tuple[str, int]:
         max_rounds = self.settings.bot.max_tool_rounds
         while True:
             last = turn.round >= max_rounds
@@ -400,20 +271,20 @@ class Agent:
                 {
                     "role": "assistant",
                     "content": result.content,
-                    "tool_calls": [_echo(c) for c in result.tool_calls],
+                    "tool_calls": [echo(c) for c in result.tool_calls],
                 }
             )
-            turn.pending = [_pending(c) for c in result.tool_calls]
-            await self._run_pending(ctx, turn)
+            turn.pending = [pending_call(c) for c in result.tool_calls]
+            await self._runpending_call(ctx, turn)
             turn.round += 1
 
-    async def _run_pending(self, ctx: TurnContext, turn: _Turn) -> None:
+    async def _runpending_call(self, ctx: TurnContext, turn: Turn) -> None:
         """Run the round's calls in order, at most `max_tool_calls_per_round` of them; the
         count comes from the messages, so it holds across a turn resumed after a card."""
         limit = self.settings.bot.max_tool_calls_per_round
         while turn.pending:
             name, arguments = turn.pending.pop(0)
-            if _calls_this_round(turn.messages) >= limit:
+            if calls_this_round(turn.messages) >= limit:
                 output = f"error: too many tool calls in one round; at most {limit} run"
             else:
                 output = await self._run_tool(ctx, name, arguments, turn)
@@ -435,7 +306,7 @@ class Agent:
         if result.thinking:
             _log.debug("model thinking: %s", result.thinking)
 
-    async def _run_tool(self, ctx: TurnContext, name: str, raw: Any, turn: _Turn) -> str:
+    async def _run_tool(self, ctx: TurnContext, name: str, raw: Any, turn: Turn) -> str:
         """The tool's output, or an error the model can correct; a nameless call carries
         what was wrong with it (see `_pending`)."""
         if not name:
@@ -446,10 +317,12 @@ class Agent:
             if known is not None and known.writes_memory and ctx.read_only:
                 return f"error: {name} is not available here: this channel's memory is read-only"
             available = ", ".join(turn.tools)
-            return f"error: there is no tool named {_clip(name)!r}; available tools: {available}"
+            return (
+                f"error: there is no tool named {clip_name(name)!r}; available tools: {available}"
+            )
         cards = self.settings.bot.max_cards_per_turn
         proposing = self.toolbox.names_of(Kind.PROPOSAL)
-        if tool.kind is Kind.PROPOSAL and _cards_this_turn(turn.messages, proposing) >= cards:
+        if tool.kind is Kind.PROPOSAL and cards_this_turn(turn.messages, proposing) >= cards:
             return (
                 f"error: at most {cards} cards can be shown in one turn; tell the person "
                 "what else you would propose instead"
@@ -491,38 +364,6 @@ class Agent:
             channel_scope=ctx.channel_scope, person=user_scope(ctx.author),
         )  # fmt: skip
 
-    async def _history_messages(self, ctx: TurnContext, prefix: str) -> list[dict[str, Any]]:
-        """Earlier turns, compacted into a stored summary past 80% of the context."""
-        history = await self.log.history(ctx.history_key)
-        entries = list(history.entries)
-        budget = int(self.model.info.context_length * COMPACT_AT)
-        used = estimate_tokens(prefix) + estimate_tokens(history.summary)
-        used += sum(estimate_tokens(e.content) for e in entries)
-        summary = history.summary
-        if used > budget and len(entries) >= 2:
-            older, entries = entries[: len(entries) // 2], entries[len(entries) // 2 :]
-            summary = await self._summarise(summary, older)
-            await self.log.compact(ctx.history_key, older[-1].id, summary)
-        messages: list[dict[str, Any]] = []
-        if summary:
-            messages.append(
-                {"role": "system", "content": f"Earlier in this conversation: {summary}"}
-            )
-        messages += [{"role": e.role, "content": e.content} for e in entries]
-        return messages
-
-    async def _summarise(self, previous: str, entries: Sequence[Any]) -> str:
-        transcript = "\n".join(f"{e.role}: {e.content}" for e in entries)
-        prompt = (
-            "Summarise this conversation in a few sentences, keeping names, decisions and "
-            f"open questions.\n\nEarlier summary: {previous or '(none)'}\n\n{transcript}"
-        )
-        try:
-            result = await self.model.chat([{"role": "user", "content": prompt}])
-            return result.content.strip()
-        except ModelUnavailable:
-            return (previous + " " + transcript)[-2000:].strip()
-
 
 def _notice(exc: ModelUnavailable) -> str:
     return UNREADABLE_NOTICE if exc.kind == "unreadable" else OFFLINE_NOTICE
@@ -534,44 +375,3 @@ def offline_answer(hits: Sequence[SearchHit], notice: str = OFFLINE_NOTICE) -> s
         return f"{notice} I found nothing in my notes about that."
     lines = [f"• `{h.note.topic}`: {h.note.summary}" for h in hits]
     return f"{notice} These notes may help:\n" + "\n".join(lines)
-
-
-def _as_object(arguments: Any) -> Any:
-    return arguments if isinstance(arguments, dict) else {"raw": str(arguments)}
-
-
-def _echo(call: ToolCall) -> dict[str, Any]:
-    """A call as the next request shows it to the model; a malformed one without arguments."""
-    arguments = {} if call.problem else _as_object(call.arguments)
-    return {"function": {"name": call.name, "arguments": arguments}}
-
-
-def _pending(call: ToolCall) -> tuple[str, Any]:
-    """A call still to run, as it is saved with a suspended turn: a malformed call has no
-    name and carries its problem in place of arguments."""
-    return ("", call.problem) if call.problem else (call.name, call.arguments)
-
-
-def _clip(name: str, limit: int = 64) -> str:
-    return name if len(name) <= limit else name[:limit] + "…"
-
-
-def _calls_this_round(messages: Sequence[dict[str, Any]]) -> int:
-    """Tool results since the model's last message: the calls of this round already run."""
-    count = 0
-    for message in reversed(messages):
-        if message.get("role") != "tool":
-            return count
-        count += 1
-    return count
-
-
-def _cards_this_turn(messages: Sequence[dict[str, Any]], proposing: frozenset[str]) -> int:
-    """Proposal tools that ran since the person's message, each of which showed a card."""
-    count = 0
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            break
-        if message.get("role") == "tool" and message.get("tool_name") in proposing:
-            count += not str(message.get("content", "")).startswith("error")
-    return count

@@ -63,7 +63,7 @@ async def save_notes(h: Harness) -> None:
 async def test_recall_counts_the_notes_and_messages_without_vectors_until_all_have_one(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.core.agent")
+    caplog.set_level(logging.INFO, logger="bot.core.recall")
     h = await bot_without_embedding_task(tmp_path, fake_ollama, clock)
     try:
         await save_notes(h)
@@ -84,7 +84,7 @@ async def test_recall_counts_the_notes_and_messages_without_vectors_until_all_ha
         assert "words alone" not in third
     finally:
         await h.bot.stop()
-    said = [r.getMessage() for r in caplog.records if r.name == "bot.core.agent"]
+    said = [r.getMessage() for r in caplog.records if r.name == "bot.core.recall"]
     assert said.count(f"recall: {PARTIAL_NOTES[1:-1]}") == 1  # once, not on every turn
     assert said.count(f"recall: {PARTIAL_MESSAGES[1:-1]}") == 1
     assert "recall: every note has its vector now" in said

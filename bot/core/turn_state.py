@@ -1,0 +1,108 @@
+"""A turn in flight: its messages and the calls of its round, what a suspended turn keeps
+in its proposal (no secret: those wait in memory), and how the round's calls are counted
+from the messages, so the limits hold across a turn resumed after a card."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.actions.held import LOST, HeldArguments
+from bot.context.turn import TurnContext
+from bot.model.client import ToolCall
+from bot.tools import Tool
+from memory.secrets import redact_value
+
+
+@dataclass(slots=True)
+class Turn:
+    """A turn in flight: its messages, the tool calls of the current round still to run,
+    and the tools it offers (worked out once per turn; not saved)."""
+
+    messages: list[dict[str, Any]]
+    round: int = 1
+    pending: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
+    tools: dict[str, Tool] = dataclasses.field(default_factory=dict)
+
+    def saved(self, ctx: TurnContext, tool: str, held: HeldCalls) -> dict[str, Any]:
+        """What a proposal keeps to resume this turn; `tool` gets the decision. Stored with
+        the proposal, so no secret in it reaches the database: the round's later calls
+        whose arguments hold one wait in memory (`held`)."""
+        return {
+            "tool": tool,
+            "messages": redact_value(self.messages, known=held.secrets),
+            "round": self.round,
+            "pending": [held.keep(name, args) for name, args in self.pending],
+            "conversation": dataclasses.asdict(ctx.conversation),
+            "author": dataclasses.asdict(ctx.author),
+            "read_only": ctx.read_only,
+        }
+
+
+class HeldCalls:
+    """Tool calls of a suspended turn whose arguments hold a secret: the database gets them
+    redacted, and the exact arguments wait in this process's memory until the turn resumes
+    (after a restart they are gone, and the call is not run)."""
+
+    def __init__(self, known: Sequence[str]) -> None:
+        self.secrets = tuple(known)
+        self._held = HeldArguments()
+
+    def keep(self, name: str, arguments: Any) -> list[Any]:
+        shown = redact_value(arguments, known=self.secrets)
+        if shown == arguments:
+            return [name, arguments]
+        return [name, shown, self._held.keep(arguments)]
+
+    def take(self, saved: Sequence[Any]) -> tuple[str, Any]:
+        """A saved call to run: its exact arguments, or in place of a call whose secret is
+        gone, the problem (a nameless call, see `_pending`)."""
+        if len(saved) < 3:
+            return saved[0], saved[1]
+        arguments = self._held.take(saved[2])
+        if arguments is None:
+            return "", f"the call of {saved[0]} was not run: {LOST}; ask the person again"
+        return saved[0], arguments
+
+
+def _as_object(arguments: Any) -> Any:
+    return arguments if isinstance(arguments, dict) else {"raw": str(arguments)}
+
+
+def echo(call: ToolCall) -> dict[str, Any]:
+    """A call as the next request shows it to the model; a malformed one without arguments."""
+    arguments = {} if call.problem else _as_object(call.arguments)
+    return {"function": {"name": call.name, "arguments": arguments}}
+
+
+def pending_call(call: ToolCall) -> tuple[str, Any]:
+    """A call still to run, as it is saved with a suspended turn: a malformed call has no
+    name and carries its problem in place of arguments."""
+    return ("", call.problem) if call.problem else (call.name, call.arguments)
+
+
+def clip_name(name: str, limit: int = 64) -> str:
+    return name if len(name) <= limit else name[:limit] + "…"
+
+
+def calls_this_round(messages: Sequence[dict[str, Any]]) -> int:
+    """Tool results since the model's last message: the calls of this round already run."""
+    count = 0
+    for message in reversed(messages):
+        if message.get("role") != "tool":
+            return count
+        count += 1
+    return count
+
+
+def cards_this_turn(messages: Sequence[dict[str, Any]], proposing: frozenset[str]) -> int:
+    """Proposal tools that ran since the person's message, each of which showed a card."""
+    count = 0
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            break
+        if message.get("role") == "tool" and message.get("tool_name") in proposing:
+            count += not str(message.get("content", "")).startswith("error")
+    return count
