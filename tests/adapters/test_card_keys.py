@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from bot.daemon.app import Bot
-from tests.adapters.test_discord import ALICE_SCOPE, adapter_for
 from tests.adapters.test_slack import start_bot
 from tests.fakes.discord import ALICE, FakeDiscord
 from tests.fakes.discord import fake_discord_fixture as fake_discord_fixture  # noqa: F401
@@ -15,6 +14,7 @@ from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
 from tests.support.clock import FakeClock
+from tests.support.discord import ALICE_SCOPE, adapter_for
 from tests.support.harness import make_settings
 
 

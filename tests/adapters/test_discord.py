@@ -12,9 +12,7 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -39,35 +37,8 @@ from tests.fakes.discord import (
 )
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.discord import ALICE_SCOPE, Running, adapter_for, mention
 from tests.support.harness import make_settings
-
-ALICE_SCOPE = Scope.parse(f"user:discord/{ALICE.id}")
-
-
-def mention(user_id: int) -> str:
-    return f"<@{user_id}>"
-
-
-@dataclass
-class Running:
-    bot: Bot
-    adapter: DiscordAdapter
-    discord: FakeDiscord
-    ollama: FakeOllama
-
-    def chat_turns(self) -> list[dict[str, Any]]:
-        """Agent-turn requests the model received (title requests excluded)."""
-        return [r for r in self.ollama.chat_requests if "format" not in r]
-
-
-def adapter_for(fake: FakeDiscord, token: str = TOKEN) -> DiscordAdapter:
-    return DiscordAdapter(
-        token=token,
-        api_base_url=fake.api_base_url,
-        gateway_url=fake.gateway_url,
-        ready_timeout=5.0,
-        guild_ready_timeout=0.05,
-    )
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ from adapters.discord.adapter import UNKNOWN_CHANNEL, DiscordAdapter
 from bot.core.commands import SLASH_HELP
 from bot.daemon.app import Bot
 from memory import Scope
-from tests.adapters.test_discord import Running, adapter_for, mention
 from tests.fakes.discord import (
     ALICE,
     APPLICATION_ID,
@@ -34,6 +33,7 @@ from tests.fakes.discord import (
 )
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
+from tests.support.discord import Running, adapter_for, mention
 from tests.support.harness import make_settings
 
 DEFERRED_EPHEMERAL = (5, 64)  # "lorebot is thinking…", seen only by the person

@@ -11,13 +11,13 @@ import pytest
 from adapters.base import SEARCHING, Event, Message, StreamsReplies
 from adapters.discord.adapter import DiscordAdapter
 from adapters.discord.text import EMPTY_REPLY
-from tests.adapters.test_discord import adapter_for, mention
 from tests.fakes.discord import (
     BOT,
     CHANNEL_ID,
     FakeDiscord,
     fake_discord_fixture,  # noqa: F401  (the fake_discord fixture)
 )
+from tests.support.discord import adapter_for, mention
 
 POSTS = f"/channels/{CHANNEL_ID}/messages"
 

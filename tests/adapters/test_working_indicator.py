@@ -11,7 +11,6 @@ import pytest
 
 from adapters.base import THINKING
 from bot.daemon.app import Bot
-from tests.adapters.test_discord import adapter_for, mention
 from tests.adapters.test_slack import Running, start_bot
 from tests.fakes.discord import (
     BOT,
@@ -25,6 +24,7 @@ from tests.fakes.slack import (
     fake_slack_fixture,  # noqa: F401  (the fake_slack fixture)
 )
 from tests.support.clock import FakeClock
+from tests.support.discord import adapter_for, mention
 from tests.support.harness import make_settings
 
 SET_STATUS = "assistant.threads.setStatus"

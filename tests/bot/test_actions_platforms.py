@@ -8,7 +8,6 @@ from pathlib import Path
 
 from adapters.slack.adapter import SlackAdapter
 from bot.daemon.app import Bot
-from tests.adapters.test_discord import adapter_for, mention
 from tests.fakes.discord import ALICE, BOT, MALLORY, FakeDiscord
 from tests.fakes.discord import fake_discord_fixture as fake_discord_fixture  # noqa: F401
 from tests.fakes.mcp_ops import make_server
@@ -16,6 +15,7 @@ from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
 from tests.support.clock import FakeClock
+from tests.support.discord import adapter_for, mention
 from tests.support.harness import make_settings
 
 OPS = {"servers": [{"name": "ops", "command": "in-process"}]}
