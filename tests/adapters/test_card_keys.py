@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from bot.daemon.app import Bot
-from tests.adapters.test_slack import start_bot
 from tests.fakes.discord import ALICE, FakeDiscord
 from tests.fakes.discord import fake_discord_fixture as fake_discord_fixture  # noqa: F401
 from tests.fakes.ollama import FakeOllama
@@ -16,6 +15,7 @@ from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: 
 from tests.support.clock import FakeClock
 from tests.support.discord import ALICE_SCOPE, adapter_for
 from tests.support.harness import make_settings
+from tests.support.slack import start_bot
 
 
 async def test_slack_cards_with_the_same_ts_in_two_channels_are_told_apart(

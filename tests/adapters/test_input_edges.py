@@ -18,7 +18,6 @@ from adapters.slack.adapter import MAX_LOOKUPS_PER_MESSAGE
 from bot.cli.main import main
 from bot.daemon.app import Bot
 from memory import Scope, Viewer, visibility_for
-from tests.adapters.test_slack import Running, start_bot
 from tests.fakes.discord import (
     ALICE,
     BOT,
@@ -34,6 +33,7 @@ from tests.fakes.slack import (
 from tests.support.clock import FakeClock
 from tests.support.discord import adapter_for
 from tests.support.harness import make_settings
+from tests.support.slack import Running, start_bot
 
 REPLACEMENT = "\ufffd"
 

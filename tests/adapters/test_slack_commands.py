@@ -15,7 +15,6 @@ import pytest
 from adapters.base import Event, SlashCommand
 from adapters.slack.adapter import SlackAdapter
 from bot.core.commands import SLASH_HELP
-from tests.adapters.test_slack import SECRET, Running, start_bot
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import (
     ALL_SCOPES,
@@ -25,6 +24,7 @@ from tests.fakes.slack import (
     post_form,
 )
 from tests.support.clock import FakeClock
+from tests.support.slack import SECRET, Running, start_bot
 
 HTTP = {"app_token": None, "signing_secret": SECRET, "listen": "127.0.0.1:0"}
 

@@ -16,7 +16,6 @@ import pytest
 from adapters.base import SEARCHING, THINKING, ConversationRef, UserRef
 from adapters.slack.adapter import SlackAdapter
 from adapters.slack.text import SLACK_TEXT_LIMIT, to_mrkdwn
-from tests.adapters.test_slack import Running, start_bot
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import (
     FakeSlack,
@@ -24,6 +23,7 @@ from tests.fakes.slack import (
     fake_slack_fixture,  # noqa: F401  (the fake_slack fixture)
 )
 from tests.support.clock import FakeClock
+from tests.support.slack import Running, start_bot
 
 START, APPEND, STOP = "chat.startStream", "chat.appendStream", "chat.stopStream"
 STREAM_METHODS = (START, APPEND, STOP, "chat.postMessage", "chat.update")

@@ -11,7 +11,6 @@ import pytest
 
 from adapters.base import THINKING
 from bot.daemon.app import Bot
-from tests.adapters.test_slack import Running, start_bot
 from tests.fakes.discord import (
     BOT,
     CHANNEL_ID,
@@ -26,6 +25,7 @@ from tests.fakes.slack import (
 from tests.support.clock import FakeClock
 from tests.support.discord import adapter_for, mention
 from tests.support.harness import make_settings
+from tests.support.slack import Running, start_bot
 
 SET_STATUS = "assistant.threads.setStatus"
 
