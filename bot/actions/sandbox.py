@@ -13,19 +13,17 @@ unprivileged uid (a user namespace alone still lets root's files be read).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import resource
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.actions.process import ProcessStartError, ScriptResult, execute
 from bot.config.settings import Settings, SkillsSettings
 from bot.errors import UserError
 from skills.resources import ScriptFile
@@ -50,9 +48,6 @@ OPEN_FILES = 256
 PROCESSES = 256
 TMPFS_BYTES = 64 * 1024 * 1024
 TRIAL_TIMEOUT_S = 10.0
-# After the kill, how long output may still drain before the readers are given up.
-DRAIN_GRACE_S = 1.0
-CHUNK = 65536
 FIX = 'or set skills.scripts = "host" to run scripts unsandboxed as lorebot\'s own user'
 
 
@@ -77,35 +72,6 @@ class Limits:
             settings.script_memory_mb,
             settings.script_output_bytes,
         )
-
-
-@dataclass(frozen=True, slots=True)
-class ScriptResult:
-    """How a run ended and what it printed (decoded, not yet scrubbed of secrets)."""
-
-    exit_status: int | None  # None when it was killed at the timeout
-    stdout: str
-    stderr: str
-    dropped: int  # bytes of output beyond the cap, read and thrown away
-    duration_ms: int
-    # After the kill, a process that had left the group still held its output open.
-    escaped: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_status == 0
-
-    def status_text(self) -> str:
-        """`exit status 3`, or with the signal that ended it (a signal through bwrap is
-        128 + N, e.g. 152 for SIGXCPU at the CPU limit)."""
-        status = self.exit_status
-        if status is None:
-            return "killed at the timeout"
-        number = -status if status < 0 else status - 128
-        if status < 0 or (status > 128 and number in signal.valid_signals()):
-            with contextlib.suppress(ValueError):
-                return f"exit status {status} (killed by {signal.Signals(number).name})"
-        return f"exit status {status}"
 
 
 def dropping_privileges() -> bool:
@@ -189,7 +155,12 @@ async def run_script(
             sandbox = [*_bwrap_base(), *binds, "--chdir", SANDBOX_WORK, "--"]
             command = [*_privilege_drop(), *sandbox, *command]
         argv = [*_limits(limits, processes), *command]
-        return await _execute(argv, variables, work, limits)
+        try:
+            return await execute(
+                argv, variables, work, timeout_s=limits.timeout_s, output_bytes=limits.output_bytes
+            )
+        except ProcessStartError as exc:
+            raise ScriptError(str(exc)) from None
 
 
 def process_limit(uid: int) -> int:
@@ -312,96 +283,3 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
     with os.fdopen(os.open(path, flags, 0o600), "wb") as file:
         file.write(data)
         os.fchmod(file.fileno(), mode)
-
-
-class _Capture:
-    """One output pipe of the script: keeps the first `limit` bytes and reads the rest away,
-    so a chatty script never blocks on a full pipe. lorebot owns the pipe (not asyncio's
-    subprocess transport), so a process that keeps it open cannot hold up the wait."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.kept = bytearray()
-        self.dropped = 0
-        read_fd, self.write_fd = os.pipe()
-        self.pipe = os.fdopen(read_fd, "rb", buffering=0)
-        self.transport: asyncio.ReadTransport | None = None
-
-    async def drain(self) -> None:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader()
-        self.transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), self.pipe
-        )
-        while chunk := await reader.read(CHUNK):
-            room = max(0, self.limit - len(self.kept))
-            self.kept += chunk[:room]
-            self.dropped += max(0, len(chunk) - room)
-
-    def close_write_end(self) -> None:
-        os.close(self.write_fd)
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
-        self.pipe.close()
-
-    def text(self) -> str:
-        return self.kept.decode("utf-8", errors="replace")
-
-
-async def _execute(argv: list[str], env: dict[str, str], cwd: Path, limits: Limits) -> ScriptResult:
-    """Run `argv` in a new session; at the timeout kill its whole process group."""
-    started = time.monotonic()
-    out, err = _Capture(limits.output_bytes), _Capture(limits.output_bytes)
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *argv, stdin=subprocess.DEVNULL, stdout=out.write_fd, stderr=err.write_fd,
-            env=env, cwd=cwd, start_new_session=True,
-        )  # fmt: skip
-    except OSError as exc:
-        out.close()
-        err.close()
-        raise ScriptError(f"the script could not be started: {exc.strerror or exc}") from None
-    finally:
-        out.close_write_end()
-        err.close_write_end()
-    readers = asyncio.gather(out.drain(), err.drain())
-    timed_out = escaped = False
-    try:
-        async with asyncio.timeout(limits.timeout_s):
-            await asyncio.shield(readers)
-            await process.wait()
-    except TimeoutError:
-        timed_out = True
-        _kill_group(process.pid)
-        await process.wait()
-        escaped = not await _finish_reading(readers)
-    finally:
-        if process.returncode is None:  # cancelled: never leave it running
-            _kill_group(process.pid)
-        readers.cancel()
-        out.close()
-        err.close()
-    duration_ms = int((time.monotonic() - started) * 1000)
-    status = None if timed_out else process.returncode
-    dropped = out.dropped + err.dropped
-    return ScriptResult(status, out.text(), err.text(), dropped, duration_ms, escaped)
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
-async def _finish_reading(readers: asyncio.Future[tuple[None, None]]) -> bool:
-    """Read what the killed processes left in the pipes. A process that left the group
-    (host mode only: a session of its own) may hold them open: False when the reading was
-    given up after a grace period."""
-    try:
-        async with asyncio.timeout(DRAIN_GRACE_S):
-            await readers
-    except TimeoutError:
-        _log.warning("a script's process outlived its process group and still runs")
-        return False
-    return True

@@ -23,10 +23,10 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, StringConstraints, field_validator
 
 from bot.actions.held import LOST, HeldArguments
+from bot.actions.process import ScriptResult
 from bot.actions.sandbox import (
     Limits,
     ScriptError,
-    ScriptResult,
     process_limit_gap,
     run_script,
     script_sandbox_problem,

@@ -26,10 +26,10 @@ import pytest
 
 from adapters.base import APPROVE
 from bot.actions import sandbox as script_runner
+from bot.actions.process import ScriptResult
 from bot.actions.sandbox import (
     Limits,
     ScriptError,
-    ScriptResult,
     run_script,
     script_sandbox_problem,
 )
@@ -347,11 +347,11 @@ async def test_every_mode_puts_a_process_limit_on_the_command_line(
         _need_bwrap()
     seen: list[list[str]] = []
 
-    async def capture(argv: list[str], *_: Any) -> ScriptResult:
+    async def capture(argv: list[str], *_: Any, **__: Any) -> ScriptResult:
         seen.append(argv)
         return ScriptResult(0, "", "", 0, 0)
 
-    monkeypatch.setattr(script_runner, "_execute", capture)
+    monkeypatch.setattr(script_runner, "execute", capture)
     folder = tmp_path / "skill"
     (folder / "scripts").mkdir(parents=True)
     (folder / "scripts" / "hello.py").write_text("print('hi')\n")
