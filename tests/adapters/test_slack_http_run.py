@@ -11,10 +11,10 @@ from pathlib import Path
 
 import aiohttp
 
-from tests.adapters.test_daemon import daemon, daemon_env
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import FakeSlack, sign
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
+from tests.support.daemon import daemon, daemon_env
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 

@@ -29,12 +29,12 @@ from bot.cli.main import main
 from bot.config.settings import SystemdEnvironment
 from bot.core.agent import OFFLINE_NOTICE
 from bot.daemon.app import Bot
-from tests.adapters.test_daemon import daemon, daemon_env
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
 from tests.support.clock import FakeClock
+from tests.support.daemon import daemon, daemon_env
 from tests.support.harness import Harness, make_settings, start_harness
 from tests.support.skills import write_skill
 
