@@ -17,17 +17,22 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 import anyio
 import httpx2
-import mcp.types as mcp_types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from bot.actions.held import HeldArguments
+from bot.actions.mcp_values import (
+    CallResult,
+    RemoteTool,
+    ServerUnavailable,
+    hints_of,
+    result_of,
+)
 from bot.approvals.card_text import valid_tool_name
 from bot.backoff import Backoff
 from bot.config.settings import McpServerSettings, McpSettings
@@ -47,75 +52,6 @@ REFUSED_NAME = (
 )
 # A session whose streams closed under a call.
 _STREAM_ERRORS = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
-
-
-@dataclass(frozen=True, slots=True)
-class Hints:
-    """A tool's annotations, as the server states them (a stranger's word if untrusted)."""
-
-    read_only: bool = False
-    destructive: bool = False
-    idempotent: bool = False
-    open_world: bool = False
-
-    @property
-    def badges(self) -> list[str]:
-        shown = [("read-only", self.read_only), ("destructive", self.destructive),
-                 ("idempotent", self.idempotent), ("open-world", self.open_world)]  # fmt: skip
-        return [name for name, on in shown if on]
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteTool:
-    """One tool of one MCP server."""
-
-    server: str
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    hints: Hints
-
-
-@dataclass(frozen=True, slots=True)
-class CallResult:
-    """How a call ended: `ok`, `error` (the server said so) or `unknown` (timed out or the
-    connection was lost: it may or may not have happened)."""
-
-    outcome: str
-    text: str
-    duration_ms: int
-
-
-class ServerUnavailable(Exception):
-    """The server is not connected right now."""
-
-
-def _hints(tool: mcp_types.Tool) -> Hints:
-    found = tool.annotations
-    if found is None:
-        return Hints()
-    return Hints(
-        read_only=bool(found.read_only_hint),
-        destructive=bool(found.destructive_hint),
-        idempotent=bool(found.idempotent_hint),
-        open_world=bool(found.open_world_hint),
-    )
-
-
-def _text_of(result: mcp_types.CallToolResult) -> str:
-    parts = [getattr(block, "text", "") for block in result.content]
-    text = "\n".join(p for p in parts if p)
-    if not text and result.structured_content is not None:
-        text = str(result.structured_content)
-    return text
-
-
-def result_of(result: mcp_types.CallToolResult, duration_ms: int) -> CallResult:
-    """A tool result, with failures that servers report as plain "Error: …" text counted as
-    errors too."""
-    text = _text_of(result)
-    failed = result.is_error or text.lstrip().lower().startswith("error:")
-    return CallResult("error" if failed else "ok", text, duration_ms)
 
 
 class McpServer:
@@ -325,7 +261,7 @@ class McpServer:
             for name in refused:
                 _log.warning(REFUSED_NAME, self.name, name[:80])
         tools = tuple(
-            RemoteTool(self.name, t.name, t.description or "", dict(t.input_schema), _hints(t))
+            RemoteTool(self.name, t.name, t.description or "", dict(t.input_schema), hints_of(t))
             for t in listed.tools
             if t.name not in refused
         )

@@ -23,7 +23,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot.actions.held import LOST
-from bot.actions.mcp import CallResult, McpServer, RemoteTool, ServerUnavailable
+from bot.actions.mcp import McpServer
+from bot.actions.mcp_values import CallResult, RemoteTool, ServerUnavailable
 from bot.approvals.card_text import code_block, format_arguments, inline
 from bot.approvals.service import ACTION, ApprovalService
 from bot.context.scopes import user_scope
