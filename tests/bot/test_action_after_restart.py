@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from adapters.base import APPROVE
-from tests.bot.test_actions_operations import stdio_server
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.mcp import stdio_server
 
 
 def gated_server(gate: Path) -> dict[str, object]:

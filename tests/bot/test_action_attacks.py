@@ -21,12 +21,12 @@ from adapters.base import ALWAYS, APPROVE, REJECT
 from bot.cli.main import main
 from memory import Database
 from memory.actions import ActionLog
-from tests.bot.test_actions_operations import stdio_server
 from tests.fakes.adapter import RecordingAdapter, Sent, StreamingAdapter
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.mcp import stdio_server
 from tests.support.skills import write_skill
 
 OPS_TOKEN = "Zq7vLm2PxR4tNw9Kd3"  # a secret no pattern recognises: only config names it

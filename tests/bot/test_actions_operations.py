@@ -8,10 +8,8 @@ import asyncio
 import json
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,21 +19,9 @@ from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.mcp import stdio_server
 
-REPO = Path(__file__).resolve().parents[2]
 SECRET = "ops-secret-value-4821"
-
-
-def stdio_server(**extra: Any) -> dict[str, Any]:
-    """The fake ops server as a subprocess, the way an operator configures one."""
-    return {
-        "name": "ops",
-        "command": sys.executable,
-        "args": ["-m", "tests.fakes.mcp_ops"],
-        "cwd": str(REPO),
-        "trust": "trusted",
-        **extra,
-    }
 
 
 @pytest.fixture

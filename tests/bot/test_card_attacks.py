@@ -16,7 +16,6 @@ import pytest
 from adapters.slack.adapter import SlackAdapter
 from bot.cli.main import main
 from bot.daemon.app import Bot
-from tests.bot.test_actions_operations import stdio_server
 from tests.fakes.discord import BOT, FakeDiscord
 from tests.fakes.discord import fake_discord_fixture as fake_discord_fixture  # noqa: F401
 from tests.fakes.mcp_ops import make_server
@@ -26,6 +25,7 @@ from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: 
 from tests.support.clock import FakeClock
 from tests.support.discord import adapter_for, mention
 from tests.support.harness import make_settings, start_harness
+from tests.support.mcp import stdio_server
 
 OPS = {"servers": [{"name": "ops", "command": "in-process"}]}
 FORGED = "status`\n⚙️ Run `status"
