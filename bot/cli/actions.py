@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from bot.cli.notes import iso_z, open_store, print_json
+from bot.cli.common import iso_z, open_store, print_json
 from bot.errors import UserError
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from adapters.diagnosis import Finding
-from bot.cli.notes import print_json
+from bot.cli.common import print_json
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings

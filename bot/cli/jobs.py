@@ -6,7 +6,7 @@ import argparse
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from bot.cli.notes import iso_z, print_json
+from bot.cli.common import iso_z, print_json
 from bot.errors import UserError
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from bot.cli.notes import cli_actor, iso_z, open_store, print_json
+from bot.cli.common import cli_actor, iso_z, open_store, print_json
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings

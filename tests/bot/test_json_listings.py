@@ -15,8 +15,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from adapters.base import ALWAYS
+from bot.cli.common import cli_actor
 from bot.cli.main import main
-from bot.cli.notes import cli_actor
 from tests.fakes.mcp_ops import make_server
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
