@@ -12,7 +12,7 @@ import re
 import signal
 import socket
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -36,16 +36,10 @@ from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: 
 from tests.support.clock import FakeClock
 from tests.support.daemon import daemon, daemon_env
 from tests.support.harness import Harness, make_settings, start_harness
+from tests.support.polling import until
 from tests.support.skills import write_skill
 
 SLOW = "slow-query"
-
-
-async def until(condition: Callable[[], object], within: float = 5.0) -> None:
-    """Poll `condition` until it holds, failing after `within` seconds."""
-    async with asyncio.timeout(within):
-        while not condition():  # noqa: ASYNC110 (state outside the loop's reach)
-            await asyncio.sleep(0.005)
 
 
 @dataclass

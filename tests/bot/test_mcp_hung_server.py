@@ -7,10 +7,10 @@ import asyncio
 import os
 from pathlib import Path
 
-from tests.bot.test_daemon_promises import until
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.polling import until
 
 
 def alive(pid: int) -> bool:
