@@ -11,16 +11,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.model.ollama import OllamaEmbedder
-from memory import Database, NoteDraft, NoteStore, Scope
-from memory.conversations import ConversationLog, LogEntry
-from memory.vectors import VectorIndex
 from tests.fakes.ollama import FakeOllama
+from tests.support.vectors import C1, MODEL, NOTES, fill
 
 ROOT = Path(__file__).resolve().parents[2]
-MODEL = "embed-test"
-C1 = Scope.parse("channel:slack/C1")
-NOTES = 5
 
 
 @dataclass(frozen=True)
@@ -42,27 +36,6 @@ async def lorebot(fake: FakeOllama, *argv: str) -> Run:
         out, err = await process.communicate()
     assert process.returncode is not None
     return Run(process.returncode, out.decode(), err.decode())
-
-
-async def fill(path: Path, fake: FakeOllama, *, embed: int) -> None:
-    """NOTES notes and three messages in C1 (saved again when called again), then up to
-    `embed` queued items get their vector."""
-    db = await Database.open(path, want_vectors=True)
-    embedder = OllamaEmbedder(fake.url, MODEL, timeout_s=10.0)
-    try:
-        vectors = VectorIndex(db, embedder)
-        await vectors.prepare()
-        store = NoteStore(db, vectors=vectors)
-        for n in range(NOTES):
-            await store.save(NoteDraft(C1, f"gateway-{n}", f"gateway fact {n}"), actor="test")
-        await ConversationLog(db).append("slack/C1/t", [
-            LogEntry("user", f"the gateway moved, part {n}", "user:slack/UP", "Priya")
-            for n in range(3)
-        ], scope=str(C1))  # fmt: skip
-        await vectors.backfill(batch_size=1, limit=embed)
-    finally:
-        await db.close()
-        await embedder.aclose()
 
 
 async def test_partial_vectors_are_counted_on_stderr(env: Path, fake_ollama: FakeOllama) -> None:
