@@ -16,23 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.import_probe import PROBE
+
 # Each is tens to hundreds of milliseconds of imports, and none is needed to read notes.
 DAEMON_ONLY = (
     "aiohttp", "discord", "slack_bolt", "slack_sdk", "mcp", "ollama", "httpx", "numpy",
     "apscheduler", "prometheus_client", "jsonschema", "yaml", "tqdm", "sqlite_vec",
 )  # fmt: skip
-
-# Prints the top-level packages a command imported, after running it in this process.
-PROBE = """
-import json, sys
-from bot.cli.main import main
-try:
-    code = main(sys.argv[1:])
-finally:
-    sys.stdout.flush()
-    print("\\nIMPORTED " + json.dumps(sorted(sys.modules)))
-sys.exit(code)
-"""
 
 
 def _imported(tmp_path: Path, *argv: str) -> tuple[int, str, set[str]]:

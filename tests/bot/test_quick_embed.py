@@ -17,8 +17,8 @@ from bot.model.quick_embed import QuickEmbedder
 from memory.embedder import Embedder
 from memory.errors import EmbedderUnavailable
 from tests.fakes.ollama import FakeOllama
+from tests.support.import_probe import PROBE
 from tests.support.vectors import C1, MODEL, fill
-from tests.test_cold_start import PROBE
 
 # A direction no word of the notes points to: only the vectors can find the note below.
 PORTAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
