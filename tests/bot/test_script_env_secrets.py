@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from bot.daemon.logs import configure_logging
-from tests.bot.test_skill_scripts import _run, _start
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import make_settings
+from tests.support.scripts import _run, _start
 
 SECRET = "plain-words-no-shape-a-scanner-knows"
 
