@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.memory.test_history_import import (
+from tests.support.history import (
     author,
     channel,
     discord_export,
