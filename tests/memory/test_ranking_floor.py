@@ -12,14 +12,13 @@ query, or expired notes filling the candidates before the filter.
 from __future__ import annotations
 
 import json
-import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.cli.main import main
+from tests.support.ranking import plain_bm25_over
 
 SCOPE = "channel:slack/C0OPS"
 K = 10
@@ -114,24 +113,6 @@ def plain_bm25(question: str) -> list[str]:
     """The reference: one FTS5 column of the same live text, every word ORed, bm25()."""
     docs = [(t, f"{t} {s} {b}") for t, s, b in [*NOTES, *padding()]]
     return plain_bm25_over(docs, question, K)
-
-
-def plain_bm25_over(docs: list[tuple[str, str]], question: str, k: int) -> list[str]:
-    """The topics of the top `k` of `docs` (topic, text) by a plain FTS5 bm25() query of
-    every word of `question`, ORed, with the porter tokenizer."""
-    db = sqlite3.connect(":memory:")
-    try:
-        db.execute("CREATE VIRTUAL TABLE ref USING fts5(topic UNINDEXED, text, "
-                   "tokenize = 'porter unicode61')")  # fmt: skip
-        db.executemany("INSERT INTO ref (topic, text) VALUES (?, ?)", docs)
-        words = dict.fromkeys(w.lower() for w in re.findall(r"\w+", question))
-        match = " OR ".join('"' + w + '"' for w in words)
-        rows = db.execute(
-            "SELECT topic FROM ref WHERE ref MATCH ? ORDER BY bm25(ref) LIMIT ?", (match, k)
-        ).fetchall()
-        return [r[0] for r in rows]
-    finally:
-        db.close()
 
 
 def lorebot(capsys: pytest.CaptureFixture[str], question: str) -> list[str]:

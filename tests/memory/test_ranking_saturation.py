@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bot.cli.main import main
-from tests.memory.test_ranking_floor import plain_bm25_over
+from tests.support.ranking import plain_bm25_over
 
 SCOPE = "channel:slack/C0DATA"
 K = 5
