@@ -26,10 +26,11 @@ from adapters.base import (
     measure,
 )
 from bot import metrics
+from bot.approvals.cards import ACTION, conversation_of, outcome_text, quote, scope_label
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
 from bot.context.turn import free_topic
-from memory import Conflict, Note, NoteDraft, NoteStore, Scope, ScopeKind
+from memory import Conflict, Note, NoteDraft, NoteStore
 from memory.actions import ActionLog
 from memory.events import EventLog
 from memory.proposals import (
@@ -50,8 +51,6 @@ SYSTEM = "lorebot"  # who closed a proposal nobody decided (`decided_by`)
 
 
 READ_ONLY = "this channel's memory is read-only now, so nothing was changed"
-# An MCP tool call or skill script waiting for a person's ✅.
-ACTION = "action"
 # What a card's footer takes of a platform message.
 FOOTER_ROOM = 200
 # Proposals that change memory, refused in a read-only channel.
@@ -77,28 +76,6 @@ def build_approvals(
         actions=actions
         or ActionLog(proposals.db, clock=proposals.clock, secrets=settings.secrets()),
     )
-
-
-def scope_label(scope: Scope, conversation: ConversationRef) -> str:
-    """How a card names where a note goes, from the reader's point of view."""
-    if scope.kind is ScopeKind.TEAM:
-        return f"the team ({scope})"
-    if scope.kind is ScopeKind.CHANNEL:
-        where = "this conversation" if conversation.is_dm else "this channel"
-        return f"{where} ({scope})"
-    return f"your notes ({scope})"
-
-
-def _quote(text: str, max_lines: int = 8) -> str:
-    lines = text.strip().splitlines()
-    shown = [f"> {line}" for line in lines[:max_lines]]
-    if len(lines) > max_lines:
-        shown.append(f"> … ({len(lines) - max_lines} more lines)")
-    return "\n".join(shown)
-
-
-def conversation_of(proposal: Proposal) -> ConversationRef:
-    return ConversationRef(**proposal.conversation)
 
 
 class ApprovalService:
@@ -155,7 +132,7 @@ class ApprovalService:
         if existing is not None:
             lines.append(f"Replaces: {existing.summary}")
         if draft.body and draft.body.strip() != draft.summary:
-            lines.append(_quote(draft.body))
+            lines.append(quote(draft.body))
         await self._post_card(proposal, conversation, requester, "\n".join(lines), "save")
         return await self.proposals.get(proposal.id)
 
@@ -386,28 +363,6 @@ class ApprovalService:
             person=proposal.requester,
         )
 
-    async def _action_text(self, proposal: Proposal) -> str:
-        payload = proposal.payload
-        what = f"`{payload.get('tool')}` on `{payload.get('server')}` (proposal #{proposal.id})"
-        action = await self.actions.by_proposal(proposal.id)
-        outcome = action.outcome if action is not None else "pending"
-        took = f" in {action.duration_ms} ms" if action and action.duration_ms is not None else ""
-        if proposal.status == "expired" or outcome == "expired":
-            return f"⌛ Expired: {what} was not run."
-        if proposal.status == "failed" and proposal.outcome:  # approved, then refused to run
-            return f"⚠️ Not run: {what}: {proposal.outcome}."
-        if proposal.status in ("rejected", "failed") or outcome == "declined":
-            return f"{REJECT} Declined: {what} was not run."
-        who = proposal.decided_by or "?"
-        texts = {
-            "pending": f"{APPROVE} Approved by {who}: {what} is starting…",
-            "running": f"{APPROVE} Approved by {who}: {what} is running…",
-            "ok": f"{APPROVE} Ran {what}: done{took}.",
-            "error": f"⚠️ Ran {what}: the tool reported a failure{took}.",
-            "unknown": f"❓ Ran {what}: outcome unknown{took}; it may or may not have happened.",
-        }
-        return texts.get(outcome, f"{APPROVE} Approved: {what}.")
-
     async def _write_skill(self, proposal: Proposal) -> Proposal:
         """Carry out an approved skill creation; a failure is recorded on the proposal."""
         if self.skill_root is None:
@@ -438,40 +393,4 @@ class ApprovalService:
 
     async def outcome_text(self, proposal: Proposal) -> str:
         """The card's final text, from the database rows, not from the model."""
-        if proposal.kind == ACTION:
-            return await self._action_text(proposal)
-        payload = proposal.payload
-        topic = payload.get("topic", payload.get("name", "?"))
-        scope = Scope.parse(payload["scope"]) if "scope" in payload else None
-        where = scope_label(scope, conversation_of(proposal)) if scope else "?"
-        if proposal.status == "expired":
-            hours = (proposal.expires_at - proposal.created_at).total_seconds() / 3600
-            return (
-                f"⌛ Expired (proposal #{proposal.id}): nobody decided within {hours:g} h, "
-                f"so `{topic}` was left as it was."
-            )
-        if proposal.status == "rejected":
-            declined = {SKILL_LOAD: "loaded", SKILL_CREATE: "created"}.get(proposal.kind)
-            if declined:
-                return f"{REJECT} Declined (proposal #{proposal.id}): `{topic}` was not {declined}."
-            return f"{REJECT} Discarded (proposal #{proposal.id}): `{topic}` was left as it was."
-        if proposal.status == "failed":
-            return f"⚠️ Not applied (proposal #{proposal.id}): {proposal.outcome}"
-        if proposal.kind == NOTE_SAVE and scope is not None:
-            note = await self.notes.get(scope, topic)
-            if note is None:
-                return f"{APPROVE} Approved (proposal #{proposal.id}), but the note is gone."
-            if note.private and not conversation_of(proposal).is_dm:
-                return f"{APPROVE} Approved (proposal #{proposal.id})."
-            verb = {"created": "Saved", "updated": "Updated"}.get(proposal.outcome, "Kept")
-            return (
-                f"{APPROVE} {verb} `{note.topic}` in {where}: {note.summary}\n"
-                "Say `undo` to revert it."
-            )
-        if proposal.kind == SKILL_LOAD:
-            return f"{APPROVE} Loaded the skill `{payload.get('name')}` for this conversation."
-        if proposal.kind == SKILL_CREATE:
-            return f"{APPROVE} Created the skill `{payload.get('name')}`: {proposal.outcome}."
-        if proposal.kind == NOTE_FORGET:
-            return f"{APPROVE} Forgot `{topic}` from {where}. Say `undo` to bring it back."
-        return f"{APPROVE} Approved (proposal #{proposal.id})."
+        return await outcome_text(proposal, self.notes, self.actions)

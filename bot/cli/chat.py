@@ -67,7 +67,7 @@ def _chat_history(settings: Settings) -> Path | None:
 def _open_card(proposal: Proposal) -> OpenCard:
     """A pending proposal as the console lists it: `save `staging-db``."""
     from adapters.console.adapter import OpenCard
-    from bot.approvals.service import ACTION
+    from bot.approvals.cards import ACTION
     from memory.proposals import NOTE_FORGET, NOTE_SAVE, SKILL_CREATE, SKILL_LOAD
 
     verbs = {

@@ -19,7 +19,7 @@ from typing import Any
 from adapters.base import ConversationRef, UserRef
 from bot import metrics
 from bot.actions.mcp import McpServers
-from bot.approvals.service import ACTION
+from bot.approvals.cards import ACTION
 from bot.config.settings import Settings
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse

@@ -21,7 +21,8 @@ from adapters.base import (
     measure,
     working,
 )
-from bot.approvals.service import ApprovalService, scope_label
+from bot.approvals.cards import scope_label
+from bot.approvals.service import ApprovalService
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
 from bot.context.turn import (

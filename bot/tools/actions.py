@@ -26,7 +26,8 @@ from bot.actions.held import LOST
 from bot.actions.mcp import McpServer
 from bot.actions.mcp_values import CallResult, RemoteTool, ServerUnavailable
 from bot.approvals.card_text import code_block, format_arguments, inline
-from bot.approvals.service import ACTION, ApprovalService
+from bot.approvals.cards import ACTION
+from bot.approvals.service import ApprovalService
 from bot.context.scopes import user_scope
 from bot.context.turn import TurnContext
 from bot.model.arguments import coerce_arguments

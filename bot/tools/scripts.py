@@ -32,7 +32,8 @@ from bot.actions.sandbox import (
     script_sandbox_problem,
 )
 from bot.approvals.card_text import code_block, code_line, format_arguments, inline
-from bot.approvals.service import ACTION, ApprovalService
+from bot.approvals.cards import ACTION
+from bot.approvals.service import ApprovalService
 from bot.config.settings import Settings, resolve_secret
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
