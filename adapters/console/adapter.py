@@ -11,14 +11,10 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import os
 import re
-import signal
 import sys
-import termios
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -35,9 +31,11 @@ from adapters.base import (
     UserRef,
 )
 from adapters.console.stream import ConsoleReplyStream
+from adapters.console.terminal import history_for, logs_through, on_sigint, typeahead_unechoed
+from adapters.console.text import plain_text
 
 if TYPE_CHECKING:
-    from prompt_toolkit.history import History
+    pass
 
 _log = logging.getLogger(__name__)
 
@@ -258,13 +256,13 @@ class ConsoleAdapter:
         from prompt_toolkit import PromptSession
         from prompt_toolkit.patch_stdout import patch_stdout
 
-        session: PromptSession[str] = PromptSession(history=_history(self.history))
+        session: PromptSession[str] = PromptSession(history=history_for(self.history))
         before, terminal = self.stdout, (sys.stdout, sys.stderr)
         loop = asyncio.get_running_loop()
         with (
             patch_stdout(),
-            _logs_through(sys.stdout, terminal),
-            _on_sigint(lambda: loop.call_soon_threadsafe(self._interrupt)),
+            logs_through(sys.stdout, terminal),
+            on_sigint(lambda: loop.call_soon_threadsafe(self._interrupt)),
         ):
             self.stdout = sys.stdout
             try:
@@ -287,7 +285,7 @@ class ConsoleAdapter:
         self._interrupted = interrupted = asyncio.get_running_loop().create_future()
         waiting = asyncio.ensure_future(settle())
         try:
-            with _typeahead_unechoed(self.stdin):
+            with typeahead_unechoed(self.stdin):
                 await asyncio.wait({waiting, interrupted}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             self._interrupted = None
@@ -330,167 +328,3 @@ def _tolerate_bad_bytes(stdin: TextIO) -> None:
     stream (e.g. under a UTF-8 locale) would end the chat at the first such line."""
     if isinstance(stdin, io.TextIOWrapper) and stdin.errors == "strict":
         stdin.reconfigure(errors="replace")
-
-
-# --- terminal plumbing ----------------------------------------------------------------------
-
-
-def _history(path: Path | None) -> History:
-    """The prompt's history: a file only its owner reads, else (no path, or the file
-    cannot be used) kept in memory for this chat."""
-    from prompt_toolkit.history import FileHistory, InMemoryHistory
-
-    if path is None:
-        return InMemoryHistory()
-    try:
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600))
-    except OSError as exc:
-        _log.warning("chat history is kept in memory only: cannot use %s (%s)", path, exc)
-        return InMemoryHistory()
-
-    class SafeFileHistory(FileHistory):
-        """A file history that a full disk or a removed file does not end the chat."""
-
-        def store_string(self, string: str) -> None:
-            try:
-                super().store_string(string)
-            except OSError as exc:
-                _log.warning("could not save the chat history to %s (%s)", path, exc)
-
-    return SafeFileHistory(path)
-
-
-@contextmanager
-def _logs_through(stream: TextIO, terminal: Sequence[TextIO]) -> Iterator[None]:
-    """Point the logging handlers that write to the terminal at `stream`, so a log line
-    appears above the prompt instead of inside what the person is typing."""
-    moved = [
-        handler
-        for handler in logging.getLogger().handlers
-        if isinstance(handler, logging.StreamHandler) and any(handler.stream is t for t in terminal)
-    ]
-    previous = [handler.stream for handler in moved]
-    for handler in moved:
-        handler.setStream(stream)
-    try:
-        yield
-    finally:
-        for handler, old in zip(moved, previous, strict=True):
-            handler.setStream(old)
-
-
-@contextmanager
-def _on_sigint(callback: Callable[[], object]) -> Iterator[None]:
-    """Call `callback` on Ctrl-C instead of stopping the program, where signals can be
-    handled (the main thread). A Python-level handler, because the prompt saves and
-    restores that one around each line it reads; the previous one is restored at the end."""
-    previous = signal.getsignal(signal.SIGINT)
-    try:
-        signal.signal(signal.SIGINT, lambda signum, frame: callback())
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous or signal.default_int_handler)
-
-
-@contextmanager
-def _typeahead_unechoed(stream: TextIO) -> Iterator[None]:
-    """Keep the terminal from echoing keys (and from waiting for a whole line) while no
-    prompt is shown; Ctrl-C still interrupts."""
-    try:
-        fd = stream.fileno()
-        before = termios.tcgetattr(fd)
-    except (OSError, ValueError, termios.error):
-        yield
-        return
-    quiet = list(before)
-    quiet[3] &= ~(termios.ECHO | termios.ICANON)
-    termios.tcsetattr(fd, termios.TCSANOW, quiet)
-    try:
-        yield
-    finally:
-        termios.tcsetattr(fd, termios.TCSANOW, before)
-
-
-# --- plain text -----------------------------------------------------------------------------
-
-_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.DOTALL)
-_SLACK_TOKEN = re.compile(
-    r"<([@#!][^<>|\s]+|(?:https?|mailto|tel):[^<>|\s]+)(?:\|([^<>\n]*))?>", re.IGNORECASE
-)
-_MD_LINK = re.compile(r"\[([^\]\n]+)\]\(((?:https?|mailto):[^)\s]+)\)")
-_STRONG = re.compile(r"(\*\*|__|~~)(?=\S)([^\n]+?)(?<=\S)\1")
-# Slack's *bold*, _italic_, ~strike~ (and Markdown's *emphasis*), not inside words such as
-# snake_case names or 2*3*4.
-_EMPHASIS = re.compile(r"(?<![\w*_~])([*_~])(?=[^\s*_~])([^\n]*?[^\s*_~]|[^\s*_~])\1(?![\w*_~])")
-_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
-_BULLET = re.compile(r"^([ \t]*)[*+][ \t]+(?=\S)", re.MULTILINE)
-_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&amp;", "&"))
-_BROADCASTS = {"here", "channel", "everyone"}
-
-
-def plain_text(text: str) -> str:
-    """What a terminal shows for the core's text: Markdown and Slack mrkdwn markup
-    (bold, italic, strike, headings, links, `<@U1>` mentions, `&amp;`) become plain
-    readable text; code keeps its backticks and its content as written."""
-    out: list[str] = []
-    last = 0
-    for match in _CODE.finditer(text):
-        out.append(_plain_prose(text[last : match.start()]))
-        out.append(match.group(0))
-        last = match.end()
-    out.append(_plain_prose(text[last:]))
-    return "".join(out)
-
-
-def _plain_prose(text: str) -> str:
-    kept: list[str] = []
-
-    def keep(shown: str) -> str:
-        kept.append(shown)
-        return f"\x00{len(kept) - 1}\x00"
-
-    text = text.replace("\x00", "")
-    text = _SLACK_TOKEN.sub(lambda m: keep(_plain_token(m.group(1), m.group(2))), text)
-    text = _MD_LINK.sub(lambda m: keep(_plain_link(m.group(2), m.group(1))), text)
-    text = _HEADING.sub(r"\1", text)
-    text = _BULLET.sub(r"\1- ", text)
-    for pattern in (_STRONG, _EMPHASIS):
-        text = pattern.sub(r"\2", text)
-    for entity, char in _ENTITIES:
-        text = text.replace(entity, char)
-    return re.sub("\x00(\\d+)\x00", lambda m: kept[int(m.group(1))], text)
-
-
-def _plain_token(target: str, label: str | None) -> str:
-    """A Slack `<…>` token as text: `@name`, `#channel`, `@here`, or a link."""
-    label = _unescape(label or "")
-    kind, rest = target[0], target[1:]
-    if kind == "@":
-        return "@" + (label.lstrip("@") or rest)
-    if kind == "#":
-        return "#" + (label.lstrip("#") or rest)
-    if kind == "!":
-        special = rest.split("^", 1)[0]
-        if special in _BROADCASTS:
-            return "@" + special
-        return label or special
-    return _plain_link(_unescape(target), label)
-
-
-def _plain_link(url: str, label: str) -> str:
-    if url.startswith(("mailto:", "tel:")):
-        return label or url.split(":", 1)[1]
-    bare = re.sub(r"^[a-z]+://", "", url, flags=re.IGNORECASE).rstrip("/")
-    if not label or label.rstrip("/") in (url.rstrip("/"), bare):
-        return url
-    return f"{label} ({url})"
-
-
-def _unescape(text: str) -> str:
-    for entity, char in _ENTITIES:
-        text = text.replace(entity, char)
-    return text

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.console.adapter import plain_text
+from adapters.console.text import plain_text
 from bot.cli.main import main
 from memory import Database, NoteStore, Scope
 from tests.fakes.ollama import FakeOllama
