@@ -64,7 +64,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "bot/jobs/maintenance.py": JOB_TESTS,
     "bot/jobs/reflection.py": JOB_TESTS,
     "bot/jobs/patterns.py": JOB_TESTS,
-    "memory/secrets.py": ("tests/memory", "tests/bot/test_secret_redaction.py"),
+    "memory/redaction.py": ("tests/memory", "tests/bot/test_secret_redaction.py"),
 }  # fmt: skip
 
 # mutmut's exit codes for a mutant, by the outcome they stand for.

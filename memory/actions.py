@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.db import Clock, Database, from_db_time, to_db_time, utc_now
-from memory.secrets import redact_value
+from memory.redaction import redact_value
 
 # How an action came to run, or not.
 BY_CARD = "card"

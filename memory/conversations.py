@@ -15,7 +15,7 @@ from memory.bulk_writes import on_writer_thread, quick_gil_handoffs, rows_per_st
 from memory.db import Clock, Database, to_db_time, utc_now
 from memory.fts import query_terms
 from memory.message_search import MessageHit, index_new, search_messages
-from memory.secrets import redact
+from memory.redaction import redact
 from memory.types import Scope
 from memory.vectors import PREVIOUS_CHARS, VectorIndex
 from memory.visibility import Visibility, scope_keys

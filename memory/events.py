@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.db import Clock, Database, from_db_time, to_db_time, utc_now
-from memory.secrets import redact, redact_value
+from memory.redaction import redact, redact_value
 
 WRITE_VERBS = (
     "register", "deploy", "push", "save", "destroy", "write", "record", "emit", "export",

@@ -18,7 +18,7 @@ async def redact_stored_messages(conn: aiosqlite.Connection) -> None:
     """12: redact credentials in the messages and summaries stored before lorebot redacted
     them, and index the messages again from the redacted text when any changed."""
     from memory.message_search import index_new
-    from memory.secrets import redact
+    from memory.redaction import redact
 
     changed = 0
     for table in ("messages", "summaries"):

@@ -30,7 +30,7 @@ from memory.errors import Conflict, InvalidInput, NotFound
 from memory.fts import bm25_call, match_terms, ranking_terms
 from memory.fusion import Method, fuse
 from memory.index import INDEX_MAX_BYTES, INDEX_MAX_LINES, ScopeIndex, build_index, fit_turn
-from memory.secrets import find_secret
+from memory.redaction import find_secret
 from memory.term_stats import TermStats
 from memory.types import (
     SUMMARY_MAX_CHARS,

@@ -46,7 +46,7 @@ from memory.actions import ActionLog
 from memory.conversations import ConversationLog, LogEntry
 from memory.events import EventLog
 from memory.proposals import Proposal
-from memory.secrets import mask_known
+from memory.redaction import mask_known
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from adapters.base import (
 )
 from bot.split import split_message
 from memory.live_replies import LiveReplies
-from memory.secrets import MIN_SECRET_CHARS, mask_known
+from memory.redaction import MIN_SECRET_CHARS, mask_known
 
 _log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from bot.actions.held import LOST, HeldArguments
 from bot.context.turn import TurnContext
 from bot.model.client import ToolCall
 from bot.tools import Tool
-from memory.secrets import redact_value
+from memory.redaction import redact_value
 
 
 @dataclass(slots=True)

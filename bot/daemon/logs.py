@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from memory.secrets import redact
+from memory.redaction import redact
 
 _HANDLER_NAME = "lorebot"
 

@@ -35,7 +35,7 @@ from bot.tools.base import Call, Kind, Suspend, Toolbox, ToolOutput
 from bot.tools.schemas import flatten, validate
 from memory.actions import BY_ALLOW_LIST, BY_ALLOWANCE, BY_CARD, BY_TRUST, ActionLog
 from memory.proposals import Proposal
-from memory.secrets import redact, redact_value
+from memory.redaction import redact, redact_value
 
 _log = logging.getLogger(__name__)
 

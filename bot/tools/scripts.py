@@ -43,7 +43,7 @@ from bot.tools.actions import close_unapproved
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
 from memory.actions import BY_CARD, ActionLog
 from memory.proposals import Proposal
-from memory.secrets import redact, redact_value
+from memory.redaction import redact, redact_value
 from skills.resources import ScriptFile, list_scripts, read_script
 from skills.snapshot import SkillSnapshot, read_snapshot
 from skills.types import SkillError

@@ -11,7 +11,7 @@ import pytest
 from memory import InvalidInput, NoteDraft, NoteStore, Scope
 from memory.db import Database
 from memory.events import EventLog
-from memory.secrets import REDACTED, find_secret, is_secret_name, redact, redact_value
+from memory.redaction import REDACTED, find_secret, is_secret_name, redact, redact_value
 from tests.support.clock import FakeClock
 
 CHANNEL = Scope.parse("channel:slack/C1")

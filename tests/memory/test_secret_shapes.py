@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memory import InvalidInput, NoteDraft, NoteStore, Scope
-from memory.secrets import (
+from memory.redaction import (
     REDACTED,
     SECRET_PATTERNS,
     find_secret,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory import InvalidInput, NoteDraft, NoteStore, Scope
-from memory.secrets import find_secret, redact
+from memory.redaction import find_secret, redact
 
 CHANNEL = Scope.parse("channel:slack/C1")
 
