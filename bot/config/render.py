@@ -1,5 +1,6 @@
 """The settings model rendered for people: `config show`'s values with secrets masked,
-and `config init`'s commented TOML and environment files."""
+and `config init`'s commented TOML and environment files (`bot.config.reference` makes
+the documentation's table from the same descriptions)."""
 
 from __future__ import annotations
 
@@ -69,11 +70,11 @@ def render_toml() -> str:
 def _toml_table(model: type[BaseModel], path: tuple[str, ...]) -> list[str]:
     lines: list[str] = []
     if path:
-        lines += ["", *_comment(_doc(model), "# "), f"[{'.'.join(path)}]"]
+        lines += ["", *_comment(model_doc(model), "# "), f"[{'.'.join(path)}]"]
     fields = [(n, f) for n, f in model.model_fields.items() if (*path, n) != ("config",)]
     for name, field in fields:
         if section_model(field) is None and item_model(field) is None:
-            lines += _comment(_describe(field), "# ")
+            lines += _comment(describe(field), "# ")
             lines.append(f"# {name} =" + _toml_value(field))
     for name, field in fields:
         item = item_model(field)
@@ -92,7 +93,7 @@ def _toml_items(path: tuple[str, ...], field: FieldInfo, item: type[BaseModel]) 
     lines = _comment(f"{what}; none by default. Each one is a table:", "# ")
     lines.append(f"# [[{'.'.join(path)}]]")
     for name, sub in item.model_fields.items():
-        note = _describe(sub)
+        note = describe(sub)
         required = "required" if sub.is_required() else ""
         remark = "; ".join(part for part in (required, note) if part)
         lines.append(f"#   {name} =" + _toml_value(sub) + (f"  # {remark}" if remark else ""))
@@ -103,10 +104,11 @@ def _toml_value(field: FieldInfo) -> str:
     if field.is_required():
         return ""
     value = field.get_default(call_default_factory=True)
-    return "" if value is None else " " + _toml(value)
+    return "" if value is None else " " + toml_text(value)
 
 
-def _toml(value: Any) -> str:
+def toml_text(value: Any) -> str:
+    """A default as it is written in TOML: `"qwen3:8b"`, `5000`, `[]`, `true`."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -114,9 +116,9 @@ def _toml(value: Any) -> str:
     if isinstance(value, str | Path):
         return json.dumps(str(value), ensure_ascii=False)
     if isinstance(value, tuple | list):
-        return "[" + ", ".join(_toml(item) for item in value) + "]"
+        return "[" + ", ".join(toml_text(item) for item in value) + "]"
     if isinstance(value, dict):
-        pairs = ", ".join(f"{json.dumps(str(k))} = {_toml(v)}" for k, v in value.items())
+        pairs = ", ".join(f"{json.dumps(str(k))} = {toml_text(v)}" for k, v in value.items())
         return "{" + (f" {pairs} " if pairs else "") + "}"
     raise TypeError(f"no TOML form for {value!r}")
 
@@ -134,10 +136,11 @@ def _env_lines() -> list[str]:
             continue
         section = section_model(field)
         if section is not None:
-            title = f"[{'.'.join(path)}]" + (f" {_doc(section)}" if _doc(section) else "")
+            doc = model_doc(section)
+            title = f"[{'.'.join(path)}]" + (f" {doc}" if doc else "")
             lines += ["", *_comment(title, "# ")]
             continue
-        lines += _comment(_describe(field), "# ")
+        lines += _comment(describe(field), "# ")
         item = item_model(field)
         if item is not None:
             keys = ", ".join(f'"{name}": …' for name in item.model_fields)
@@ -167,12 +170,13 @@ def _env_value(field: FieldInfo) -> str:
 # --- Descriptions ------------------------------------------------------------------
 
 
-def _doc(model: type[BaseModel]) -> str:
+def model_doc(model: type[BaseModel]) -> str:
+    """A section model's docstring on one line, or "" when it has none."""
     doc = model.__dict__.get("__doc__")
     return " ".join(inspect.cleandoc(doc).split()) if doc else ""
 
 
-def _describe(field: FieldInfo) -> str:
+def describe(field: FieldInfo) -> str:
     """The field's description, with its choices and whether it is a secret."""
     parts = [field.description or ""]
     annotation = field.annotation
