@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_cli.add_parser(commands)
     completion = commands.add_parser("completion", help="print a shell completion script")
     completion.add_argument(
-        "shell", choices=["bash", "zsh"], help="the shell: bash or zsh (see the README)"
+        "shell", choices=["bash", "zsh"], help="the shell: bash or zsh (see docs/operations.md)"
     )
     completion.set_defaults(standalone=_print_completion)
     for path, sub in _subparsers(parser):

@@ -26,10 +26,10 @@ def no_adapters_message(platforms: Sequence[Platform[Any]] | None = None) -> str
 
     platforms = PLATFORMS if platforms is None else platforms
     ways = ", or ".join(f"{p.setup} for {p.title}" for p in platforms)
-    sections = " and ".join(p.title for p in platforms)
+    pages = " and ".join(f"docs/{p.name}.md" for p in platforms)
     return (
-        f"no chat platform is configured: set {ways} (see the README's {sections} "
-        "sections), or try `lorebot chat` in the terminal"
+        f"no chat platform is configured: set {ways} (see {pages}), "
+        "or try `lorebot chat` in the terminal"
     )
 
 

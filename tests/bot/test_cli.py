@@ -129,12 +129,12 @@ def test_secrets_are_hidden_in_settings(env: Path, monkeypatch: pytest.MonkeyPat
     assert settings.slack.bot_token.get_secret_value() == "xoxb-very-secret-value"
 
 
-def test_run_without_any_platform_points_to_chat_and_the_readme(
+def test_run_without_any_platform_points_to_chat_and_the_docs(
     env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run(capsys, "run")
     assert code == 1
-    assert "lorebot chat" in err and "README" in err and "Traceback" not in err
+    assert "lorebot chat" in err and "docs/slack.md" in err and "Traceback" not in err
 
 
 def test_skills_validate_and_list(env: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -102,7 +102,7 @@ async def test_run_without_a_platform_names_what_a_new_entry_needs(settings: Set
         await run_cli.cmd_run(args, settings, (*PLATFORMS, TOY_OFF))
     message = str(raised.value)
     assert "LOREBOT_DISCORD__TOKEN for Discord, or LOREBOT_TOY__TOKEN for Toy" in message
-    assert "README's Slack and Discord and Toy sections" in message
+    assert "(see docs/slack.md and docs/discord.md and docs/test.md)" in message
 
 
 def test_run_without_a_platform_says_what_to_set_for_each(
