@@ -19,7 +19,15 @@ def test_ci_runs_the_readmes_development_gate_verbatim() -> None:
     [gate] = readme_commands("Development")
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert gate in ci
-    for step in ("ruff check", "ruff format --check", "mypy", "lint-imports", "pytest"):
+    steps = (
+        "ruff check",
+        "ruff format --check",
+        "mypy",
+        "lint-imports",
+        "mkdocs build --strict",
+        "pytest",
+    )
+    for step in steps:
         assert f".venv/bin/{step}" in gate
 
 
