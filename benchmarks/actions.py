@@ -39,10 +39,10 @@ from adapters.base import APPROVE  # noqa: E402
 from bot.actions.mcp import McpServer  # noqa: E402
 from bot.approvals.service import ApprovalService  # noqa: E402
 from bot.tools.actions import McpTool  # noqa: E402
-from tests.bot.harness import start_harness  # noqa: E402
-from tests.conftest import FakeClock  # noqa: E402
 from tests.fakes.mcp_ops import make_server  # noqa: E402
 from tests.fakes.ollama import FakeOllama  # noqa: E402
+from tests.support.clock import FakeClock  # noqa: E402
+from tests.support.harness import start_harness  # noqa: E402
 
 TIMES: dict[str, list[float]] = defaultdict(list)
 

@@ -35,7 +35,7 @@ from bot.actions.mcp_values import (
 )
 from bot.approvals.card_text import valid_tool_name
 from bot.backoff import Backoff
-from bot.config.settings import McpServerSettings, McpSettings
+from bot.config.sections import McpServerSettings, McpSettings
 from memory.redaction import redact
 
 _log = logging.getLogger(__name__)

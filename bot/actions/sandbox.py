@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.actions.process import ProcessStartError, ScriptResult, execute
-from bot.config.settings import Settings, SkillsSettings
+from bot.config.sections import SkillsSettings
+from bot.config.settings import Settings
 from bot.errors import UserError
 from skills.resources import ScriptFile
 from skills.snapshot import SkillSnapshot

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from bot.errors import UserError
 
 if TYPE_CHECKING:
-    from bot.config.settings import Settings, Source
+    from bot.config.loading import Source
+    from bot.config.settings import Settings
 
 
 def add_parser(commands: Any) -> None:
@@ -53,9 +54,9 @@ def _source_fields(source: Source) -> dict[str, str | None]:
 
 
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.config.loading import read_inputs
     from bot.config.paths import SYSTEM_CONFIG, user_config_path
     from bot.config.render import shown_settings
-    from bot.config.settings import read_inputs
 
     inputs = read_inputs(settings.config)
     shown = shown_settings(settings)

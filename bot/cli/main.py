@@ -216,7 +216,7 @@ def _settings(config: Path | None, *, snapshot: bool) -> Settings | SettingsSnap
         kept = settings_snapshot.load(config)
         if kept is not None:
             return kept
-    from bot.config.settings import load_settings
+    from bot.config.loading import load_settings
 
     return load_settings(config)
 

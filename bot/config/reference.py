@@ -40,7 +40,7 @@ INTRO = f"""\
 # Configuration reference
 
 <!-- Generated from the settings models: do not edit this page, change the settings'
-descriptions in bot/config/settings.py and run `{COMMAND}`. -->
+descriptions in bot/config/sections.py and run `{COMMAND}`. -->
 
 Every setting lorebot reads, made from the settings models themselves, as `lorebot config
 init` is, so this page lists every one. Where settings come from and in which order (the

@@ -28,9 +28,9 @@ _log = logging.getLogger(__name__)
 
 FORMAT = 1
 # Besides LOREBOT_…, the variables a default depends on (the `default_factory` of settings
-# in bot/config/settings.py and the paths of bot/config/paths.py); a test keeps this list complete.
+# in bot/config/sections.py and the paths of bot/config/paths.py); a test keeps this list complete.
 DEFAULT_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "STATE_DIRECTORY", "OLLAMA_HOST")
-_SETTINGS_CODE = ("settings.py", "paths.py")
+_SETTINGS_CODE = ("settings.py", "sections.py", "loading.py", "paths.py")
 
 
 class DatabaseView(NamedTuple):

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from bot.config.settings import SkillsSettings
+from bot.config.sections import SkillsSettings
 from memory.conversations import ConversationLog
 from memory.proposals import SKILL_CREATE, SKILL_LOAD, Proposal
 from skills.catalog import BUNDLED_ROOT, Catalog

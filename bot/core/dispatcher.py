@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from adapters.base import Adapter, DeliveryError, Event, Message, ReactionEvent, SlashCommand
 from bot import metrics
 from bot.approvals.service import ApprovalService
-from bot.config.settings import BotSettings
+from bot.config.sections import BotSettings
 from bot.context.scopes import channel_scope, user_scope
 from bot.core.router import Core
 from bot.errors import user_message

@@ -72,7 +72,7 @@ def check_database(settings: StoreSettings, *, create: bool) -> None:
         raise UserError(hint)
     if create or path.exists():
         return
-    from bot.config.settings import read_inputs  # only to say where the path came from
+    from bot.config.loading import read_inputs  # only to say where the path came from
 
     source = read_inputs(settings.config).source_of(("database", "path"))
     origin = "the default" if source.origin == "default" else f"set by {source}"

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
     from adapters.base import Adapter
     from adapters.diagnosis import Finding
-    from bot.config.settings import DiscordSettings, Settings, SlackSettings
+    from bot.config.sections import DiscordSettings, SlackSettings
+    from bot.config.settings import Settings
 
 
 class Section(Protocol):

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from adapters.base import Adapter
 from bot.approvals.service import ApprovalService
-from bot.config.settings import JobsSettings
+from bot.config.sections import JobsSettings
 from bot.model.client import Model
 from memory import NoteStore
 from memory.conversations import ConversationLog

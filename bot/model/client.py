@@ -20,7 +20,7 @@ from typing import Any
 
 from bot import metrics
 from bot.backoff import Backoff
-from bot.config.settings import OllamaSettings
+from bot.config.sections import OllamaSettings
 from bot.model.arguments import (
     MAX_ARGUMENT_DEPTH,
     TOO_DEEP,

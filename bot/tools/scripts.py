@@ -34,7 +34,8 @@ from bot.actions.sandbox import (
 from bot.approvals.card_text import code_block, code_line, format_arguments, inline
 from bot.approvals.cards import ACTION
 from bot.approvals.service import ApprovalService
-from bot.config.settings import Settings, resolve_secret
+from bot.config.sections import resolve_secret
+from bot.config.settings import Settings
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
 from bot.context.turn import TurnContext

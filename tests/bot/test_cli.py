@@ -95,7 +95,7 @@ def test_bad_config_is_one_line_naming_the_key(
 
 
 def test_config_file_env_and_dotenv_layer(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bot.config.settings import load_settings
+    from bot.config.loading import load_settings
 
     (env / "lorebot.toml").write_text('[ollama]\nmodel = "from-toml"\nhost = "http://toml:1"\n')
     (env / ".env").write_text("LOREBOT_OLLAMA__HOST=http://dotenv:2\n")
@@ -110,7 +110,7 @@ def test_config_file_env_and_dotenv_layer(env: Path, monkeypatch: pytest.MonkeyP
 def test_database_defaults_to_the_systemd_state_directory(
     env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot.config.settings import load_settings
+    from bot.config.loading import load_settings
 
     monkeypatch.delenv("LOREBOT_DATABASE__PATH")
     monkeypatch.setenv("XDG_DATA_HOME", str(env / "data"))
@@ -120,7 +120,7 @@ def test_database_defaults_to_the_systemd_state_directory(
 
 
 def test_secrets_are_hidden_in_settings(env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bot.config.settings import load_settings
+    from bot.config.loading import load_settings
 
     monkeypatch.setenv("LOREBOT_SLACK__BOT_TOKEN", "xoxb-very-secret-value")
     settings = load_settings()

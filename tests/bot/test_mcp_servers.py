@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from bot.actions.mcp import ASK_EVERY, McpServer
-from bot.config.settings import McpServerSettings
+from bot.config.sections import McpServerSettings
 from tests.fakes.mcp_ops import make_server
 
 

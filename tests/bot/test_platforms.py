@@ -16,7 +16,8 @@ from adapters.discord.adapter import DiscordAdapter
 from bot.cli import doctor as doctor_cli
 from bot.cli import run as run_cli
 from bot.cli.main import main
-from bot.config.settings import Settings, load_settings
+from bot.config.loading import load_settings
+from bot.config.settings import Settings
 from bot.daemon.platforms import PLATFORMS, Platform
 from bot.daemon.wiring import build_adapters
 from bot.errors import UserError

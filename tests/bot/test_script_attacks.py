@@ -33,7 +33,7 @@ from bot.actions.sandbox import (
     run_script,
     script_sandbox_problem,
 )
-from bot.config.settings import SkillsSettings
+from bot.config.sections import SkillsSettings
 from bot.tools import scripts as script_tool
 from skills.snapshot import SkillSnapshot, SnapshotFile, read_snapshot
 from tests.fakes.adapter import Sent

@@ -21,7 +21,7 @@ import pytest
 from adapters.base import ALWAYS, APPROVE, REJECT
 from bot.actions import sandbox as script_runner
 from bot.actions.sandbox import script_sandbox_problem
-from bot.config.settings import SkillsSettings
+from bot.config.sections import SkillsSettings
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
