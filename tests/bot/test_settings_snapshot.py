@@ -207,8 +207,8 @@ def _name(expression: ast.expr) -> str:
 def test_every_variable_the_settings_read_is_part_of_the_snapshots_key() -> None:
     """A default that reads a new variable must make the snapshot depend on it too."""
     folder = Path(settings_snapshot.__file__).parent
-    read = set().union(*(_variables_read((folder / name).read_text())
-                         for name in ("settings.py", "sections.py", "loading.py", "paths.py")))  # fmt: skip
+    code = ("settings.py", "sections.py", "loading.py", "paths.py")
+    read = set().union(*(_variables_read((folder / name).read_text()) for name in code))
     assert {"XDG_DATA_HOME", "XDG_CONFIG_HOME", "OLLAMA_HOST", "STATE_DIRECTORY"} <= read
     # LOREBOT_CONFIG; a secret's `${NAME}` (not in a snapshot); `xdg_dir`'s parameter.
     computed = {"ENV_PREFIX + 'CONFIG'", "match.group(1)", "variable"}
