@@ -12,7 +12,8 @@ from typing import Any
 import aiosqlite
 
 from memory.bulk_writes import on_writer_thread, quick_gil_handoffs, rows_per_statement
-from memory.db import Clock, Database, to_db_time, utc_now
+from memory.clock import Clock, utc_now
+from memory.db import Database, to_db_time
 from memory.fts import query_terms
 from memory.message_search import MessageHit, index_new, search_messages
 from memory.redaction import redact

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,13 +18,6 @@ from memory.errors import SchemaTooNew, StoreError
 from memory.migrations import MIGRATIONS, SCHEMA_VERSION
 
 _log = logging.getLogger(__name__)
-
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    """The default clock."""
-    return datetime.now(UTC)
 
 
 def to_db_time(moment: datetime) -> str:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from memory.db import Clock, Database, from_db_time, to_db_time, utc_now
+from memory.clock import Clock, utc_now
+from memory.db import Database, from_db_time, to_db_time
 from memory.redaction import redact, redact_value
 
 WRITE_VERBS = (

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from memory.db import Clock, Database, from_db_time, to_db_time, utc_now
+from memory.clock import Clock, utc_now
+from memory.db import Database, from_db_time, to_db_time
 
 STALE_AFTER = timedelta(hours=1)
 

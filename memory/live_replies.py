@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memory.db import Clock, Database, to_db_time, utc_now
+from memory.clock import Clock, utc_now
+from memory.db import Database, to_db_time
 
 
 @dataclass(frozen=True, slots=True)

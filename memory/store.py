@@ -25,7 +25,8 @@ from memory.bulk_writes import (
     quick_gil_handoffs,
     rows_per_statement,
 )
-from memory.db import Clock, Database, to_db_time, utc_now
+from memory.clock import Clock, utc_now
+from memory.db import Database, to_db_time
 from memory.errors import Conflict, InvalidInput, NotFound
 from memory.fts import bm25_call, match_terms, ranking_terms
 from memory.fusion import Method, fuse

@@ -12,8 +12,8 @@ from bot.config.settings import Settings
 from bot.context.turn import TurnContext
 from bot.core.prompt import estimate_tokens
 from bot.model.client import Model, ModelUnavailable
+from memory.clock import Clock
 from memory.conversations import ConversationLog
-from memory.db import Clock
 
 COMPACT_AT = 0.8
 

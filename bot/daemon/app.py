@@ -42,7 +42,7 @@ from bot.tools.memory import memory_tools
 from bot.tools.scripts import script_tools
 from bot.tools.skills import skill_tools
 from memory.actions import ActionLog
-from memory.db import Clock, utc_now
+from memory.clock import Clock, utc_now
 from memory.embedder import Embedder
 from memory.events import EventLog
 from memory.job_runs import JobRuns

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from bot.config.paths import old_database_hint
 from bot.errors import UserError
 from memory import Database, NoteStore
+from memory.clock import Clock, utc_now
 from memory.conversations import ConversationLog
-from memory.db import Clock, utc_now
 from memory.embedder import Embedder
 from memory.vectors import VectorIndex
 

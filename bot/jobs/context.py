@@ -10,8 +10,8 @@ from bot.approvals.service import ApprovalService
 from bot.config.sections import JobsSettings
 from bot.model.client import Model
 from memory import NoteStore
+from memory.clock import Clock
 from memory.conversations import ConversationLog
-from memory.db import Clock
 from memory.events import EventLog
 from memory.job_runs import JobRuns
 from memory.proposals import ProposalStore

@@ -21,7 +21,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from bot import metrics
-from memory.db import Clock
+from memory.clock import Clock
 from memory.job_runs import JobRuns
 
 _log = logging.getLogger(__name__)
