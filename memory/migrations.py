@@ -5,6 +5,7 @@ of the connection, run in the same kind of transaction."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable
 
 import aiosqlite
@@ -14,10 +15,32 @@ Step = Callable[[aiosqlite.Connection], Awaitable[None]]
 _BATCH = 2000
 
 
+# Migration 12 indexes messages as the message index stood on the day it was written
+# (schema 10): the statement is frozen here, so a later change of the live index code
+# cannot change what an old database's upgrade does.
+_NEIGHBOUR_CHARS_12 = 400
+_NEIGHBOUR_12 = (
+    "coalesce(substr((SELECT o.content FROM messages AS o WHERE o.conversation = "
+    "m.conversation AND o.scope = m.scope AND o.id {op} m.id ORDER BY o.id {order} LIMIT 1), "
+    "1, ?), '')"
+)
+_INDEX_12 = (
+    "INSERT INTO messages_fts (rowid, content, context_before, context_after, author, "
+    f"scope_keys) SELECT m.id, m.content, {_NEIGHBOUR_12.format(op='<', order='DESC')}, "
+    f"{_NEIGHBOUR_12.format(op='>', order='')}, m.author_name, ? FROM messages AS m "
+    "WHERE m.conversation = ? AND m.scope = ?"
+)
+
+
+def _private_key_12(scope: str) -> str:
+    """The FTS scope key of a message's (stored, canonical) scope, as schema 10 wrote it."""
+    return "k" + hashlib.blake2b(scope.encode(), digest_size=10).hexdigest()
+
+
 async def redact_stored_messages(conn: aiosqlite.Connection) -> None:
     """12: redact credentials in the messages and summaries stored before lorebot redacted
-    them, and index the messages again from the redacted text when any changed."""
-    from memory.message_search import index_new
+    them, and index the messages again from the redacted text when any changed. The
+    scrubber is the live one on purpose: a newer one only ever hides more."""
     from memory.redaction import redact
 
     changed = 0
@@ -44,7 +67,8 @@ async def redact_stored_messages(conn: aiosqlite.Connection) -> None:
     ) as cursor:
         conversations = list(await cursor.fetchall())
     for conversation, scope in conversations:
-        await index_new(conn, conversation, scope, after=0)
+        chars = _NEIGHBOUR_CHARS_12
+        await conn.execute(_INDEX_12, (chars, chars, _private_key_12(scope), conversation, scope))
 
 
 MIGRATIONS: tuple[str | Step, ...] = (
