@@ -6,7 +6,8 @@ import asyncio
 import logging
 import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager, closing, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,30 @@ def _create_private(path: Path) -> None:
     the WAL and shared-memory files the permissions of their database file."""
     with suppress(FileExistsError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """What `lorebot doctor` says of a database."""
+
+    integrity: str  # "ok", or what the integrity check found
+    schema: int
+    notes: int
+
+
+def inspect_file(path: Path) -> Health:
+    """Health of the database file at `path`, read only and without migrating it (a backup
+    before it is restored); `StoreError` when it is no lorebot database."""
+    try:
+        # `closing`: a sqlite3 connection's own `with` ends a transaction, not the connection.
+        with closing(driver.sqlite_module().connect(f"file:{path}?mode=ro", uri=True)) as conn:
+            driver.load_vec(conn)  # vector tables are checked too when present
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
+            notes = conn.execute("SELECT count(*) FROM notes").fetchone()[0]
+    except driver.DatabaseError as exc:
+        raise StoreError(f"{path} is not a lorebot database: {exc}") from None
+    return Health(str(integrity), int(version), int(notes))
 
 
 class Database:
@@ -214,6 +239,19 @@ class Database:
 
     async def integrity_check(self) -> str:
         return str(await self.scalar("PRAGMA integrity_check"))
+
+    async def schema_version(self) -> int:
+        """The number of migrations this database has."""
+        return int(await self.scalar("PRAGMA user_version"))
+
+    async def fetch_health(self) -> Health:
+        """Integrity, schema and the count of notes, with the full-text index exercised
+        (a broken FTS5 build raises here, not in a person's search)."""
+        integrity = await self.integrity_check()
+        version = await self.schema_version()
+        await self.scalar("SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", ('"probe"',))
+        notes = int(await self.scalar("SELECT count(*) FROM notes"))
+        return Health(integrity, version, notes)
 
     async def close(self) -> None:
         """Write what was deferred and close both connections, also when that write fails

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -88,25 +87,23 @@ async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
 
 def _check_backup(source: Path) -> int:
     """The schema version of a readable, intact lorebot database; UserError otherwise."""
-    from memory import driver
+    from memory import StoreError
+    from memory.db import inspect_file
     from memory.migrations import SCHEMA_VERSION
 
     if not source.is_file():
         raise UserError(f"{source} does not exist")
     try:
-        # `closing`: a sqlite3 connection's own `with` ends a transaction, not the connection.
-        with closing(driver.sqlite_module().connect(f"file:{source}?mode=ro", uri=True)) as conn:
-            driver.load_vec(conn)  # vector tables are checked too when present
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
-            conn.execute("SELECT count(*) FROM notes").fetchone()
-    except driver.DatabaseError as exc:
-        raise UserError(f"{source} is not a lorebot database: {exc}") from None
-    if integrity != "ok":
-        raise UserError(f"{source} is damaged: {integrity}")
-    if version > SCHEMA_VERSION:
-        raise UserError(f"{source} comes from a newer lorebot (schema {version}); upgrade first")
-    return int(version)
+        health = inspect_file(source)
+    except StoreError as exc:
+        raise UserError(str(exc)) from None
+    if health.integrity != "ok":
+        raise UserError(f"{source} is damaged: {health.integrity}")
+    if health.schema > SCHEMA_VERSION:
+        raise UserError(
+            f"{source} comes from a newer lorebot (schema {health.schema}); upgrade first"
+        )
+    return health.schema
 
 
 async def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:

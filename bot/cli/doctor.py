@@ -72,12 +72,10 @@ async def check_database(settings: Settings) -> list[Check]:
             Check(False, "database", str(exc), "point LOREBOT_DATABASE__PATH at a lorebot database")
         ]
     try:
-        integrity = await db.integrity_check()
-        version = await db.scalar("PRAGMA user_version")
-        await db.scalar("SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", ('"probe"',))
-        notes = await db.scalar("SELECT count(*) FROM notes")
+        health = await db.fetch_health()
     finally:
         await db.close()
+    integrity, version, notes = health.integrity, health.schema, health.notes
     if not exists:
         detail = (f"none yet at {path} (`lorebot chat` or `lorebot run` starts it; "
                   "LOREBOT_DATABASE__PATH names another); FTS5 works")  # fmt: skip
