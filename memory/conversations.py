@@ -6,7 +6,7 @@ import asyncio
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import aiosqlite
@@ -242,50 +242,6 @@ class ConversationLog:
                 (conversation, up_to_message_id, summary, to_db_time(self.clock())),
             )
 
-    async def first_sighting(self, key: str) -> bool:
-        """Record a platform event id; False when it was already seen (a retry or replay)."""
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT OR IGNORE INTO seen_events (key, seen_at) VALUES (?, ?)",
-                (key, to_db_time(self.clock())),
-            )
-        return cursor.rowcount == 1
-
-    async def seen(self, key: str) -> bool:
-        """Whether a platform event id was recorded already."""
-        return await self.db.scalar("SELECT 1 FROM seen_events WHERE key = ?", (key,)) is not None
-
-    async def forget_sighting(self, key: str) -> None:
-        """Forget one event id, so the same id counts as new when it comes again."""
-        async with self.db.transaction() as conn:
-            await conn.execute("DELETE FROM seen_events WHERE key = ?", (key,))
-
-    async def forget_seen_before(self, age: timedelta = timedelta(days=1)) -> int:
-        """Drop event ids older than `age`; a replay that late is not expected."""
-        cutoff = to_db_time(self.clock() - age)
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute("DELETE FROM seen_events WHERE seen_at < ?", (cutoff,))
-        return cursor.rowcount
-
-    async def activate_skill(self, conversation: str, name: str, sha256: str, by: str) -> None:
-        """Remember that `name` at this content hash is active in `conversation`."""
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO skill_activations (conversation, name, sha256, activated_by, "
-                "activated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation, name) DO "
-                "UPDATE SET sha256 = excluded.sha256, activated_by = excluded.activated_by, "
-                "activated_at = excluded.activated_at",
-                (conversation, name, sha256, by, to_db_time(self.clock())),
-            )
-
-    async def active_skills(self, conversation: str) -> dict[str, str]:
-        """Active skills of a conversation: name -> the content hash that was approved."""
-        async with self.db.conn.execute(
-            "SELECT name, sha256 FROM skill_activations WHERE conversation = ? ORDER BY name",
-            (conversation,),
-        ) as cursor:
-            return {row[0]: row[1] for row in await cursor.fetchall()}
-
     async def messages_between(self, start: datetime, end: datetime) -> list[LoggedMessage]:
         """Every message lorebot logged in [start, end) (imported history is not a
         conversation with lorebot), by conversation then time."""
@@ -307,25 +263,6 @@ class ConversationLog:
             (len(conversation_prefix), conversation_prefix, to_db_time(start), to_db_time(end)),
         )
         return int(count or 0)
-
-    async def write_daily_log(self, conversation: str, day: date, content: str) -> None:
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO daily_logs (conversation, day, content, updated_at) VALUES "
-                "(?, ?, ?, ?) ON CONFLICT (conversation, day) DO UPDATE SET "
-                "content = excluded.content, updated_at = excluded.updated_at",
-                (conversation, day.isoformat(), content, to_db_time(self.clock())),
-            )
-
-    async def daily_logs(self, conversation: str, days: Sequence[date]) -> dict[date, str]:
-        """The log entries of `conversation` for the given days that exist."""
-        wanted = [day.isoformat() for day in days]
-        async with self.db.conn.execute(
-            "SELECT day, content FROM daily_logs WHERE conversation = ? AND day IN "
-            f"({', '.join('?' for _ in wanted)})",
-            (conversation, *wanted),
-        ) as cursor:
-            return {date.fromisoformat(day): content for day, content in await cursor.fetchall()}
 
 
 # The FTS scope keys of the scopes an import has met: a Python SQL function would take

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config.sections import SkillsSettings
-from memory.conversations import ConversationLog
+from memory.active_skills import ActiveSkills
 from memory.proposals import SKILL_CREATE, SKILL_LOAD, Proposal
 from skills.catalog import BUNDLED_ROOT, Catalog
 from skills.parse import normalise_name, text_problems
@@ -71,11 +71,11 @@ class SkillUse:
         self,
         settings: SkillsSettings,
         catalog: Catalog,
-        log: ConversationLog,
+        activations: ActiveSkills,
     ) -> None:
         self.settings = settings
         self.catalog = catalog
-        self.log = log
+        self.activations = activations
         # Whether run_skill_script can run here (scripts enabled, and the sandbox works).
         self.scripts_runnable = False
         # Active skills per conversation as last read, for the synchronous tool offer.
@@ -109,7 +109,7 @@ class SkillUse:
 
     async def fetch_active(self, conversation_key: str) -> list[Skill]:
         """The skills active here: approved or started, and unchanged since."""
-        approved = await self.log.active_skills(conversation_key)
+        approved = await self.activations.fetch(conversation_key)
         self._active[conversation_key] = approved
         return self._unchanged(approved)
 
@@ -136,7 +136,7 @@ class SkillUse:
         return any(s.name == skill.name for s in await self.fetch_active(conversation_key))
 
     async def activate(self, conversation_key: str, skill: Skill, by: str) -> None:
-        await self.log.activate_skill(conversation_key, skill.name, skill.sha256, by)
+        await self.activations.activate(conversation_key, skill.name, skill.sha256, by)
         self._active.setdefault(conversation_key, {})[skill.name] = skill.sha256
         _log.info(
             "skill %s (%s) active in %s, by %s", skill.name, skill.sha256[:12], conversation_key, by

@@ -44,6 +44,7 @@ from bot.tools import Call, Kind, Suspend, Tool, Toolbox
 from memory import InvalidInput, NoteStore, SearchHit
 from memory.actions import ActionLog
 from memory.conversations import ConversationLog, LogEntry
+from memory.daily_logs import DailyLogs
 from memory.events import EventLog
 from memory.proposals import Proposal
 from memory.redaction import mask_known
@@ -86,6 +87,7 @@ class Agent:
         model: Model,
         notes: NoteStore,
         log: ConversationLog,
+        daily_logs: DailyLogs,
         skills: SkillUse,
         toolbox: Toolbox,
         events: EventLog | None = None,
@@ -102,7 +104,7 @@ class Agent:
         self.secrets = tuple(settings.secrets())  # never in a reply, a row or a log line
         self.held = HeldCalls(self.secrets)
         self.recall = Recall(settings, notes, log)
-        self.history = History(settings, model, log, notes.clock)
+        self.history = History(settings, model, log, daily_logs, notes.clock)
 
     async def build_prefix(self, ctx: TurnContext) -> tuple[str, int]:
         """The stable system prompt and how many bytes of it memory takes. Within the memory

@@ -19,8 +19,8 @@ from bot.core.router import Core
 from bot.errors import user_message
 from bot.tasks import TaskTracker
 from memory import Conflict, InvalidInput
-from memory.conversations import ConversationLog
 from memory.driver import DatabaseError
+from memory.seen_events import SeenEvents
 
 _log = logging.getLogger(__name__)
 
@@ -42,14 +42,14 @@ class Dispatcher:
         settings: BotSettings,
         core: Core,
         approvals: ApprovalService,
-        log: ConversationLog,
+        seen: SeenEvents,
         adapters: Mapping[str, Adapter],
         tasks: TaskTracker,
     ) -> None:
         self.settings = settings
         self.core = core
         self.approvals = approvals
-        self.log = log
+        self.seen = seen
         self.adapters = adapters
         self.tasks = tasks
         self._queues: dict[str, deque[Event]] = {}
@@ -115,10 +115,10 @@ class Dispatcher:
         event turned away while busy can be given again; a removed reaction forgets its
         add, so adding it again is a new decision."""
         if isinstance(event, ReactionEvent) and not event.added:
-            await self.log.forget_sighting(f"{event.conversation.platform}:{event.event_id}")
+            await self.seen.forget_sighting(f"{event.conversation.platform}:{event.event_id}")
             self._drop("reaction removed")
             return False
-        if await self.log.seen(key):
+        if await self.seen.seen(key):
             _log.info("dropped duplicate event %s", key)
             self._drop("duplicate")
             return False
@@ -127,7 +127,7 @@ class Dispatcher:
             await self._say(event, BUSY_REPLY)
             self._drop("busy")
             return False
-        if not await self.log.first_sighting(key):  # taken by a concurrent delivery
+        if not await self.seen.first_sighting(key):  # taken by a concurrent delivery
             self._drop("duplicate")
             return False
         return True

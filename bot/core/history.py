@@ -14,6 +14,7 @@ from bot.core.prompt import estimate_tokens
 from bot.model.client import Model, ModelUnavailable
 from memory.clock import Clock
 from memory.conversations import ConversationLog
+from memory.daily_logs import DailyLogs
 
 COMPACT_AT = 0.8
 
@@ -22,11 +23,17 @@ class History:
     """The history part of one agent's prompts."""
 
     def __init__(
-        self, settings: Settings, model: Model, log: ConversationLog, clock: Clock
+        self,
+        settings: Settings,
+        model: Model,
+        log: ConversationLog,
+        daily_logs: DailyLogs,
+        clock: Clock,
     ) -> None:
         self.settings = settings
         self.model = model
         self.log = log
+        self.daily_logs = daily_logs
         self.clock = clock
 
     async def fetch_messages(self, ctx: TurnContext, prefix: str) -> list[dict[str, Any]]:
@@ -66,7 +73,7 @@ class History:
         tz = ZoneInfo(self.settings.jobs.timezone)
         today = self.clock().astimezone(tz).date()
         days = [("today", today), ("yesterday", today - timedelta(days=1))]
-        found = await self.log.daily_logs(ctx.history_key, [day for _, day in days])
+        found = await self.daily_logs.fetch(ctx.history_key, [day for _, day in days])
         logs = []
         for label, day in days:
             text = found.get(day, "")

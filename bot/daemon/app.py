@@ -42,12 +42,15 @@ from bot.tools.memory import memory_tools
 from bot.tools.scripts import script_tools
 from bot.tools.skills import skill_tools
 from memory.actions import ActionLog
+from memory.active_skills import ActiveSkills
 from memory.clock import Clock, utc_now
+from memory.daily_logs import DailyLogs
 from memory.embedder import Embedder
 from memory.events import EventLog
 from memory.job_runs import JobRuns
 from memory.live_replies import LiveReplies
 from memory.proposals import ProposalStore
+from memory.seen_events import SeenEvents
 
 _log = logging.getLogger(__name__)
 
@@ -115,6 +118,9 @@ class Bot:
         self.vectors = memory.vectors
         self.secrets = tuple(settings.secrets())
         self.events = EventLog(self.db, clock=self.clock, secrets=self.secrets)
+        self.seen = SeenEvents(self.db, clock=self.clock)
+        self.active_skills = ActiveSkills(self.db, clock=self.clock)
+        self.daily_logs = DailyLogs(self.db, clock=self.clock)
         self.proposals = ProposalStore(self.notes)
         self.model = Model(settings.ollama, max_concurrent=settings.bot.max_concurrent_model_calls)
         self._stack.push_async_callback(self.model.close)
@@ -124,7 +130,7 @@ class Bot:
         )
         self.catalog = build_catalog(settings.skills)
         self.catalog.refresh()
-        skills = SkillUse(settings.skills, self.catalog, self.log)
+        skills = SkillUse(settings.skills, self.catalog, self.active_skills)
         self.toolbox = Toolbox(
             [
                 *memory_tools(self.notes, self.log, self.approvals),
@@ -133,8 +139,8 @@ class Bot:
             ]
         )
         self.agent = Agent(
-            settings, self.model, self.notes, self.log, skills, self.toolbox, self.events,
-            self.actions,
+            settings, self.model, self.notes, self.log, self.daily_logs, skills, self.toolbox,
+            self.events, self.actions,
         )  # fmt: skip
         self.mcp = McpServers(settings.mcp, targets=self.mcp_targets, on_tools=self._sync_tools)
         self.live_replies = LiveReplies(self.db, clock=self.clock)
@@ -144,7 +150,7 @@ class Bot:
         )  # fmt: skip
         self.approvals.on_closed = self.core.after_decision
         self.dispatcher = Dispatcher(
-            settings.bot, self.core, self.approvals, self.log, self.adapters, TaskTracker()
+            settings.bot, self.core, self.approvals, self.seen, self.adapters, TaskTracker()
         )
         self._stack.push_async_callback(self.tasks.cancel_all)
         if self.vectors.embedder is not None and self.daemon:
@@ -209,7 +215,8 @@ class Bot:
         settings = self.settings.jobs
         ctx = JobContext(
             settings, self.notes, self.log, self.events, JobRuns(self.db, clock=self.clock),
-            self.proposals, self.approvals, self.model, self.adapters, self.clock,
+            self.proposals, self.approvals, self.model, self.adapters, self.clock, self.seen,
+            self.daily_logs,
         )  # fmt: skip
         jobs: list[Job] = [ReflectionJob(ctx), PatternJob(ctx), DigestJob(ctx), MaintenanceJob(ctx)]
         return JobRunner(

@@ -12,9 +12,11 @@ from bot.model.client import Model
 from memory import NoteStore
 from memory.clock import Clock
 from memory.conversations import ConversationLog
+from memory.daily_logs import DailyLogs
 from memory.events import EventLog
 from memory.job_runs import JobRuns
 from memory.proposals import ProposalStore
+from memory.seen_events import SeenEvents
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,3 +31,5 @@ class JobContext:
     model: Model
     adapters: Mapping[str, Adapter]
     clock: Clock
+    seen: SeenEvents
+    daily_logs: DailyLogs

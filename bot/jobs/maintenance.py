@@ -26,7 +26,7 @@ class MaintenanceJob:
     async def run(self, scope: str, fire_time: datetime) -> str:
         expired = await self.ctx.approvals.expire()
         purged = await self.ctx.notes.purge_expired()
-        forgotten = await self.ctx.log.forget_seen_before(timedelta(days=1))
+        forgotten = await self.ctx.seen.forget_seen_before(timedelta(days=1))
         wal = (
             ""
             if await self.ctx.notes.db.checkpoint()

@@ -96,5 +96,5 @@ class ReflectionJob:
         # leaves the run to be retried in full (lesson saves are idempotent per topic).
         if drafts:
             await self.ctx.notes.import_drafts(drafts, actor="lorebot")
-        await self.ctx.log.write_daily_log(scope, day, reflection.log.strip())
+        await self.ctx.daily_logs.write(scope, day, reflection.log.strip())
         return f"logged {day}, {len(drafts)} lessons"

@@ -210,7 +210,7 @@ async def test_a_reaction_removed_and_added_again_is_a_new_decision(harness: Har
         reaction.event_id, added=False,
     )  # fmt: skip
     await harness.send(removal)
-    assert not await harness.bot.log.seen(f"test:{reaction.event_id}")
+    assert not await harness.bot.seen.seen(f"test:{reaction.event_id}")
 
 
 # --- a database that cannot be written: the person is told ----------------------------------
@@ -289,7 +289,7 @@ async def test_approving_a_skill_load_from_the_shell_activates_it_and_resumes_th
     assert "running lorebot will update the card" in out
     assert live.adapter.replies == ["Page the owner first."]
     assert card.current.startswith("✅ Loaded the skill")
-    assert "incident-triage" in await live.bot.log.active_skills(card.conversation.key)
+    assert "incident-triage" in await live.bot.active_skills.fetch(card.conversation.key)
     assert await live.bot.follow_up() == 0  # finished once
 
 

@@ -140,7 +140,7 @@ async def test_reflection_keeps_at_most_three_lessons_of_a_chatty_model(
         assert result.status == "succeeded", result.detail
         saved = [n for n in await h.bot.notes.list_notes() if n.category is Category.REFLECTION]
         assert sorted(n.summary for n in saved) == lessons[:3]
-        assert await h.bot.log.daily_logs("test/C1/", [at("2026-11-02T00:00:00").date()])
+        assert await h.bot.daily_logs.fetch("test/C1/", [at("2026-11-02T00:00:00").date()])
     finally:
         await h.bot.stop()
 

@@ -243,14 +243,16 @@ async def test_reflection_with_the_model_down_or_confused_changes_nothing_and_re
         [failed] = await h.bot.jobs.run_period(reflection, "all", fire)
         assert failed.status == "failed" and "did not fit" in failed.detail
         assert await h.bot.notes.list_notes() == []
-        assert await h.bot.log.daily_logs("test/C1/", [fire.date()]) == {}
+        assert await h.bot.daily_logs.fetch("test/C1/", [fire.date()]) == {}
 
         reflection_reply(fake_ollama, "A greeting.", [])
         [retried] = await h.bot.jobs.run_period(reflection, "all", fire)
         assert retried.status == "succeeded"
         run = await h.bot.jobs.runs.get("reflection", "test/C1/", retried.period)
         assert run is not None and run.attempts == 2
-        assert await h.bot.log.daily_logs("test/C1/", [fire.date()]) == {fire.date(): "A greeting."}
+        assert await h.bot.daily_logs.fetch("test/C1/", [fire.date()]) == {
+            fire.date(): "A greeting."
+        }
     finally:
         await h.bot.stop()
 
