@@ -31,7 +31,7 @@ from memory.errors import Conflict, InvalidInput, NotFound
 from memory.fts import bm25_call, match_terms, ranking_terms
 from memory.fusion import Method, fuse
 from memory.index import INDEX_MAX_BYTES, INDEX_MAX_LINES, ScopeIndex, build_index, fit_turn
-from memory.redaction import find_secret
+from memory.redaction import find_secret, mask_known
 from memory.term_stats import TermStats
 from memory.types import (
     SUMMARY_MAX_CHARS,
@@ -92,7 +92,9 @@ class NoteStore:
         index_max_bytes: int = INDEX_MAX_BYTES,
         vectors: VectorIndex | None = None,
         fusion: Method = "weighted",
+        secrets: Iterable[str] = (),
     ) -> None:
+        self.secrets = tuple(secrets)  # configured secret values, never kept in a note
         self.db = db
         self.clock = clock
         self.max_note_bytes = max_note_bytes
@@ -123,7 +125,10 @@ class NoteStore:
                 f"into smaller notes with their own topics (for example {draft.topic}-part-1 "
                 f"and {draft.topic}-part-2), each under {self.max_note_bytes} bytes"
             )
-        secret = find_secret(f"{draft.topic}\n{summary}\n{draft.body}")
+        text = f"{draft.topic}\n{summary}\n{draft.body}"
+        secret = find_secret(text)
+        if secret is None and mask_known(text, self.secrets) != text:
+            secret = "one of lorebot's configured secrets"
         if secret is not None:
             raise InvalidInput(
                 f"not saved: the note contains {secret}. Credentials do not belong in "

@@ -142,6 +142,7 @@ async def open_memory(
             index_max_lines=settings.memory.index_max_lines,
             index_max_bytes=settings.memory.index_max_bytes,
             vectors=vectors,
+            secrets=settings.secrets(),
         )
         log = ConversationLog(db, clock=clock, secrets=settings.secrets())
         await log.index_older_messages()

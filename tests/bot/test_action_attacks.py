@@ -561,3 +561,20 @@ async def test_a_piped_chats_first_question_is_offered_the_servers_tools(
     offered = {t["function"]["name"] for t in question["tools"]}
     assert {"ops__status", "ops__restart"} <= offered
     assert "lorebot> Let me check: it looks healthy." in capsys.readouterr().out
+
+
+async def test_a_configured_secret_a_person_asks_to_remember_is_refused_and_not_stored(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPS_TOKEN", OPS_TOKEN)
+    h, _ = await _start(tmp_path, fake_ollama, clock, env={"OPS_TOKEN": "${OPS_TOKEN}"})
+    try:
+        h.script_title("deploy-token", f"the deploy token is {OPS_TOKEN}")
+        await h.say(f"remember that the deploy token is {OPS_TOKEN}", dm=True)
+        assert h.adapter.cards == []
+        [reply] = h.adapter.replies
+        assert "one of lorebot's configured secrets" in reply and OPS_TOKEN not in reply
+        assert await h.bot.notes.list_notes() == []
+        assert OPS_TOKEN not in _database_text(tmp_path / "bot.db")
+    finally:
+        await h.bot.stop()
