@@ -18,12 +18,12 @@ import pytest
 from memory import InvalidInput, NoteDraft, NoteStore, Scope
 from memory.redaction import (
     REDACTED,
-    SECRET_PATTERNS,
     find_secret,
     is_secret_name,
     normalise,
     redact,
 )
+from memory.secret_patterns import SECRET_PATTERNS
 
 CHANNEL = Scope.parse("channel:slack/C1")
 JWT = (
