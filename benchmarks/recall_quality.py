@@ -55,7 +55,8 @@ from memory.conversations import ConversationLog, LogEntry
 from memory.fts import match_terms, query_terms
 from memory.message_search import search_messages
 from memory.types import Category
-from memory.vectors import MESSAGE, NOTE, EmbeddingState, VectorIndex, store_vectors
+from memory.vector_tables import MESSAGE, NOTE, EmbeddingState, store_vectors
+from memory.vectors import VectorIndex
 from memory.visibility import Visibility, explicit, scope_match
 
 DATA = Path(__file__).resolve().parent / "data" / "recall_eval"
@@ -498,7 +499,7 @@ async def scale_latency(size: int, dim: int, workdir: Path) -> dict[str, Any]:
     imported = time.perf_counter() - started
     state = EmbeddingState("random-unit:bench", dim, 1)
     vectors = VectorIndex(db, None)
-    from memory.vectors import create_tables, write_state
+    from memory.vector_tables import create_tables, write_state
 
     async with db.transaction() as conn:
         await create_tables(conn, state)

@@ -18,7 +18,8 @@ from memory.fts import query_terms
 from memory.message_search import MessageHit, index_new, search_messages
 from memory.redaction import redact
 from memory.types import Scope
-from memory.vectors import PREVIOUS_CHARS, VectorIndex
+from memory.vector_tables import PREVIOUS_CHARS
+from memory.vectors import VectorIndex
 from memory.visibility import Visibility, scope_keys
 
 # Messages per batch of an import: written while the next is read and redacted, with a

@@ -24,7 +24,8 @@ from memory import fusion as fusion_weights
 from memory.fts import bm25_call, match_terms
 from memory.fusion import Method, fuse
 from memory.types import Scope
-from memory.vectors import MESSAGE, PREVIOUS_CHARS, VectorIndex
+from memory.vector_tables import MESSAGE, PREVIOUS_CHARS
+from memory.vectors import VectorIndex
 from memory.visibility import Visibility, explicit, scope_keys, scope_match
 
 # bm25 weights of content, the message before, the message after, author, relative to each

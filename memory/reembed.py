@@ -16,7 +16,7 @@ import aiosqlite
 
 from memory.db import Database
 from memory.embedder import Embedder, model_name
-from memory.vectors import (
+from memory.vector_tables import (
     BATCH_SIZE,
     KINDS,
     MESSAGE,

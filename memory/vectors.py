@@ -6,41 +6,44 @@ vectors (`lorebot notes reembed` moves the store to a new model). Notes and mess
 vector is missing or stale wait in `embed_queue` (filled by triggers), so a save never
 waits for, or fails because of, the embedding model.
 
-Vectors are stored as sqlite-vec int8 vectors (each scaled to its largest component;
-cosine distance does not mind the scale) in ordinary tables clustered by scope, so a search
-reads only the scopes a conversation may read, and computes exact cosine distances with
-sqlite-vec. The store checks visibility again in SQL on what comes back. (A `vec0` table
-partitioned by scope was measured 3-4x slower on this scope-filtered search, because its
-per-chunk overhead dominates when most scopes hold a few dozen vectors.)
+A search reads only the tables of the scopes a conversation may read (`vector_tables`
+says how they are laid out), and computes exact cosine distances with sqlite-vec. The
+store checks visibility again in SQL on what comes back. (A `vec0` table partitioned by
+scope was measured 3-4x slower on this scope-filtered search, because its per-chunk
+overhead dominates when most scopes hold a few dozen vectors.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-
-import aiosqlite
 
 from memory.db import Database
 from memory.embedder import Embedder, model_name
 from memory.errors import EmbedderUnavailable, EmbeddingMismatch, StoreError
+from memory.vector_coverage import Coverage
+from memory.vector_tables import (
+    BATCH_SIZE,
+    EMBED_MAX_CHARS,
+    KINDS,
+    EmbeddingState,
+    create_tables,
+    embed_items,
+    read_state,
+    serialize,
+    store_vectors,
+    texts_of,
+    write_state,
+)
+from memory.vector_tables import NOTE as NOTE
 from memory.visibility import Visibility
 
 _log = logging.getLogger(__name__)
 
-NOTE, MESSAGE = "note", "message"
-KINDS = (NOTE, MESSAGE)
-BATCH_SIZE = 32
-# How much of a note or message is embedded; small embedding models read ~512 tokens.
-EMBED_MAX_CHARS = 2000
 QUERY_CACHE_SIZE = 256  # recent query vectors kept (about 1.5 KB each at 384 dimensions)
-# Characters of the previous message a message carries, in its vector and word index.
-PREVIOUS_CHARS = 400
 # How long to wait after a failure when the embedder does not say (its `retry_after`).
 RETRY_S = 30.0
 # While items wait for their vector, how often a turn's coverage figures are counted again:
@@ -48,166 +51,15 @@ RETRY_S = 30.0
 COVERAGE_RECOUNT_S = 30.0
 
 
-@dataclass(frozen=True, slots=True)
-class EmbeddingState:
-    """The model the stored vectors come from, and the generation of their tables."""
-
-    model: str
-    dim: int
-    generation: int
-
-    def table(self, kind: str) -> str:
-        return f"vec_{kind}s_{self.generation}"
-
-    def describe(self) -> str:
-        return f"{self.model} ({self.dim} dimensions)"
-
-
-@dataclass(frozen=True, slots=True)
-class Coverage:
-    """Items of one kind with an up-to-date vector, of all that should have one."""
-
-    embedded: int
-    total: int
-
-    @property
-    def partial(self) -> bool:
-        return self.embedded < self.total
-
-
-def words_alone_notice(model: str) -> str:
-    """What a ranking's reader should know when the embedding model gave the query no
-    vector, so everything was ranked by its words."""
-    return f"ranked by words alone: the embedding model {model} did not answer"
-
-
-def coverage_notice(kind: str, coverage: Coverage) -> str | None:
-    """What a ranking's reader should know when only some items have a vector yet."""
-    if not coverage.partial:
-        return None
-    items = "notes" if kind == NOTE else "messages"
-    return (
-        f"vectors for {coverage.embedded:,} of {coverage.total:,} {items}; the rest are "
-        "ranked by their words alone until lorebot has embedded them"
-    )
-
-
 def _counted(kind: str) -> tuple[str, str]:
     """The table of `kind` and the condition of its items that get a vector."""
     return ("notes", "1") if kind == NOTE else ("messages", "scope != ''")
-
-
-def note_text(topic: str, summary: str, body: str) -> str:
-    return f"{topic.replace('-', ' ')}: {summary}\n{body}".strip()[:EMBED_MAX_CHARS]
-
-
-def message_text(content: str, before: str | None = None) -> str:
-    """A message is embedded after the one before it, so a short reply ("yep, 8443")
-    carries what it answers (+5 points of hit@10 in benchmarks/recall_quality.py)."""
-    text = f"{before[:PREVIOUS_CHARS]}\n{content}" if before else content
-    return text.strip()[:EMBED_MAX_CHARS]
-
-
-def serialize(vector: Sequence[float]) -> bytes:
-    """A vector as sqlite-vec int8: scaled so its largest component is ±127."""
-    top = max((abs(x) for x in vector), default=0.0) or 1.0
-    return struct.pack(f"{len(vector)}b", *(round(x / top * 127) for x in vector))
-
-
-async def read_state(conn: aiosqlite.Connection, prefix: str = "") -> EmbeddingState | None:
-    """The recorded state (`prefix="next_"`: the target of a re-embedding in progress)."""
-    async with conn.execute("SELECT key, value FROM embedding_state") as cursor:
-        values = {k: v for k, v in await cursor.fetchall()}
-    if f"{prefix}model" not in values:
-        return None
-    return EmbeddingState(
-        values[f"{prefix}model"], int(values[f"{prefix}dim"]), int(values[f"{prefix}generation"])
-    )
-
-
-async def write_state(conn: aiosqlite.Connection, state: EmbeddingState, prefix: str = "") -> None:
-    await conn.executemany(
-        "INSERT INTO embedding_state (key, value) VALUES (?, ?) "
-        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        [
-            (f"{prefix}model", state.model),
-            (f"{prefix}dim", str(state.dim)),
-            (f"{prefix}generation", str(state.generation)),
-        ],
-    )
-
-
-async def create_tables(conn: aiosqlite.Connection, state: EmbeddingState) -> None:
-    for kind in KINDS:
-        table = state.table(kind)
-        await conn.execute(
-            f"CREATE TABLE IF NOT EXISTS {table} (scope TEXT NOT NULL, id INTEGER NOT NULL, "
-            "private INTEGER NOT NULL, embedding BLOB NOT NULL, PRIMARY KEY (scope, id)) "
-            "WITHOUT ROWID"
-        )
-        await conn.execute(f"CREATE INDEX IF NOT EXISTS {table}_by_id ON {table} (id)")
-
-
-async def drop_tables(conn: aiosqlite.Connection, state: EmbeddingState) -> None:
-    for kind in KINDS:
-        await conn.execute(f"DROP TABLE IF EXISTS {state.table(kind)}")
-
-
-async def texts_of(
-    conn: aiosqlite.Connection, kind: str, ids: Sequence[int]
-) -> dict[int, tuple[str, int, str]]:
-    """(scope, private, text to embed) of the items that still exist, by id."""
-    marks = ", ".join("?" for _ in ids)
-    if kind == NOTE:
-        sql = f"SELECT id, scope, private, topic, summary, body FROM notes WHERE id IN ({marks})"
-        async with conn.execute(sql, tuple(ids)) as cursor:
-            return {
-                r[0]: (r[1], r[2], note_text(r[3], r[4], r[5])) for r in await cursor.fetchall()
-            }
-    sql = (
-        "SELECT m.id, m.scope, m.content, (SELECT p.content FROM messages AS p WHERE "
-        "p.conversation = m.conversation AND p.id < m.id ORDER BY p.id DESC LIMIT 1) "
-        f"FROM messages AS m WHERE m.id IN ({marks}) AND m.scope != ''"
-    )
-    async with conn.execute(sql, tuple(ids)) as cursor:
-        return {r[0]: (r[1], 1, message_text(r[2], r[3])) for r in await cursor.fetchall()}
-
-
-async def store_vectors(
-    conn: aiosqlite.Connection,
-    state: EmbeddingState,
-    kind: str,
-    ids: Sequence[int],
-    items: dict[int, tuple[str, int, str]],
-    vectors: dict[int, list[float]],
-) -> None:
-    """Replace the vectors of `ids` (deleting those of items that are gone)."""
-    table = state.table(kind)
-    await conn.executemany(f"DELETE FROM {table} WHERE id = ?", [(i,) for i in ids])
-    for vector in vectors.values():
-        if len(vector) != state.dim:
-            raise EmbeddingMismatch(
-                f"the embedding model returned {len(vector)} dimensions, but the store holds "
-                f"vectors of {state.describe()}: run `lorebot notes reembed`"
-            )
-    await conn.executemany(
-        f"INSERT INTO {table} (scope, id, private, embedding) VALUES (?, ?, ?, ?)",
-        [(items[i][0], i, items[i][1], serialize(v)) for i, v in vectors.items()],
-    )
 
 
 def retry_after(exc: StoreError) -> float:
     """Seconds to wait before asking the embedder again after `exc`."""
     delay = exc.retry_after if isinstance(exc, EmbedderUnavailable) else None
     return RETRY_S if delay is None else delay
-
-
-async def embed_items(
-    embedder: Embedder, items: dict[int, tuple[str, int, str]]
-) -> dict[int, list[float]]:
-    ids = list(items)
-    vectors = await embedder.embed([items[i][2] for i in ids])
-    return dict(zip(ids, vectors, strict=True))
 
 
 class VectorIndex:

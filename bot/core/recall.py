@@ -14,7 +14,8 @@ from memory import Category, NoteStore, SearchHit
 from memory.conversations import ConversationLog
 from memory.fts import term_overlap
 from memory.message_search import MessageHit
-from memory.vectors import KINDS, NOTE, coverage_notice, words_alone_notice
+from memory.vector_coverage import coverage_notice, words_alone_notice
+from memory.vector_tables import KINDS, NOTE
 
 _log = logging.getLogger(__name__)
 

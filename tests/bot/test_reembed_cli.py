@@ -21,7 +21,8 @@ from bot.model.ollama import OllamaEmbedder
 from memory import Database, NoteDraft, NoteStore, Scope, Viewer, explicit, visibility_for
 from memory.conversations import ConversationLog, LogEntry
 from memory.errors import EmbeddingMismatch
-from memory.vectors import MESSAGE, NOTE, EmbeddingState, VectorIndex, note_text
+from memory.vector_tables import MESSAGE, NOTE, EmbeddingState, note_text
+from memory.vectors import VectorIndex
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 

@@ -15,7 +15,8 @@ from memory.conversations import ConversationLog, LogEntry
 from memory.driver import sqlite_module
 from memory.message_search import MessageHit
 from memory.migrations import MIGRATIONS
-from memory.vectors import MESSAGE, VectorIndex
+from memory.vector_tables import MESSAGE
+from memory.vectors import VectorIndex
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 

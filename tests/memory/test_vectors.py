@@ -35,7 +35,8 @@ from memory.conversations import ConversationLog, LogEntry
 from memory.errors import EmbeddingMismatch
 from memory.fusion import fuse, rrf, weighted
 from memory.reembed import reembed
-from memory.vectors import NOTE, EmbeddingState, VectorIndex, note_text
+from memory.vector_tables import NOTE, EmbeddingState, note_text
+from memory.vectors import VectorIndex
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 
