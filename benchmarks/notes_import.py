@@ -57,7 +57,8 @@ from recall import generate_corpus  # noqa: E402
 from recall_eval import note_of  # noqa: E402
 
 from memory import Database, NoteStore, Scope  # noqa: E402
-from memory.transfer import export_notes, import_notes, read_source  # noqa: E402
+from memory.note_export import export_notes  # noqa: E402
+from memory.transfer import import_notes, read_source  # noqa: E402
 from memory.types import Note, NoteDraft  # noqa: E402
 
 ACTOR = "cli:bench"

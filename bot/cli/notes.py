@@ -373,7 +373,7 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.transfer import export_folder
+    from memory.note_export import export_folder
 
     _check_export_folder(args.target)
     async with open_store(settings) as store:

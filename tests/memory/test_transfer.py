@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from memory import InvalidInput, NoteStore, Scope
-from memory.transfer import export_notes, import_notes, read_source
+from memory.note_export import export_notes
+from memory.transfer import import_notes, read_source
 
 LINES = [
     {"scope": "channel:slack/C1", "topic": "staging-db", "summary": "pg-stage-2",
