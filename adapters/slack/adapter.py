@@ -3,10 +3,10 @@
 Socket Mode (bot token and app-level token) needs no public URL; HTTP Events mode serves
 bolt's signed-request endpoint when a signing secret and a listen address are configured.
 Both feed one handler, which bolt runs after it has acknowledged the event, and which turns
-the payload into the core's `Message` / `ReactionEvent` in one place (`slack_events`). The
-`/lorebot` slash command lives in `slack_commands`, the thread status in `slack_status`,
-streamed replies in `slack_stream`, Web API refusals in `slack_errors`, and the cache of
-people's names in `slack_users`.
+the payload into the core's `Message` / `ReactionEvent` in one place (`events`). Signing in
+and the connection events arrive on live in `connection`, the `/lorebot` slash command in
+`commands`, the thread status in `status`, streamed replies in `stream`, Web API refusals
+in `errors`, and the cache of people's names in `users`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,6 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import aiohttp
-from aiohttp import web
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -29,7 +27,6 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from adapters.base import (
     APPROVE,
     REJECT,
-    AdapterConfigError,
     ConversationRef,
     Event,
     EventSink,
@@ -39,10 +36,9 @@ from adapters.base import (
     UserRef,
 )
 from adapters.slack.commands import register_command
-from adapters.slack.errors import BOT_TOKEN_HELP, response_header, retry_handlers
+from adapters.slack.connection import SlackConnection, check_tokens, identify
 from adapters.slack.errors import SlackRequestError as SlackRequestError
-from adapters.slack.errors import describe_error as describe_error
-from adapters.slack.errors import missing_scopes as missing_scopes
+from adapters.slack.errors import describe_error, retry_handlers
 from adapters.slack.events import PLATFORM, BotThreads, to_event
 from adapters.slack.status import ThreadStatus
 from adapters.slack.stream import (
@@ -61,18 +57,8 @@ _log = logging.getLogger(__name__)
 
 _REACTION_NAMES = {APPROVE: "white_check_mark", REJECT: "x"}
 _USER_UNKNOWN = frozenset({"user_not_found", "user_not_visible"})
-_APP_TOKEN_HELP = (
-    "LOREBOT_SLACK__APP_TOKEN (an app-level token, xapp-…, with connections:write, "
-    "under Basic Information → App-Level Tokens)"
-)
 
 CLOSE_GRACE_S = 5.0
-CONNECT_TIMEOUT_S = 30.0
-
-
-def _split_listen(listen: str) -> tuple[str | None, int]:
-    host, _, port = listen.rpartition(":")
-    return (host.strip("[]") or None), int(port)
 
 
 class SlackAdapter:
@@ -92,25 +78,10 @@ class SlackAdapter:
         events_path: str = "/slack/events",
         api_base_url: str = "https://slack.com/api/",
     ) -> None:
-        if not bot_token.startswith("xoxb-"):
-            raise AdapterConfigError(
-                f"the Slack bot token must start with xoxb-: set {BOT_TOKEN_HELP}"
-            )
         self.http_mode = signing_secret is not None and listen is not None
-        if not self.http_mode:
-            if app_token is None:
-                raise AdapterConfigError(
-                    f"Slack needs {_APP_TOKEN_HELP} for Socket Mode, or "
-                    "LOREBOT_SLACK__SIGNING_SECRET and LOREBOT_SLACK__LISTEN for HTTP Events mode"
-                )
-            if not app_token.startswith("xapp-"):
-                raise AdapterConfigError(
-                    f"the Slack app token must start with xapp-: set {_APP_TOKEN_HELP}"
-                )
+        check_tokens(bot_token, app_token, http_mode=self.http_mode)
         self._bot_token = bot_token
-        self._app_token = app_token
         self._signing_secret = signing_secret or ""
-        self._listen = listen
         self.events_path = events_path
         self.api_base_url = api_base_url
         self.bot_user_id: str | None = None
@@ -118,13 +89,12 @@ class SlackAdapter:
         self.bot_name = "lorebot"
         self.team_id: str | None = None
         self.workspace_url = ""
-        self.bound_address: tuple[str, int] | None = None
-        """Where HTTP Events mode listens, once started (the real port when given 0)."""
+        self._connection = SlackConnection(
+            app_token=app_token, listen=listen if self.http_mode else None, events_path=events_path
+        )
         self._sink: EventSink | None = None
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
-        self._socket: AsyncSocketModeHandler | None = None
-        self._runner: web.AppRunner | None = None
         self._inflight: set[asyncio.Task[Any]] = set()
         self._users = SlackUsers(self._user_info)
         self.threads = BotThreads()
@@ -149,7 +119,9 @@ class SlackAdapter:
             retry_handlers=retry_handlers(),
         )
         try:
-            await self._identify(self._client)
+            me = await identify(self._client, self.api_base_url, self.bot_name)
+            self.bot_user_id, self.bot_id, self.team_id = me.user_id, me.bot_id, me.team_id
+            self.workspace_url, self.bot_name = me.workspace_url, me.name
             app = AsyncApp(
                 client=self._client,
                 signing_secret=self._signing_secret,
@@ -163,101 +135,21 @@ class SlackAdapter:
             )
             app.event(re.compile(".*"))(self._on_event)
             register_command(app, self)
-            if self.http_mode:
-                await self._serve_http(app)
-            else:
-                await self._connect_socket(app, self._client)
+            await self._connection.open(app, self._client)
         except BaseException:
             await self.close()
             raise
 
-    async def _identify(self, client: AsyncWebClient) -> None:
-        try:
-            response = await client.auth_test()
-        except SlackApiError as exc:
-            error = str(exc.response.get("error"))
-            raise AdapterConfigError(
-                f"Slack auth.test failed ({error}): {describe_error(error, {})}"
-            ) from None
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise AdapterConfigError(
-                f"cannot reach the Slack Web API at {self.api_base_url} "
-                f"({exc or type(exc).__name__}): check the "
-                "network, or LOREBOT_SLACK__API_BASE_URL"
-            ) from None
-        self.bot_user_id = response.get("user_id")
-        self.bot_id = response.get("bot_id")
-        self.team_id = response.get("team_id")
-        self.workspace_url = str(response.get("url") or "")
-        self.bot_name = str(response.get("user") or self.bot_name)
-        granted = response_header(response, "x-oauth-scopes")
-        if granted is None:
-            _log.info("Slack did not list the granted scopes; skipping the scope check")
-        elif missing := missing_scopes(granted):
-            _log.warning(
-                "the Slack app lacks the scopes %s: add them under OAuth & Permissions → "
-                "Bot Token Scopes, then reinstall the app to the workspace",
-                ", ".join(missing),
-            )
-        _log.info(
-            "Slack: signed in as @%s (%s) in workspace %s",
-            self.bot_name, self.bot_user_id, self.team_id,
-        )  # fmt: skip
-
-    async def _connect_socket(self, app: AsyncApp, client: AsyncWebClient) -> None:
-        assert self._app_token is not None
-        try:
-            opened = await client.apps_connections_open(app_token=self._app_token)
-        except SlackApiError as exc:
-            error = str(exc.response.get("error"))
-            raise AdapterConfigError(
-                f"Slack refused to open a Socket Mode connection ({error}): check "
-                f"{_APP_TOKEN_HELP}, and that Socket Mode is enabled for the app"
-            ) from None
-        self._socket = AsyncSocketModeHandler(app, self._app_token, web_client=client)
-        self._socket.client.wss_uri = str(opened["url"])
-        try:
-            # slack-sdk retries a failed first connection forever; give up and say so instead.
-            async with asyncio.timeout(CONNECT_TIMEOUT_S):
-                await self._socket.connect_async()  # type: ignore[no-untyped-call]
-        except TimeoutError:
-            raise AdapterConfigError(
-                f"could not open Slack's Socket Mode websocket within {CONNECT_TIMEOUT_S:g} s: "
-                "check that outgoing websocket (wss://) connections are allowed"
-            ) from None
-        _log.info("Slack: connected in Socket Mode")
-
-    async def _serve_http(self, app: AsyncApp) -> None:
-        assert self._listen is not None
-        host, port = _split_listen(self._listen)
-        self._runner = web.AppRunner(
-            app.web_app(path=self.events_path, port=port), handle_signals=False, access_log=None
-        )
-        await self._runner.setup()
-        try:
-            await web.TCPSite(self._runner, host, port).start()
-        except OSError as exc:
-            raise AdapterConfigError(
-                f"cannot listen on {self._listen} for Slack events ({exc.strerror}): "
-                "check LOREBOT_SLACK__LISTEN"
-            ) from None
-        address = self._runner.addresses[0]
-        self.bound_address = (str(address[0]), int(address[1]))
-        _log.info("Slack: HTTP Events mode on %s:%d%s", *self.bound_address, self.events_path)
+    @property
+    def bound_address(self) -> tuple[str, int] | None:
+        """Where HTTP Events mode listens, once started (the real port when given 0)."""
+        return self._connection.bound_address
 
     @property
     def connected(self) -> bool:
         """Whether events can arrive now: the Socket Mode websocket is open (not while
         slack-sdk reconnects), or the HTTP endpoint is serving."""
-        if self._closed:
-            return False
-        if self._runner is not None:
-            return True
-        if self._socket is None:
-            return False
-        client = self._socket.client
-        session = client.current_session
-        return session is not None and not session.closed and not (client.stale or client.closed)
+        return not self._closed and self._connection.connected
 
     async def close(self) -> None:
         """Stop taking events, let the ones in flight reach the sink, close the clients."""
@@ -265,13 +157,8 @@ class SlackAdapter:
             return
         self._closed = True
         self._status.close()
-        socket, self._socket = self._socket, None
-        runner, self._runner = self._runner, None
         try:
-            if socket is not None:
-                await socket.close_async()  # type: ignore[no-untyped-call]
-            if runner is not None:
-                await runner.cleanup()
+            await self._connection.close()
             await self._finish_inflight()
         finally:
             self._sink = None

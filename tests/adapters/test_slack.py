@@ -347,7 +347,7 @@ async def test_start_identifies_the_bot_and_names_missing_scopes(
         pass
 
     assert not adapter.connected
-    with caplog.at_level(logging.INFO, logger="adapters.slack.adapter"):
+    with caplog.at_level(logging.INFO, logger="adapters.slack.connection"):
         levels = _logger_levels()
         await adapter.start(sink)
         # bolt copies the root level onto loggers it names; none of them may be ours.

@@ -168,7 +168,7 @@ async def test_a_missing_commands_scope_is_named_at_start(
         bot_token=fake_slack.bot_token, app_token=fake_slack.app_token,
         api_base_url=fake_slack.api_url,
     )  # fmt: skip
-    with caplog.at_level(logging.WARNING, logger="adapters.slack.adapter"):
+    with caplog.at_level(logging.WARNING, logger="adapters.slack.connection"):
         await slack.start(Sink())
         await slack.close()
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
