@@ -65,6 +65,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "bot/jobs/reflection.py": JOB_TESTS,
     "bot/jobs/patterns.py": JOB_TESTS,
     "memory/redaction.py": ("tests/memory", "tests/bot/test_secret_redaction.py"),
+    "memory/secret_patterns.py": ("tests/memory", "tests/bot/test_secret_redaction.py"),
 }  # fmt: skip
 
 # mutmut's exit codes for a mutant, by the outcome they stand for.
