@@ -40,7 +40,7 @@ from bot.core.turn_state import (
 from bot.model.arguments import ToolArgumentError
 from bot.model.client import ChatResult, Model, ModelUnavailable
 from bot.split import clip_reply
-from bot.tools import Call, Kind, Suspend, Tool, Toolbox
+from bot.tools.base import Call, Kind, Suspend, Tool, Toolbox
 from memory import InvalidInput, NoteStore, SearchHit
 from memory.actions import ActionLog
 from memory.conversations import ConversationLog, LogEntry

@@ -12,7 +12,7 @@ from typing import Any
 from bot.actions.held import LOST, HeldArguments
 from bot.context.turn import TurnContext
 from bot.model.client import ToolCall
-from bot.tools import Tool
+from bot.tools.base import Tool
 from memory.redaction import redact_value
 
 

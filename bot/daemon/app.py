@@ -36,8 +36,8 @@ from bot.jobs.reflection import ReflectionJob
 from bot.jobs.runner import Job, JobRunner
 from bot.model.client import Model
 from bot.tasks import TaskTracker
-from bot.tools import Toolbox
 from bot.tools.actions import sync_server_tools
+from bot.tools.base import Toolbox
 from bot.tools.memory import memory_tools
 from bot.tools.scripts import script_tools
 from bot.tools.skills import skill_tools

@@ -7,8 +7,7 @@ from datetime import timedelta
 
 from adapters.base import APPROVE
 from bot.context.turn import TurnContext
-from bot.tools import BuiltinTool, Call, Kind, Suspend
-from bot.tools.base import ToolArgs
+from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs
 from memory.proposals import Proposal
 from tests.support.harness import Harness
 
