@@ -50,7 +50,7 @@ from typing import Any
 
 from memory import Category, Database, NoteDraft, NoteStore, Scope, Viewer, visibility_for
 from memory.fts import STOPWORDS, match_terms
-from memory.store import _BM25 as BM25_WEIGHTS
+from memory.note_search import _BM25 as BM25_WEIGHTS
 from memory.visibility import scope_match
 
 # --- corpus shape ---------------------------------------------------------------------

@@ -48,7 +48,7 @@ from typing import Any
 
 from memory import Database, NoteDraft, NoteStore, Scope, explicit, fts, fusion, term_stats
 from memory import message_search as ms
-from memory import store as store_module
+from memory import note_search as store_module
 from memory.conversations import ConversationLog, LogEntry
 from memory.fts import query_terms, quote
 from memory.message_search import search_messages
