@@ -201,19 +201,29 @@ class ConversationLog:
 
     async def index_older_messages(self) -> int:
         """Index messages logged before message search existed; returns how many
-        conversations had some."""
-        indexed = await self.db.scalar("SELECT coalesce(max(rowid), 0) FROM messages_fts")
-        async with self.db.conn.execute(
+        conversations had some. What is unindexed is read again under the write lock:
+        another process (the daemon, beside a one-shot command) may have logged and
+        indexed a message since the first look."""
+        _, pending = await self._unindexed(self.db.conn)
+        if not pending:
+            return 0
+        async with self.db.transaction() as conn:
+            indexed, conversations = await self._unindexed(conn)
+            for conversation, scope in conversations:
+                await index_new(conn, conversation, scope, after=indexed)
+        return len(conversations)
+
+    async def _unindexed(self, conn: aiosqlite.Connection) -> tuple[int, list[tuple[str, str]]]:
+        """The last indexed message id and the conversations with messages after it."""
+        async with conn.execute("SELECT coalesce(max(rowid), 0) FROM messages_fts") as cursor:
+            row = await cursor.fetchone()
+        indexed = int(row[0]) if row is not None else 0
+        async with conn.execute(
             "SELECT DISTINCT conversation, scope FROM messages WHERE id > ? AND scope != ''",
             (indexed,),
         ) as cursor:
             conversations = [(r[0], r[1]) for r in await cursor.fetchall()]
-        if not conversations:
-            return 0
-        async with self.db.transaction() as conn:
-            for conversation, scope in conversations:
-                await index_new(conn, conversation, scope, after=indexed)
-        return len(conversations)
+        return indexed, conversations
 
     async def history(self, conversation: str, limit: int = 60) -> History:
         """The latest summary and up to `limit` most recent messages after it, oldest first.
