@@ -693,7 +693,7 @@ class Bench:
                 author = UserRef(PLATFORM, user_id(speaker), f"person{speaker}")
                 question = self.questions.ask(c, speaker)
                 message = Message(conversation_ref(c), author, question, "seed", "seed")
-                key = self.bot.core.context(message).history_key
+                key = self.bot.router.context(message).history_key
                 entries = [
                     LogEntry("user", question, user_scope(author)),
                     LogEntry("assistant", REPLY),
@@ -773,7 +773,7 @@ class Bench:
         for speaker in speakers_of(conversation, self.args.speakers):
             author = UserRef(PLATFORM, user_id(speaker), f"person{speaker}")
             message = Message(conversation_ref(conversation), author, "?", "count", "count")
-            visibility = self.bot.core.context(message).visibility
+            visibility = self.bot.router.context(message).visibility
             counts[user_scope(author)] = len(await self.bot.notes.list_visible(visibility))
         return counts
 
@@ -882,7 +882,7 @@ class Bench:
         for turn, call in paired:
             key = (turn.conversation, turn.speaker)
             if key not in visible:
-                ctx = self.bot.core.context(turn.message)
+                ctx = self.bot.router.context(turn.message)
                 notes = await self.bot.notes.list_visible(ctx.visibility)
                 visible[key] = sum(
                     len(n.topic.encode()) + len(n.summary.encode()) + len(n.body.encode())

@@ -95,7 +95,7 @@ class ApprovalService:
     ) -> None:
         self.actions = actions or ActionLog(proposals.db, clock=proposals.clock)
         # What finishes a proposal that closed without a decision (expired): by default its
-        # card; the daemon also resumes the turn that waited (`Core.after_decision`).
+        # card; the daemon also resumes the turn that waited (`Router.after_decision`).
         self.on_closed: Callable[[Proposal], Awaitable[object]] = self.follow_up
         self.skill_root = skill_root
         self.events = events

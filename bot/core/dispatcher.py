@@ -15,7 +15,7 @@ from bot import metrics
 from bot.approvals.service import ApprovalService
 from bot.config.sections import BotSettings
 from bot.context.scopes import channel_scope, user_scope
-from bot.core.router import Core
+from bot.core.router import Router
 from bot.errors import user_message
 from bot.tasks import TaskTracker
 from memory import Conflict, InvalidInput
@@ -40,14 +40,14 @@ class Dispatcher:
     def __init__(
         self,
         settings: BotSettings,
-        core: Core,
+        router: Router,
         approvals: ApprovalService,
         seen: SeenEvents,
         adapters: Mapping[str, Adapter],
         tasks: TaskTracker,
     ) -> None:
         self.settings = settings
-        self.core = core
+        self.router = router
         self.approvals = approvals
         self.seen = seen
         self.adapters = adapters
@@ -156,9 +156,9 @@ class Dispatcher:
                 proposal = await self.approvals.on_reaction(event)
                 outcome = f"proposal {proposal.id} {proposal.status}" if proposal else "ignored"
                 if proposal is not None:
-                    await self.core.after_decision(proposal)
+                    await self.router.after_decision(proposal)
             else:
-                await self.core.handle(event)
+                await self.router.handle(event)
         except Conflict as exc:
             outcome = f"closed proposal ({exc})"
         except DeliveryError as exc:
@@ -187,7 +187,7 @@ class Dispatcher:
             if isinstance(event, SlashCommand):  # the person alone asked; they alone hear
                 await event.answer(text)
                 return
-            await self.core.reply(event.conversation, text)
+            await self.router.reply(event.conversation, text)
         except DeliveryError:
             pass
         except Exception:

@@ -99,7 +99,7 @@ def _card_posted(proposal: Proposal) -> str:
     return f"I posted card #{proposal.id} here: react ✅ on it to {verb}, or ❌ to drop it."
 
 
-class Core:
+class Router:
     """Handles one message: a command, or a model turn, and the reply."""
 
     def __init__(

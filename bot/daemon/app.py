@@ -23,7 +23,7 @@ from bot.context.skills import SkillUse, build_catalog
 from bot.core.agent import Agent
 from bot.core.dispatcher import Dispatcher
 from bot.core.live_reply import mend_cut_replies
-from bot.core.router import Core
+from bot.core.router import Router
 from bot.daemon.lockfile import DatabaseLock
 from bot.daemon.memory_setup import open_memory
 from bot.daemon.notify import Notifier, start_extended
@@ -144,13 +144,13 @@ class Bot:
         )  # fmt: skip
         self.mcp = McpServers(settings.mcp, targets=self.mcp_targets, on_tools=self._sync_tools)
         self.live_replies = LiveReplies(self.db, clock=self.clock)
-        self.core = Core(
+        self.router = Router(
             settings, self.notes, self.agent, self.approvals, self.adapters,
             self.live_replies if self.daemon else None,
         )  # fmt: skip
-        self.approvals.on_closed = self.core.after_decision
+        self.approvals.on_closed = self.router.after_decision
         self.dispatcher = Dispatcher(
-            settings.bot, self.core, self.approvals, self.seen, self.adapters, TaskTracker()
+            settings.bot, self.router, self.approvals, self.seen, self.adapters, TaskTracker()
         )
         self._stack.push_async_callback(self.tasks.cancel_all)
         if self.vectors.embedder is not None and self.daemon:
@@ -197,7 +197,7 @@ class Bot:
         done = 0
         for proposal in await self.proposals.to_follow_up(list(self.adapters)):
             try:
-                await self.core.after_decision(proposal)
+                await self.router.after_decision(proposal)
                 done += 1
             except Exception:
                 _log.exception("could not finish proposal %d", proposal.id)
