@@ -31,6 +31,7 @@ from bot.actions.mcp_values import (
     RemoteTool,
     ServerUnavailable,
     hints_of,
+    ms_since,
     result_of,
 )
 from bot.approvals.card_text import valid_tool_name
@@ -292,27 +293,21 @@ class McpServer:
         try:
             result = await client.call_tool(tool, dict(arguments), read_timeout_seconds=timeout_s)
         except MCPError as exc:
-            took = _ms_since(started)
+            took = ms_since(started)
             if exc.error.code == REQUEST_TIMEOUT:
                 return CallResult("unknown", f"no answer within {timeout_s:g} s", took)
             self._lose()  # the connection closed: reconnect
             return CallResult("unknown", f"the connection was lost: {exc}", took)
         except (OSError, httpx2.HTTPError, *_STREAM_ERRORS) as exc:
             self._lose()
-            return CallResult("unknown", f"the connection was lost: {exc}", _ms_since(started))
+            return CallResult("unknown", f"the connection was lost: {exc}", ms_since(started))
         except Exception as exc:  # noqa: BLE001 - sent, then the SDK refused what came back
             # For example a result that breaks the tool's own output schema: the tool ran,
             # but what it did is not known.
             _log.warning("MCP server %s: the result of %s was refused: %s", self.name, tool, exc)
             why = redact(f"{type(exc).__name__}: {exc}")
-            return CallResult(
-                "unknown", f"its result could not be read ({why})", _ms_since(started)
-            )
-        return result_of(result, _ms_since(started))
-
-
-def _ms_since(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
+            return CallResult("unknown", f"its result could not be read ({why})", ms_since(started))
+        return result_of(result, ms_since(started))
 
 
 class McpServers:

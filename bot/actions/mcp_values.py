@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,3 +77,8 @@ def result_of(result: mcp_types.CallToolResult, duration_ms: int) -> CallResult:
     text = _text_of(result)
     failed = result.is_error or text.lstrip().lower().startswith("error:")
     return CallResult("error" if failed else "ok", text, duration_ms)
+
+
+def ms_since(started: float) -> int:
+    """Milliseconds since `started`, a `time.monotonic()` reading: a call's duration."""
+    return int((time.monotonic() - started) * 1000)

@@ -48,8 +48,7 @@ def visible(text: str) -> str:
 
 def inline(text: str) -> str:
     """`text` for inline code on a card: visible, on one line, with no backtick to end it."""
-    shown = visible(text).replace("\n", "\\n").replace("\t", "\\t")
-    return shown.replace(_BACKTICK, "\\u0060")
+    return code_line(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _json_escape_hidden(text: str) -> str:

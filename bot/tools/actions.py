@@ -24,7 +24,7 @@ from typing import Any
 
 from bot.actions.held import LOST
 from bot.actions.mcp import McpServer
-from bot.actions.mcp_values import CallResult, RemoteTool, ServerUnavailable
+from bot.actions.mcp_values import CallResult, RemoteTool, ServerUnavailable, ms_since
 from bot.approvals.card_text import code_block, format_arguments, inline
 from bot.approvals.cards import ACTION
 from bot.approvals.service import ApprovalService
@@ -276,13 +276,13 @@ class McpTool:
         except ServerUnavailable as exc:
             result = CallResult("error", f"not run: {exc}", 0)
         except asyncio.CancelledError:
-            cut = CallResult("unknown", "lorebot stopped while it ran", _ms_since(started))
+            cut = CallResult("unknown", "lorebot stopped while it ran", ms_since(started))
             await asyncio.shield(self._record(action_id, cut))
             raise
         except Exception as exc:
             _log.exception("action %d %s failed in lorebot", action_id, self.name)
             result = CallResult("unknown", f"lorebot failed while it ran ({type(exc).__name__})",
-                                _ms_since(started))  # fmt: skip
+                                ms_since(started))  # fmt: skip
         text = await self._record(action_id, result)
         return self._for_model(result.outcome, text)
 
@@ -314,10 +314,6 @@ class McpTool:
             f"outcome unknown: {text}. It may or may not have happened; do not call it "
             "again, tell the person to check."
         )
-
-
-def _ms_since(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
 
 
 def sync_server_tools(

@@ -40,7 +40,7 @@ from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
 from bot.context.turn import TurnContext
 from bot.errors import ConfigError
-from bot.tools.actions import close_unapproved
+from bot.tools.actions import close_unapproved, not_run
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
 from memory.actions import BY_CARD, ActionLog
 from memory.proposals import Proposal
@@ -243,7 +243,7 @@ class SkillScripts:
             args = self._approved_args(payload, exact)
             script, snapshot = await self._approved_script(payload, args)
         except (ScriptError, SkillError) as exc:
-            return await self._not_run(proposal, action_id, str(exc))
+            return await self._not_run(proposal, str(exc))
         try:
             await self.actions.start(action_id, proposal.decided_by)
         except ValueError:
@@ -295,11 +295,8 @@ class SkillScripts:
             raise ScriptError(FILES_CHANGED)
         return script, snapshot
 
-    async def _not_run(self, proposal: Proposal, action_id: int, why: str) -> str:
-        await self.actions.close(action_id, "declined", proposal.decided_by)
-        marked = await self.approvals.proposals.mark(proposal.id, why, failed=True)
-        await self.approvals.update_card(marked)
-        _log.info("script of proposal %d not run: %s", proposal.id, why)
+    async def _not_run(self, proposal: Proposal, why: str) -> str:
+        await not_run(self.actions, self.approvals, proposal, why)
         return (
             f"error: the script was not run: {why}. If it is still wanted, call {NAME} again "
             "so the person sees the current version."
@@ -330,7 +327,7 @@ class SkillScripts:
             await self.actions.finish(action_id, "error", "lorebot failed to run it", 0)
             return "error: lorebot failed to run the script; tell the person"
         referenced = [env[k] for k, v in self.settings.skills.script_env.items() if v != env[k]]
-        known = [*self.settings.secrets(), *referenced]
+        known = [*self.secrets, *referenced]
         text = self._output(result, known)
         outcome = "ok" if result.ok else "error"
         await self.actions.finish(action_id, outcome, text, result.duration_ms)
