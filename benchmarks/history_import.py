@@ -51,14 +51,14 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from memory import Database  # noqa: E402
-from memory.conversations import ConversationLog  # noqa: E402
 from memory.history_import import (  # noqa: E402
     Collector,
     ImportOptions,
     iter_history,
     read_history,
 )
+from memory.sqlite.conversations import SqliteConversationLog  # noqa: E402
+from memory.sqlite.database import SqliteDatabase
 
 CHANNELS = 40
 PEOPLE = 60
@@ -317,9 +317,9 @@ async def run_format(name: str, total: int, seed: int, workdir: Path) -> Result:
     started = time.perf_counter()
     read_history(export, ImportOptions())  # reading alone, for the breakdown
     read_s = time.perf_counter() - started
-    db = await Database.open(folder / "bench.db")
+    db = await SqliteDatabase.open(folder / "bench.db")
     try:
-        log = ConversationLog(db, secrets=("xoxb-bench-token-not-in-text",))
+        log = SqliteConversationLog(db, secrets=("xoxb-bench-token-not-in-text",))
         started, cpu, reader = time.perf_counter(), time.process_time(), time.thread_time()
         imported = await log.import_messages(iter_history(export, Collector(ImportOptions())))
         import_s = time.perf_counter() - started

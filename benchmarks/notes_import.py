@@ -56,8 +56,10 @@ from history_import import (  # noqa: E402
 from recall import generate_corpus  # noqa: E402
 from recall_eval import note_of  # noqa: E402
 
-from memory import Database, NoteStore, Scope  # noqa: E402
+from memory import Scope
 from memory.note_export import export_notes  # noqa: E402
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.notes import SqliteNoteStore
 from memory.transfer import import_notes, read_source  # noqa: E402
 from memory.types import Note, NoteDraft  # noqa: E402
 
@@ -154,9 +156,9 @@ async def run_form(form: str, notes: Sequence[NoteDraft], workdir: Path) -> Resu
     started = time.perf_counter()
     read_source(source)  # reading alone, for the breakdown
     read_s = time.perf_counter() - started
-    db = await Database.open(folder / "bench.db")
+    db = await SqliteDatabase.open(folder / "bench.db")
     try:
-        store = NoteStore(db)
+        store = SqliteNoteStore(db)
         started, cpu, main = time.perf_counter(), time.process_time(), time.thread_time()
         result = await import_notes(store, source, actor=ACTOR)
         import_s = time.perf_counter() - started

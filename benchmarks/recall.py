@@ -48,9 +48,12 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from memory import Category, Database, NoteDraft, NoteStore, Scope, Viewer, visibility_for
-from memory.fts import STOPWORDS, match_terms
-from memory.note_search import _BM25 as BM25_WEIGHTS
+from memory import Category, NoteDraft, Scope, Viewer, visibility_for
+from memory.ranking import STOPWORDS
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.fts import match_terms
+from memory.sqlite.note_search import _BM25 as BM25_WEIGHTS
+from memory.sqlite.notes import SqliteNoteStore
 from memory.visibility import scope_match
 
 # --- corpus shape ---------------------------------------------------------------------
@@ -460,7 +463,7 @@ def viewer_of(query: Query) -> Viewer:
     )
 
 
-async def import_lorebot(store: NoteStore, notes: Sequence[GenNote]) -> float:
+async def import_lorebot(store: SqliteNoteStore, notes: Sequence[GenNote]) -> float:
     scopes: dict[str, Scope] = {}
     start = time.perf_counter()
     for offset in range(0, len(notes), IMPORT_BATCH):
@@ -469,7 +472,7 @@ async def import_lorebot(store: NoteStore, notes: Sequence[GenNote]) -> float:
     return time.perf_counter() - start
 
 
-async def db_bytes(db: Database, path: Path) -> int:
+async def db_bytes(db: SqliteDatabase, path: Path) -> int:
     await db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return file_bytes(path, path.with_name(path.name + "-wal"))
 
@@ -482,9 +485,9 @@ async def bench_lorebot(
     corpus: Corpus, warmup: Sequence[Query], queries: Sequence[Query], workdir: Path
 ) -> EngineResult:
     path = workdir / "lorebot.sqlite3"
-    db = await Database.open(path)
+    db = await SqliteDatabase.open(path)
     try:
-        store = NoteStore(db)
+        store = SqliteNoteStore(db)
         result = EngineResult("lorebot", import_s=await import_lorebot(store, corpus.notes))
         result.bytes_per_note = await db_bytes(db, path) / len(corpus.notes)
         for query in warmup:
@@ -503,7 +506,9 @@ async def bench_lorebot(
     return result
 
 
-async def exact_bm25(db: Database, query: Query, k: int = RECALL_K) -> list[tuple[str, float]]:
+async def exact_bm25(
+    db: SqliteDatabase, query: Query, k: int = RECALL_K
+) -> list[tuple[str, float]]:
     """The top of an exhaustive bm25 ranking, with scores (the k best and some after them,
     for ties): every word of the query ORed, lorebot's column weights, every visible live
     note considered, no limit before the filter."""

@@ -46,14 +46,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memory import Database, NoteDraft, NoteStore, Scope, explicit, fts, fusion, term_stats
-from memory import message_search as ms
-from memory import note_search as store_module
-from memory.conversations import ConversationLog, LogEntry
-from memory.fts import query_terms, quote
-from memory.message_search import search_messages
+from memory import NoteDraft, Scope, explicit, ranking
+from memory.conversations import LogEntry
+from memory.ranking import query_terms
+from memory.sqlite import fts, term_stats
+from memory.sqlite import note_search as store_module
+from memory.sqlite.conversations import SqliteConversationLog
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.fts import quote
+from memory.sqlite.message_search import search_messages
+from memory.sqlite.notes import SqliteNoteStore
+from memory.sqlite.vectors import SqliteVectorIndex
 from memory.types import SUMMARY_MAX_CHARS, Category, slugify
-from memory.vectors import VectorIndex
 from memory.visibility import Visibility
 
 DATA = Path(__file__).resolve().parent / "data" / "ops_eval"
@@ -80,10 +84,10 @@ class Question:
 
 @dataclass
 class HalfStore:
-    db: Database
-    words: NoteStore
-    hybrid: NoteStore
-    vectors: VectorIndex
+    db: SqliteDatabase
+    words: SqliteNoteStore
+    hybrid: SqliteNoteStore
+    vectors: SqliteVectorIndex
     visibility: Visibility
     note_key: dict[int, str]  # note id -> turn id
     message_key: dict[int, str]  # message id -> turn id
@@ -114,16 +118,16 @@ async def build(half: str, path: Path, embedder: Embedder | None) -> HalfStore:
         for q in read_jsonl("questions.jsonl")
         if q["half"] == half
     ]
-    db = await Database.open(path, want_vectors=embedder is not None)
-    vectors = VectorIndex(db, embedder)
+    db = await SqliteDatabase.open(path, want_vectors=embedder is not None)
+    vectors = SqliteVectorIndex(db, embedder)
     if embedder is not None:
         await vectors.prepare()
-    words, hybrid = NoteStore(db), NoteStore(db, vectors=vectors)
+    words, hybrid = SqliteNoteStore(db), SqliteNoteStore(db, vectors=vectors)
     await words.import_drafts([note_of(t) for t in turns], actor="bench")
     async with db.conn.execute("SELECT id, source FROM notes") as cursor:
         note_key = {int(r[0]): str(r[1]) for r in await cursor.fetchall()}
     now = [datetime.now(UTC)]
-    log = ConversationLog(db, clock=lambda: now[0])
+    log = SqliteConversationLog(db, clock=lambda: now[0])
     message_key: dict[int, str] = {}
     for t in turns:
         now[0] = datetime.fromisoformat(t["at"].replace("Z", "+00:00"))
@@ -149,9 +153,9 @@ async def build(half: str, path: Path, embedder: Embedder | None) -> HalfStore:
                      questions, qvec)  # fmt: skip
 
 
-async def build_reference(db: Database) -> None:
+async def build_reference(db: SqliteDatabase) -> None:
     """Plain single-column FTS5 tables over the same text as lorebot indexes."""
-    async with db.transaction() as conn:
+    async with db.write() as conn:
         await conn.execute(
             "CREATE VIRTUAL TABLE ref_notes USING fts5(text, tokenize = 'porter unicode61')"
         )
@@ -173,7 +177,7 @@ def plain_match(text: str) -> str | None:
     return " OR ".join(quote(w) for w in words) or None
 
 
-async def plain_bm25(db: Database, table: str, text: str, k: int = K) -> list[int]:
+async def plain_bm25(db: SqliteDatabase, table: str, text: str, k: int = K) -> list[int]:
     match = plain_match(text)
     if match is None:
         return []
@@ -307,7 +311,7 @@ async def common_words_dropped(hs: HalfStore, share: float = 0.1) -> Ranker:
         ))  # fmt: skip
 
     async def rank(q: Question) -> list[str]:
-        terms = fts.ranking_terms(q.text)
+        terms = ranking.ranking_terms(q.text)
         counts = {t: await frequency(t) for t in terms}
         kept = [t for t in terms if counts[t] < cap] or [min(terms, key=lambda t: counts[t])]
         hits = await hs.words.search(" ".join(kept), hs.visibility, k=K, bump=False,
@@ -318,7 +322,7 @@ async def common_words_dropped(hs: HalfStore, share: float = 0.1) -> Ranker:
 
 
 def stopwords_dropped(hs: HalfStore) -> Ranker:
-    """lorebot's words-only ranking with the stopwords of `fts.STOPWORDS` left out."""
+    """lorebot's words-only ranking with the stopwords of `ranking.STOPWORDS` left out."""
 
     async def rank(q: Question) -> list[str]:
         text = " ".join(query_terms(q.text))
@@ -346,7 +350,7 @@ async def note_sweep(hs: HalfStore) -> dict[str, Ranker]:
     if hs.qvec:
         hybrid = note_rankers(hs)["lorebot words + vectors"]
         for weight in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
-            rankers[f"fusion keyword weight {weight}"] = under(hybrid, fusion,
+            rankers[f"fusion keyword weight {weight}"] = under(hybrid, ranking,
                                                                KEYWORD_WEIGHT=weight)  # fmt: skip
     return rankers
 
@@ -468,18 +472,18 @@ def print_grid(half: str, results: Grid, other: Grid) -> None:
 
 async def message_sweep(hs: HalfStore) -> dict[str, Ranker]:
     words = message_rankers(hs)["lorebot words"]
-    rankers: dict[str, Ranker] = {"stopwords kept": under(words, fts, STOPWORDS=frozenset())}
+    rankers: dict[str, Ranker] = {"stopwords kept": under(words, ranking, STOPWORDS=frozenset())}
     grid = [(b, a, s) for b in (0.0, 0.25, 0.5, 0.75, 1.0) for a in (0.0, 0.25, 0.5, 0.75, 1.0)
             for s in (0.0, 0.5, 1.0)]  # fmt: skip
     for before, after, author in grid:
         name = f"before {before:g}, after {after:g}, author {author:g}"
-        rankers[name] = under(words, ms, BEFORE_WEIGHT=before, AFTER_WEIGHT=after,
+        rankers[name] = under(words, ranking, BEFORE_WEIGHT=before, AFTER_WEIGHT=after,
                               AUTHOR_WEIGHT=author)  # fmt: skip
     if hs.qvec:
         hybrid = message_rankers(hs)["lorebot words + vectors"]
         for weight in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
             rankers[f"fusion keyword weight {weight}"] = under(
-                hybrid, fusion, MESSAGE_KEYWORD_WEIGHT=weight
+                hybrid, ranking, MESSAGE_KEYWORD_WEIGHT=weight
             )
     return rankers
 

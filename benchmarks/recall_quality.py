@@ -40,23 +40,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for recall.py's generator
 
-from memory import (
-    Database,
-    NoteDraft,
-    NoteStore,
-    Scope,
-    Viewer,
-    fts,
-    fusion,
-    message_search,
-    visibility_for,
-)
-from memory.conversations import ConversationLog, LogEntry
-from memory.fts import match_terms, query_terms
-from memory.message_search import search_messages
+from memory import NoteDraft, Scope, Viewer, ranking, visibility_for
+from memory.conversations import LogEntry
+from memory.ranking import query_terms
+from memory.sqlite import fts, message_search
+from memory.sqlite.conversations import SqliteConversationLog
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.fts import match_terms
+from memory.sqlite.message_search import search_messages
+from memory.sqlite.notes import SqliteNoteStore
+from memory.sqlite.vector_tables import EmbeddingState, store_vectors
+from memory.sqlite.vectors import SqliteVectorIndex
 from memory.types import Category
-from memory.vector_tables import MESSAGE, NOTE, EmbeddingState, store_vectors
-from memory.vectors import VectorIndex
+from memory.vectors import MESSAGE, NOTE
 from memory.visibility import Visibility, explicit, scope_match
 
 DATA = Path(__file__).resolve().parent / "data" / "recall_eval"
@@ -121,20 +117,20 @@ def questions(name: str) -> list[Question]:
 
 @dataclass
 class EvalStore:
-    db: Database
-    words: NoteStore  # no vectors: FTS5 alone
-    hybrid: NoteStore
-    log: ConversationLog
-    vectors: VectorIndex
+    db: SqliteDatabase
+    words: SqliteNoteStore  # no vectors: FTS5 alone
+    hybrid: SqliteNoteStore
+    log: SqliteConversationLog
+    vectors: SqliteVectorIndex
     note_key: dict[int, str]  # note id -> eval id
     message_key: dict[int, str]
 
 
 async def build(path: Path, embedder: MiniLMEmbedder) -> EvalStore:
-    db = await Database.open(path, want_vectors=True)
-    vectors = VectorIndex(db, embedder)
+    db = await SqliteDatabase.open(path, want_vectors=True)
+    vectors = SqliteVectorIndex(db, embedder)
     await vectors.prepare()
-    words, hybrid = NoteStore(db), NoteStore(db, vectors=vectors)
+    words, hybrid = SqliteNoteStore(db), SqliteNoteStore(db, vectors=vectors)
     notes = read_jsonl("notes.jsonl")
     drafts = [
         NoteDraft(
@@ -155,13 +151,13 @@ async def build(path: Path, embedder: MiniLMEmbedder) -> EvalStore:
             x for x in await words.list_notes(Scope.parse(n["scope"])) if x.topic == n["topic"]
         ]
         note_key[note.id] = n["id"]
-    log = ConversationLog(db)
+    log = SqliteConversationLog(db)
     message_key = {}
     for m in read_jsonl("messages.jsonl"):
         entry = LogEntry(m["role"], m["text"], m["author_id"], m["author"])
         await log.append(m["conversation"], [entry], scope=m["scope"], link=m["id"])
         message_key[int(await db.scalar("SELECT max(id) FROM messages"))] = m["id"]
-    async with db.transaction() as conn:  # the same text without stemming, for comparison
+    async with db.write() as conn:  # the same text without stemming, for comparison
         await conn.execute(
             "CREATE VIRTUAL TABLE notes_fts_plain USING fts5(topic, summary, body, scope_keys, "
             "tokenize = 'unicode61')"
@@ -243,10 +239,10 @@ async def note_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[str,
         near = await es.vectors.nearest(NOTE, qvec[q.id], q.visibility, K)
         return [es.note_key[i] for i, _ in near]
 
-    def fused(method: fusion.Method, weight: float | None = None) -> Ranker:
+    def fused(method: ranking.Method, weight: float | None = None) -> Ranker:
         async def rank(q: Question) -> list[str]:
             es.hybrid.fusion = method
-            fusion.KEYWORD_WEIGHT = weight if weight is not None else DEFAULT_WEIGHT
+            ranking.KEYWORD_WEIGHT = weight if weight is not None else DEFAULT_WEIGHT
             hits = await es.hybrid.search(
                 q.text, q.visibility, k=K, bump=False, snippets=False, vector=qvec[q.id]
             )
@@ -255,7 +251,7 @@ async def note_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[str,
         return rank
 
     async def unstemmed(q: Question) -> list[str]:
-        match = match_terms(fts.ranking_terms(q.text))
+        match = match_terms(ranking.ranking_terms(q.text))
         if match is None:
             return []
         sql = (
@@ -284,12 +280,12 @@ async def note_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[str,
 
 
 async def message_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[str, Ranker]:
-    def words(context: float, author: float, vector: bool, method: fusion.Method = "weighted",
+    def words(context: float, author: float, vector: bool, method: ranking.Method = "weighted",
               weight: float | None = None, after: float = 0.0) -> Ranker:  # fmt: skip
         async def rank(q: Question) -> list[str]:
-            message_search.BEFORE_WEIGHT, message_search.AUTHOR_WEIGHT = context, author
-            message_search.AFTER_WEIGHT = after
-            fusion.MESSAGE_KEYWORD_WEIGHT = weight if weight is not None else MESSAGE_WEIGHT
+            ranking.BEFORE_WEIGHT, ranking.AUTHOR_WEIGHT = context, author
+            ranking.AFTER_WEIGHT = after
+            ranking.MESSAGE_KEYWORD_WEIGHT = weight if weight is not None else MESSAGE_WEIGHT
             hits = await search_messages(
                 es.db.conn, query_terms(q.text), q.visibility, k=K, vectors=es.vectors,
                 vector=qvec[q.id] if vector else None, fusion=method,
@@ -342,7 +338,7 @@ async def message_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[s
     return rankers
 
 
-async def plain_bm25(db: Database, table: str, text: str, scopes: str) -> list[int]:
+async def plain_bm25(db: SqliteDatabase, table: str, text: str, scopes: str) -> list[int]:
     """Plain bm25 over one column: every word of `text` ORed, within `scopes`."""
     words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", text)))
     if not words:
@@ -368,22 +364,22 @@ def drop_stopwords(es: EvalStore) -> Ranker:
 
 def keep_stopwords(ranker: Ranker) -> Ranker:
     async def rank(q: Question) -> list[str]:
-        saved, fts.STOPWORDS = fts.STOPWORDS, frozenset()
+        saved, ranking.STOPWORDS = ranking.STOPWORDS, frozenset()
         try:
             return await ranker(q)
         finally:
-            fts.STOPWORDS = saved
+            ranking.STOPWORDS = saved
 
     return rank
 
 
 WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 CONTEXT_WEIGHTS = (0.25, 0.5, 0.75, 1.0)
-DEFAULT_WEIGHT = fusion.KEYWORD_WEIGHT
-MESSAGE_WEIGHT = fusion.MESSAGE_KEYWORD_WEIGHT
-DEFAULT_CONTEXT = message_search.BEFORE_WEIGHT
-DEFAULT_AFTER = message_search.AFTER_WEIGHT
-DEFAULT_AUTHOR = message_search.AUTHOR_WEIGHT
+DEFAULT_WEIGHT = ranking.KEYWORD_WEIGHT
+MESSAGE_WEIGHT = ranking.MESSAGE_KEYWORD_WEIGHT
+DEFAULT_CONTEXT = ranking.BEFORE_WEIGHT
+DEFAULT_AFTER = ranking.AFTER_WEIGHT
+DEFAULT_AUTHOR = ranking.AUTHOR_WEIGHT
 LOREBOT_MESSAGES = "lorebot's message words (both neighbours and author)"
 
 
@@ -415,11 +411,11 @@ async def quality(es: EvalStore, embedder: MiniLMEmbedder) -> dict[str, Any]:
                     ).hit10
                     for kind in kinds
                 }
-    fusion.KEYWORD_WEIGHT = DEFAULT_WEIGHT
-    fusion.MESSAGE_KEYWORD_WEIGHT = MESSAGE_WEIGHT
-    message_search.BEFORE_WEIGHT = DEFAULT_CONTEXT
-    message_search.AFTER_WEIGHT = DEFAULT_AFTER
-    message_search.AUTHOR_WEIGHT = DEFAULT_AUTHOR
+    ranking.KEYWORD_WEIGHT = DEFAULT_WEIGHT
+    ranking.MESSAGE_KEYWORD_WEIGHT = MESSAGE_WEIGHT
+    ranking.BEFORE_WEIGHT = DEFAULT_CONTEXT
+    ranking.AFTER_WEIGHT = DEFAULT_AFTER
+    ranking.AUTHOR_WEIGHT = DEFAULT_AUTHOR
     print("\nhit@10 by kind of question:")
     for name, kinds in report["by_kind"].items():
         print(f"  {name}: " + ", ".join(f"{k} {v:.0%}" for k, v in kinds.items()))
@@ -489,8 +485,8 @@ async def scale_latency(size: int, dim: int, workdir: Path) -> dict[str, Any]:
 
     corpus = recall.generate_corpus(size, seed=7)
     queries = recall.generate_queries(corpus, LATENCY_QUERIES, seed=7)
-    db = await Database.open(workdir / f"scale-{size}.db", want_vectors=True)
-    store = NoteStore(db)
+    db = await SqliteDatabase.open(workdir / f"scale-{size}.db", want_vectors=True)
+    store = SqliteNoteStore(db)
     scopes: dict[str, Scope] = {}
     started = time.perf_counter()
     for offset in range(0, size, recall.IMPORT_BATCH):
@@ -498,10 +494,10 @@ async def scale_latency(size: int, dim: int, workdir: Path) -> dict[str, Any]:
         await store.import_drafts([recall.draft_of(n, scopes) for n in batch], actor="bench")
     imported = time.perf_counter() - started
     state = EmbeddingState("random-unit:bench", dim, 1)
-    vectors = VectorIndex(db, None)
-    from memory.vector_tables import create_tables, write_state
+    vectors = SqliteVectorIndex(db, None)
+    from memory.sqlite.vector_tables import create_tables, write_state
 
-    async with db.transaction() as conn:
+    async with db.write() as conn:
         await create_tables(conn, state)
         await write_state(conn, state)
     rng = random.Random(7)
@@ -512,11 +508,11 @@ async def scale_latency(size: int, dim: int, workdir: Path) -> dict[str, Any]:
         chunk = rows[offset : offset + 5000]
         items = {i: (scope, private, "") for i, scope, private in chunk}
         batch = {i: unit_vector(rng, dim) for i, _, _ in chunk}
-        async with db.transaction() as conn:
+        async with db.write() as conn:
             await store_vectors(conn, state, NOTE, [i for i, _, _ in chunk], items, batch)
     stored = time.perf_counter() - started
     vectors.state = state
-    hybrid = NoteStore(db, vectors=vectors)
+    hybrid = SqliteNoteStore(db, vectors=vectors)
     qvecs = [unit_vector(rng, dim) for _ in queries]
     pairs = list(zip(queries, qvecs, strict=True))
     view = {id(q): visibility_for(recall.viewer_of(q)) for q in queries}

@@ -72,8 +72,9 @@ from bot.context.scopes import user_scope
 from bot.daemon.app import Bot
 from bot.model.client import DEFAULT_CONTEXT, ChatResult, Model
 from bot.model.ollama import OnContent
-from memory import Category, NoteDraft, Scope, driver
+from memory import Category, NoteDraft, Scope
 from memory.conversations import LogEntry
+from memory.sqlite import driver
 
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORM = "bench"

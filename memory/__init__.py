@@ -1,4 +1,5 @@
-"""lorebot's memory: notes per user, channel and team in SQLite, with recall and change sets.
+"""lorebot's memory: notes per user, channel and team, with recall and change sets. The
+stores' interfaces live here; each engine (`memory/sqlite/`) implements them.
 
 The names below load on first use (PEP 562), so importing one light submodule such as
 `memory.errors` does not load the whole store and its drivers.
@@ -10,14 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memory.db import Database as Database
+    from memory.database import Database as Database
     from memory.errors import Conflict as Conflict
     from memory.errors import InvalidInput as InvalidInput
     from memory.errors import NotFound as NotFound
     from memory.errors import SchemaTooNew as SchemaTooNew
     from memory.errors import StoreError as StoreError
-    from memory.store import ImportResult as ImportResult
-    from memory.store import NoteStore as NoteStore
+    from memory.notes import ImportResult as ImportResult
+    from memory.notes import NoteStore as NoteStore
     from memory.types import Category as Category
     from memory.types import Change as Change
     from memory.types import Note as Note
@@ -32,9 +33,9 @@ if TYPE_CHECKING:
     from memory.visibility import visibility_for as visibility_for
 
 _HOMES = {
-    "memory.db": ("Database",),
+    "memory.database": ("Database",),
     "memory.errors": ("Conflict", "InvalidInput", "NotFound", "SchemaTooNew", "StoreError"),
-    "memory.store": ("ImportResult", "NoteStore"),
+    "memory.notes": ("ImportResult", "NoteStore"),
     "memory.types": (
         "Category", "Change", "Note", "NoteDraft", "SaveResult", "Scope", "ScopeKind",
         "SearchHit",

@@ -3,32 +3,16 @@ changed since stops being active."""
 
 from __future__ import annotations
 
-from memory.clock import Clock, utc_now
-from memory.db import Database, to_db_time
+from typing import Protocol
 
 
-class ActiveSkills:
+class ActiveSkills(Protocol):
     """Skill activations by conversation."""
-
-    def __init__(self, db: Database, *, clock: Clock = utc_now) -> None:
-        self.db = db
-        self.clock = clock
 
     async def activate(self, conversation: str, name: str, sha256: str, by: str) -> None:
         """Remember that `name` at this content hash is active in `conversation`."""
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO skill_activations (conversation, name, sha256, activated_by, "
-                "activated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation, name) DO "
-                "UPDATE SET sha256 = excluded.sha256, activated_by = excluded.activated_by, "
-                "activated_at = excluded.activated_at",
-                (conversation, name, sha256, by, to_db_time(self.clock())),
-            )
+        ...
 
     async def fetch(self, conversation: str) -> dict[str, str]:
         """Active skills of a conversation: name -> the content hash that was approved."""
-        async with self.db.conn.execute(
-            "SELECT name, sha256 FROM skill_activations WHERE conversation = ? ORDER BY name",
-            (conversation,),
-        ) as cursor:
-            return {row[0]: row[1] for row in await cursor.fetchall()}
+        ...

@@ -25,6 +25,11 @@ class Conflict(InvalidInput):
     """The request no longer applies because the data changed since."""
 
 
+class StoreUnavailable(StoreError):
+    """The database cannot take a write now (locked by another process past the busy
+    timeout, or unreachable); nothing was written, and a later try may succeed."""
+
+
 class SchemaTooNew(StoreError):
     """The database was written by a newer lorebot; it is left untouched."""
 

@@ -3,13 +3,9 @@ finished with a notice at the next start."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from memory.clock import Clock, utc_now
-from memory.db import Database, to_db_time
+from typing import Any, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,45 +19,19 @@ class LiveReplyRow:
     shown: str
 
 
-class LiveReplies:
-    """The `live_replies` table: a row per reply while it streams, gone once finished."""
-
-    def __init__(self, db: Database, *, clock: Clock = utc_now) -> None:
-        self.db = db
-        self.clock = clock
+class LiveReplies(Protocol):
+    """A record per reply while it streams, gone once finished."""
 
     async def record(
         self, platform: str, conversation: Mapping[str, Any], message_id: str, shown: str
     ) -> None:
         """Note what the reply `message_id` shows now."""
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                "INSERT INTO live_replies (platform, conversation_json, message_id, shown, "
-                "updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) "
-                "DO UPDATE SET shown = excluded.shown, updated_at = excluded.updated_at",
-                (
-                    platform,
-                    json.dumps(dict(conversation), ensure_ascii=False),
-                    message_id,
-                    shown,
-                    to_db_time(self.clock()),
-                ),
-            )
+        ...
 
     async def done(self, platform: str, message_id: str) -> None:
         """The reply was finished (or mended): forget it."""
-        async with self.db.transaction() as conn:
-            await conn.execute(
-                "DELETE FROM live_replies WHERE platform = ? AND message_id = ?",
-                (platform, message_id),
-            )
+        ...
 
-    async def unfinished(self, platform: str) -> list[LiveReplyRow]:
+    async def fetch_unfinished(self, platform: str) -> list[LiveReplyRow]:
         """Replies of `platform` a crash or a lost connection left unfinished, oldest first."""
-        async with self.db.conn.execute(
-            "SELECT id, platform, conversation_json, message_id, shown FROM live_replies "
-            "WHERE platform = ? ORDER BY id",
-            (platform,),
-        ) as cursor:
-            rows = await cursor.fetchall()
-        return [LiveReplyRow(row[0], row[1], json.loads(row[2]), row[3], row[4]) for row in rows]
+        ...

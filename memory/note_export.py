@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from memory.db import to_db_time
+from memory.clock import to_utc_text
 from memory.errors import InvalidInput
 from memory.transfer import FRONT_MATTER, parse_note_file
 from memory.types import Note, Scope
@@ -33,9 +33,9 @@ def render_note_file(note: Note) -> str:
         "pinned": note.pinned,
         "author": note.author,
         "source": note.source,
-        "created": to_db_time(note.created_at),
-        "updated": to_db_time(note.updated_at),
-        "expires_at": None if note.expires_at is None else to_db_time(note.expires_at),
+        "created": to_utc_text(note.created_at),
+        "updated": to_utc_text(note.updated_at),
+        "expires_at": None if note.expires_at is None else to_utc_text(note.expires_at),
     }
     # created/updated are for the reader; import sets its own times.
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=1000)

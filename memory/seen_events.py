@@ -4,39 +4,24 @@ replay of one of them is dropped."""
 from __future__ import annotations
 
 from datetime import timedelta
-
-from memory.clock import Clock, utc_now
-from memory.db import Database, to_db_time
+from typing import Protocol
 
 
-class SeenEvents:
+class SeenEvents(Protocol):
     """Event ids seen, with when."""
-
-    def __init__(self, db: Database, *, clock: Clock = utc_now) -> None:
-        self.db = db
-        self.clock = clock
 
     async def first_sighting(self, key: str) -> bool:
         """Record a platform event id; False when it was already seen (a retry or replay)."""
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT OR IGNORE INTO seen_events (key, seen_at) VALUES (?, ?)",
-                (key, to_db_time(self.clock())),
-            )
-        return cursor.rowcount == 1
+        ...
 
     async def seen(self, key: str) -> bool:
         """Whether a platform event id was recorded already."""
-        return await self.db.scalar("SELECT 1 FROM seen_events WHERE key = ?", (key,)) is not None
+        ...
 
     async def forget_sighting(self, key: str) -> None:
         """Forget one event id, so the same id counts as new when it comes again."""
-        async with self.db.transaction() as conn:
-            await conn.execute("DELETE FROM seen_events WHERE key = ?", (key,))
+        ...
 
     async def forget_seen_before(self, age: timedelta = timedelta(days=1)) -> int:
         """Drop event ids older than `age`; a replay that late is not expected."""
-        cutoff = to_db_time(self.clock() - age)
-        async with self.db.transaction() as conn:
-            cursor = await conn.execute("DELETE FROM seen_events WHERE seen_at < ?", (cutoff,))
-        return cursor.rowcount
+        ...

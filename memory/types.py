@@ -9,7 +9,7 @@ from datetime import datetime
 from enum import StrEnum
 
 from memory.errors import InvalidInput
-from memory.fts import STOPWORDS
+from memory.ranking import STOPWORDS
 from memory.scope_ids import SCOPE_ID_MAX_CHARS, raw_id, scope_id
 
 TOPIC_MAX_CHARS = 64

@@ -12,7 +12,8 @@ from typing import Any
 import aiosqlite
 import pytest
 
-from memory import Database, NoteStore
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.notes import SqliteNoteStore
 from tests.fakes.ollama import fake_ollama  # noqa: F401  (fixture)
 from tests.support.clock import FakeClock
 from tests.support.connections import describe, opened, recording_await, still_open, stop_left
@@ -93,10 +94,10 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(db_path: Path, clock: FakeClock) -> AsyncIterator[NoteStore]:
-    db = await Database.open(db_path)
+async def store(db_path: Path, clock: FakeClock) -> AsyncIterator[SqliteNoteStore]:
+    db = await SqliteDatabase.open(db_path)
     try:
-        yield NoteStore(db, clock=clock)
+        yield SqliteNoteStore(db, clock=clock)
     finally:
         await db.close()
 

@@ -57,7 +57,7 @@ async def outcome_text(proposal: Proposal, notes: NoteStore, actions: ActionLog)
     if proposal.status == "failed":
         return f"⚠️ Not applied (proposal #{proposal.id}): {proposal.outcome}"
     if proposal.kind == NOTE_SAVE and scope is not None:
-        note = await notes.get(scope, topic)
+        note = await notes.fetch(scope, topic)
         if note is None:
             return f"{APPROVE} Approved (proposal #{proposal.id}), but the note is gone."
         if note.private and not conversation_of(proposal).is_dm:
@@ -78,7 +78,7 @@ async def outcome_text(proposal: Proposal, notes: NoteStore, actions: ActionLog)
 async def _action_text(proposal: Proposal, actions: ActionLog) -> str:
     payload = proposal.payload
     what = f"`{payload.get('tool')}` on `{payload.get('server')}` (proposal #{proposal.id})"
-    action = await actions.by_proposal(proposal.id)
+    action = await actions.fetch_by_proposal(proposal.id)
     outcome = action.outcome if action is not None else "pending"
     took = f" in {action.duration_ms} ms" if action and action.duration_ms is not None else ""
     if proposal.status == "expired" or outcome == "expired":

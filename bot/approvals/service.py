@@ -42,6 +42,7 @@ from memory.proposals import (
     ProposalStore,
     note_save_payload,
 )
+from memory.stores import Stores
 from skills.types import Skill, SkillError
 from skills.writer import write_skill
 
@@ -58,23 +59,19 @@ MEMORY_WRITES = frozenset({NOTE_SAVE, NOTE_FORGET, SKILL_CREATE})
 
 
 def build_approvals(
-    settings: Settings,
-    proposals: ProposalStore,
-    adapters: Mapping[str, Adapter],
-    events: EventLog | None = None,
-    actions: ActionLog | None = None,
+    settings: Settings, stores: Stores, adapters: Mapping[str, Adapter]
 ) -> ApprovalService:
     """The approval service as the daemon and the CLI both use it, from settings."""
     return ApprovalService(
-        proposals,
+        stores.proposals,
+        stores.notes,
+        stores.actions,
         adapters,
         admins=frozenset(settings.bot.admins),
         ttl=timedelta(hours=settings.bot.proposal_ttl_hours),
         skill_root=settings.skills.user_root,
-        events=events,
+        events=stores.events,
         read_only=frozenset(settings.bot.read_only_channels),
-        actions=actions
-        or ActionLog(proposals.db, clock=proposals.clock, secrets=settings.secrets()),
     )
 
 
@@ -84,6 +81,8 @@ class ApprovalService:
     def __init__(
         self,
         proposals: ProposalStore,
+        notes: NoteStore,
+        actions: ActionLog,
         adapters: Mapping[str, Adapter],
         *,
         admins: frozenset[str],
@@ -91,16 +90,15 @@ class ApprovalService:
         skill_root: Path | None = None,
         events: EventLog | None = None,
         read_only: frozenset[str] = frozenset(),
-        actions: ActionLog | None = None,
     ) -> None:
-        self.actions = actions or ActionLog(proposals.db, clock=proposals.clock)
+        self.actions = actions
         # What finishes a proposal that closed without a decision (expired): by default its
         # card; the daemon also resumes the turn that waited (`Router.after_decision`).
         self.on_closed: Callable[[Proposal], Awaitable[object]] = self.follow_up
         self.skill_root = skill_root
         self.events = events
         self.proposals = proposals
-        self.notes: NoteStore = proposals.notes
+        self.notes = notes
         self.adapters = adapters
         self.admins = admins
         self.ttl = ttl
@@ -112,7 +110,7 @@ class ApprovalService:
         self, conversation: ConversationRef, requester: UserRef, draft: NoteDraft
     ) -> Proposal:
         draft = self.notes.validate(draft)
-        existing = await self.notes.get(draft.scope, draft.topic)
+        existing = await self.notes.fetch(draft.scope, draft.topic)
         if existing is not None and existing.private and not draft.private:
             # A public save never touches, quotes or reveals a private note: it becomes a
             # separate note of its own.
@@ -134,7 +132,7 @@ class ApprovalService:
         if draft.body and draft.body.strip() != draft.summary:
             lines.append(quote(draft.body))
         await self._post_card(proposal, conversation, requester, "\n".join(lines), "save")
-        return await self.proposals.get(proposal.id)
+        return await self.proposals.fetch(proposal.id)
 
     async def propose_forget(
         self, conversation: ConversationRef, requester: UserRef, note: Note
@@ -154,7 +152,7 @@ class ApprovalService:
             ]
         )
         await self._post_card(proposal, conversation, requester, text, "forget")
-        return await self.proposals.get(proposal.id)
+        return await self.proposals.fetch(proposal.id)
 
     async def propose_skill_load(
         self,
@@ -176,7 +174,7 @@ class ApprovalService:
             [f"🧩 Load the skill `{skill.name}`? (proposal #{proposal.id})", *card_lines]
         )
         await self._post_card(proposal, conversation, requester, text, "load it")
-        return await self.proposals.get(proposal.id)
+        return await self.proposals.fetch(proposal.id)
 
     async def propose_skill_create(
         self, conversation: ConversationRef, requester: UserRef, name: str, text: str
@@ -189,7 +187,7 @@ class ApprovalService:
             f"```\n{text.strip()}\n```"
         )
         await self._post_card(proposal, conversation, requester, card, "create it")
-        return await self.proposals.get(proposal.id)
+        return await self.proposals.fetch(proposal.id)
 
     async def propose(
         self,
@@ -206,7 +204,7 @@ class ApprovalService:
         first, _, rest = card.partition("\n")
         card = f"{first} (proposal #{proposal.id})" + (f"\n{rest}" if rest else "")
         await self._post_card(proposal, conversation, requester, card, verb)
-        return await self.proposals.get(proposal.id)
+        return await self.proposals.fetch(proposal.id)
 
     async def _create(
         self,
@@ -274,7 +272,7 @@ class ApprovalService:
         if not event.added or event.emoji not in (APPROVE, REJECT, ALWAYS):
             return None
         conv = event.conversation
-        proposal = await self.proposals.by_card(
+        proposal = await self.proposals.fetch_by_card(
             conv.platform, conv.channel_id, event.target_message_id
         )
         if proposal is None:
@@ -311,7 +309,7 @@ class ApprovalService:
         """Decide a proposal and carry it out. The card is finished by `follow_up`, by
         whichever process has the platform connected; an expired one is marked expired."""
         try:
-            proposal = await self.proposals.get(proposal_id)
+            proposal = await self.proposals.fetch(proposal_id)
             if approve and self._now_read_only(proposal):
                 proposal = await self.proposals.refuse(proposal_id, READ_ONLY, decided_by=by)
             else:

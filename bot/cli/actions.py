@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from bot.cli.common import iso_z, open_store, print_json
+from bot.cli.common import iso_z, open_stores, print_json
 from bot.errors import UserError
 
 if TYPE_CHECKING:
@@ -55,10 +55,8 @@ def _as_json(action: Action) -> dict[str, Any]:
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.actions import ActionLog
-
-    async with open_store(settings) as store:
-        found = await ActionLog(store.db).recent(args.n)
+    async with open_stores(settings) as stores:
+        found = await stores.actions.fetch_recent(args.n)
     if args.json:
         print(json.dumps([_as_json(a) for a in found], ensure_ascii=False, indent=2))
         return 0
@@ -86,10 +84,8 @@ def _allowance_json(allowance: Allowance) -> dict[str, Any]:
 
 
 async def cmd_allowances(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.actions import ActionLog
-
-    async with open_store(settings) as store:
-        found = await ActionLog(store.db).allowances()
+    async with open_stores(settings) as stores:
+        found = await stores.actions.fetch_allowances()
     if args.json:
         print_json([_allowance_json(a) for a in found])
         return 0
@@ -102,10 +98,8 @@ async def cmd_allowances(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_revoke(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.actions import ActionLog
-
-    async with open_store(settings) as store:
-        revoked = await ActionLog(store.db).revoke(args.allowance_id)
+    async with open_stores(settings) as stores:
+        revoked = await stores.actions.revoke(args.allowance_id)
     if not revoked:
         raise UserError(
             f"there is no allowance {args.allowance_id} (see `lorebot actions allowances`)"

@@ -64,12 +64,12 @@ def _cannot_write(target: Path, reason: str) -> UserError:
 
 
 async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
-    from memory import Database
+    from bot.storage import open_database
 
     database = settings.database.path
     target = _backup_target(database, args.dest, datetime.now(UTC))
     _check_writable(target.path, database)
-    db = await Database.open(database)
+    db = await open_database(database)
     try:
         await db.backup_to(target.path)
     except OSError as exc:
@@ -87,19 +87,18 @@ async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
 
 def _check_backup(source: Path) -> int:
     """The schema version of a readable, intact lorebot database; UserError otherwise."""
+    from bot.storage import inspect_backup, known_schema
     from memory import StoreError
-    from memory.db import inspect_file
-    from memory.migrations import SCHEMA_VERSION
 
     if not source.is_file():
         raise UserError(f"{source} does not exist")
     try:
-        health = inspect_file(source)
+        health = inspect_backup(source)
     except StoreError as exc:
         raise UserError(str(exc)) from None
     if health.integrity != "ok":
         raise UserError(f"{source} is damaged: {health.integrity}")
-    if health.schema > SCHEMA_VERSION:
+    if health.schema > known_schema():
         raise UserError(
             f"{source} comes from a newer lorebot (schema {health.schema}); upgrade first"
         )
@@ -108,7 +107,7 @@ def _check_backup(source: Path) -> int:
 
 async def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
     from bot.daemon.lockfile import DatabaseLock
-    from memory import Database
+    from bot.storage import open_database
 
     target = settings.database.path
     if DatabaseLock(target).held_elsewhere():
@@ -116,7 +115,7 @@ async def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
     version = _check_backup(args.source)
     if target.exists():
         kept = target.with_name(target.name + ".before-restore")
-        db = await Database.open(target)
+        db = await open_database(target)
         try:
             await db.backup_to(kept)
         finally:

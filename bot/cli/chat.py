@@ -51,7 +51,9 @@ async def cmd_chat(args: argparse.Namespace, settings: Settings) -> int:
     async with Bot(settings, [console]) as bot:
 
         async def open_cards() -> list[OpenCard]:
-            pending = await bot.proposals.pending_in("console", console.conversation.channel_id)
+            pending = await bot.proposals.fetch_pending_in(
+                "console", console.conversation.channel_id
+            )
             return [_open_card(p) for p in pending if p.card_message_id is not None]
 
         await console.run(bot.dispatcher.wait_idle, open_cards)

@@ -1,5 +1,5 @@
 """What the command groups share: who acts from the shell, how `--json` prints and dates
-times, and opening the note store. Light to import: `notes search` starts with it."""
+times, and opening the stores. Light to import: `notes search` starts with it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bot.daemon.memory_setup import StoreSettings
-    from memory import NoteStore
+    from bot.storage import StoreSettings
+    from memory.notes import NoteStore
+    from memory.stores import Stores
 
 
 def cli_actor() -> str:
@@ -35,18 +36,27 @@ def print_json(value: object) -> None:
 
 
 @asynccontextmanager
-async def open_store(
+async def open_stores(
     settings: StoreSettings, *, vectors: bool = False, create: bool | None = None
-) -> AsyncIterator[NoteStore]:
-    """The note store; `vectors` checks the embedding model and searches with it;
-    `create` is as for `open_memory`."""
-    from bot.daemon.memory_setup import open_memory, quick_embedder_for
+) -> AsyncIterator[Stores]:
+    """Every store of the database; `vectors` checks the embedding model and searches
+    with it; `create` is as for `open_memory`."""
+    from bot.storage import open_memory, quick_embedder_for
 
     embedder = quick_embedder_for(settings)
-    memory = await open_memory(
+    stores = await open_memory(
         settings, embedder=embedder, prepare=vectors, probe=False, create=create
     )
     try:
-        yield memory.notes
+        yield stores
     finally:
-        await memory.close()
+        await stores.close()
+
+
+@asynccontextmanager
+async def open_store(
+    settings: StoreSettings, *, vectors: bool = False, create: bool | None = None
+) -> AsyncIterator[NoteStore]:
+    """The note store, as `open_stores` opens it."""
+    async with open_stores(settings, vectors=vectors, create=create) as stores:
+        yield stores.notes

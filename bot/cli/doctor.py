@@ -59,14 +59,14 @@ def print_json_report(checks: list[Check]) -> None:
 
 
 async def check_database(settings: Settings) -> list[Check]:
-    from memory import Database, StoreError
-    from memory.migrations import SCHEMA_VERSION
+    from bot.storage import known_schema, open_database
+    from memory import StoreError
 
     path = settings.database.path
     # Doctor only reads: without a database it checks the driver on a throwaway one.
     exists = path.exists()
     try:
-        db = await Database.open(path if exists else ":memory:", create=False)
+        db = await open_database(path if exists else ":memory:", create=False)
     except StoreError as exc:
         return [
             Check(False, "database", str(exc), "point LOREBOT_DATABASE__PATH at a lorebot database")
@@ -83,7 +83,7 @@ async def check_database(settings: Settings) -> list[Check]:
     if integrity != "ok":
         return [Check(False, "database", f"{path}: integrity check says {integrity}",
                       "restore a backup with `lorebot restore SRC`")]  # fmt: skip
-    return [Check(True, "database", f"{path}: integrity ok, schema {version}/{SCHEMA_VERSION}, "
+    return [Check(True, "database", f"{path}: integrity ok, schema {version}/{known_schema()}, "
                   f"FTS5 works, {notes} notes")]  # fmt: skip
 
 
@@ -111,12 +111,12 @@ async def check_ollama(settings: Settings) -> list[Check]:
 async def check_vectors(settings: Settings) -> list[Check]:
     """The SQLite driver, and with an embedding model set: the model against the stored
     vectors, and how many notes and messages wait for theirs."""
-    from bot.daemon.memory_setup import open_memory
-    from memory import StoreError, driver
+    from bot.storage import engine_name, open_memory
+    from memory import StoreError
     from memory.errors import EmbeddingMismatch
 
     if not settings.ollama.embed_model:
-        return [Check(True, "vectors", f"off (no ollama.embed_model); {driver.driver_name()}")]
+        return [Check(True, "vectors", f"off (no ollama.embed_model); {engine_name()}")]
     if not settings.database.path.exists():
         return [Check(True, "vectors", f"{settings.ollama.embed_model}; no database yet")]
     try:
@@ -134,7 +134,7 @@ async def check_vectors(settings: Settings) -> list[Check]:
         return [Check(False, "vectors", f"{settings.ollama.embed_model} did not answer at "
                       f"{settings.ollama.host}; {waiting} notes and messages wait",
                       f"ollama pull {settings.ollama.embed_model}")]  # fmt: skip
-    return [Check(True, "vectors", f"{state.describe()} with {driver.driver_name()}; "
+    return [Check(True, "vectors", f"{state.describe()} with {engine_name()}; "
                   f"{waiting} notes and messages wait for a vector")]  # fmt: skip
 
 

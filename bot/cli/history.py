@@ -57,7 +57,7 @@ def _workspace_url(text: str) -> str:
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from bot.cli.progress import progress_bar
     from bot.daemon.lockfile import DatabaseLock
-    from bot.daemon.memory_setup import open_memory
+    from bot.storage import open_memory
     from memory.history_import import Collector, ImportOptions, iter_history
 
     # One transaction holds the database for the whole import: a running daemon would

@@ -61,7 +61,7 @@ async def _schedules(bot: Bot) -> list[_Schedule]:
     for job in bot.jobs.jobs.values():
         for scope, cron in job.schedules():
             next_run = bot.jobs.trigger(cron).get_next_fire_time(None, now)
-            last = await bot.jobs.runs.last(job.name, None if scope == ALL else scope)
+            last = await bot.jobs.runs.fetch_last(job.name, None if scope == ALL else scope)
             found.append(_Schedule(job.name, scope, cron, next_run, last))
     return found
 

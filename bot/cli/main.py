@@ -28,7 +28,7 @@ from bot.errors import ConfigError, user_message
 if TYPE_CHECKING:
     from bot.config.settings import Settings
     from bot.config.snapshot import SettingsSnapshot
-    from bot.daemon.memory_setup import StoreSettings
+    from bot.storage import StoreSettings
 
 _log = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ def _main(argv: Sequence[str] | None) -> int:
         import asyncio
 
         from bot.daemon.logs import configure_logging
-        from bot.daemon.memory_setup import check_database, existing_database_only
+        from bot.storage import check_database, existing_database_only
 
         path = getattr(args, "command_path", "")
         settings = _settings(args.config, snapshot=path in SNAPSHOT_COMMANDS)

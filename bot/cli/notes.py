@@ -15,7 +15,7 @@ from memory.errors import InvalidInput
 # What only some commands use is imported in them: `--help` and `notes search` start fast.
 if TYPE_CHECKING:
     from bot.config.settings import Settings
-    from bot.daemon.memory_setup import StoreSettings
+    from bot.storage import StoreSettings
     from memory import Change, Note
     from memory.types import Category, Scope
 
@@ -211,7 +211,7 @@ async def cmd_list(args: argparse.Namespace, settings: StoreSettings) -> int:
 
 async def cmd_show(args: argparse.Namespace, settings: StoreSettings) -> int:
     async with open_store(settings) as store:
-        note = await store.get(args.scope, args.topic)
+        note = await store.fetch(args.scope, args.topic)
     if note is None:
         raise UserError(f"there is no note {args.topic!r} in {args.scope}")
     print(f"{note.scope} / {note.topic}  [{_flags(note)}]")
@@ -234,9 +234,8 @@ async def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
     from bot.daemon.lockfile import DatabaseLock
-    from bot.daemon.memory_setup import embedder_for, open_memory
+    from bot.storage import embedder_for, open_memory, reembed_store
     from memory.errors import EmbedderUnavailable
-    from memory.reembed import reembed
 
     embedder = embedder_for(settings)
     if embedder is None:
@@ -253,7 +252,7 @@ async def cmd_reembed(args: argparse.Namespace, settings: Settings) -> int:
         bar.update(done - bar.n)
 
     try:
-        result = await reembed(memory.db, embedder, batch_size=args.batch, progress=progress)
+        result = await reembed_store(memory, embedder, batch_size=args.batch, progress=progress)
     except EmbedderUnavailable as exc:
         raise UserError(f"{exc}; run `lorebot notes reembed` again to resume") from None
     finally:
@@ -327,7 +326,7 @@ def _change_json(change: Change) -> dict[str, Any]:
 
 async def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
     async with open_store(settings) as store:
-        changes = await store.history(args.scope, args.topic, limit=args.n)
+        changes = await store.fetch_history(args.scope, args.topic, limit=args.n)
     if args.json:
         print_json([_change_json(c) for c in changes])
         return 0

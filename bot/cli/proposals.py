@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from bot.cli.common import cli_actor, iso_z, open_store, print_json
+from bot.cli.common import cli_actor, iso_z, open_stores, print_json
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
@@ -63,12 +63,9 @@ def _proposal_json(proposal: Proposal) -> dict[str, Any]:
 
 
 async def cmd_proposals_list(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.proposals import ProposalStore
-
-    async with open_store(settings) as notes:
-        proposals = ProposalStore(notes)
-        await proposals.expire_due()
-        found = await proposals.list_recent(None if args.all else "pending")
+    async with open_stores(settings) as stores:
+        await stores.proposals.expire_due()
+        found = await stores.proposals.fetch_recent(None if args.all else "pending")
     if args.json:
         print_json([_proposal_json(p) for p in found])
         return 0
@@ -89,13 +86,9 @@ async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     are finished by the daemon, which holds the platform connections."""
     from bot.approvals.service import build_approvals  # with its metrics: `list` needs neither
     from bot.daemon.lockfile import DatabaseLock
-    from memory.events import EventLog
-    from memory.proposals import ProposalStore
 
-    async with open_store(settings) as notes:
-        proposals = ProposalStore(notes)
-        events = EventLog(notes.db, clock=notes.clock, secrets=settings.secrets())
-        service = build_approvals(settings, proposals, {}, events)
+    async with open_stores(settings) as stores:
+        service = build_approvals(settings, stores, {})
         proposal = await service.decide(args.proposal_id, approve=args.approve, by=cli_actor())
         print(await service.outcome_text(proposal))
     if DatabaseLock(settings.database.path).held_elsewhere():

@@ -115,7 +115,7 @@ async def free_topic(
     for number in itertools.count(first):
         suffix = f"-{number}" if number > 1 else ""
         topic = draft.topic[: TOPIC_MAX_CHARS - len(suffix)].rstrip("-") + suffix
-        existing = await notes.get(draft.scope, topic)
+        existing = await notes.fetch(draft.scope, topic)
         if existing is None or reuse(existing):
             return topic
     raise AssertionError("unreachable")

@@ -237,7 +237,7 @@ class Agent:
         action_id = proposal.payload.get("action_id")
         if self.actions is None or action_id is None:
             return f"error: the tool {name} is not available, so it was not run"
-        action = await self.actions.get(int(action_id))
+        action = await self.actions.fetch(int(action_id))
         if action.outcome == "pending":  # else decided before, by another process or turn
             if proposal.status == "approved":
                 reason = f"not run: the tool {name} is not available"

@@ -19,7 +19,7 @@ from bot.core.router import Router
 from bot.errors import user_message
 from bot.tasks import TaskTracker
 from memory import Conflict, InvalidInput
-from memory.driver import DatabaseError
+from memory.errors import StoreUnavailable
 from memory.seen_events import SeenEvents
 
 _log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class Dispatcher:
         key = f"{event.conversation.platform}:{event.event_id}"
         try:
             taken = await self._take(event, key)
-        except DatabaseError:
+        except StoreUnavailable:
             # Acknowledged by the platform but not recordable: say so rather than go quiet.
             _log.exception("could not record event %s; the database is unavailable", key)
             await self._say(event, UNAVAILABLE_REPLY)

@@ -38,7 +38,7 @@ class History:
 
     async def fetch_messages(self, ctx: TurnContext, prefix: str) -> list[dict[str, Any]]:
         """Earlier turns, compacted into a stored summary past 80% of the context."""
-        history = await self.log.history(ctx.history_key)
+        history = await self.log.fetch_history(ctx.history_key)
         entries = list(history.entries)
         budget = int(self.model.info.context_length * COMPACT_AT)
         used = estimate_tokens(prefix) + estimate_tokens(history.summary)

@@ -200,7 +200,7 @@ async def mend_cut_replies(adapter: Adapter, record: LiveReplies) -> int:
     """Finish the replies of `adapter` that a crash left half-written, with the notice;
     how many were mended. A message the platform refuses to edit is given up on."""
     mended = 0
-    for row in await record.unfinished(adapter.platform):
+    for row in await record.fetch_unfinished(adapter.platform):
         posted = PostedMessage(ConversationRef(**row.conversation), row.message_id)
         try:
             await adapter.edit(posted, f"{row.shown}\n\n{CUT_SHORT}")

@@ -11,11 +11,9 @@ from bot.config.settings import Settings
 from bot.context.turn import TurnContext
 from bot.core.prompt import BYTES_PER_TOKEN
 from memory import Category, NoteStore, SearchHit
-from memory.conversations import ConversationLog
-from memory.fts import term_overlap
-from memory.message_search import MessageHit
-from memory.vector_coverage import coverage_notice, words_alone_notice
-from memory.vector_tables import KINDS, NOTE
+from memory.conversations import ConversationLog, MessageHit
+from memory.ranking import term_overlap
+from memory.vectors import KINDS, NOTE, coverage_notice, words_alone_notice
 
 _log = logging.getLogger(__name__)
 
@@ -52,7 +50,7 @@ class Recall:
         k = self.settings.memory.recall_k
         if k <= 0:
             return []
-        shown = {entry.id for entry in (await self.log.history(ctx.history_key)).entries}
+        shown = {entry.id for entry in (await self.log.fetch_history(ctx.history_key)).entries}
         # Twice as many as wanted, since some may be in the history already: fewer than k
         # may remain, and a larger pool made every turn measurably slower.
         found = await self.log.search(

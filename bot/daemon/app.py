@@ -25,7 +25,6 @@ from bot.core.dispatcher import Dispatcher
 from bot.core.live_reply import mend_cut_replies
 from bot.core.router import Router
 from bot.daemon.lockfile import DatabaseLock
-from bot.daemon.memory_setup import open_memory
 from bot.daemon.notify import Notifier, start_extended
 from bot.daemon.supervision import Supervisor
 from bot.jobs.context import JobContext
@@ -35,22 +34,15 @@ from bot.jobs.patterns import PatternJob
 from bot.jobs.reflection import ReflectionJob
 from bot.jobs.runner import Job, JobRunner
 from bot.model.client import Model
+from bot.storage import open_memory
 from bot.tasks import TaskTracker
 from bot.tools.actions import sync_server_tools
 from bot.tools.base import Toolbox
 from bot.tools.memory import memory_tools
 from bot.tools.scripts import script_tools
 from bot.tools.skills import skill_tools
-from memory.actions import ActionLog
-from memory.active_skills import ActiveSkills
 from memory.clock import Clock, utc_now
-from memory.daily_logs import DailyLogs
 from memory.embedder import Embedder
-from memory.events import EventLog
-from memory.job_runs import JobRuns
-from memory.live_replies import LiveReplies
-from memory.proposals import ProposalStore
-from memory.seen_events import SeenEvents
 
 _log = logging.getLogger(__name__)
 
@@ -108,26 +100,25 @@ class Bot:
         notifier = Notifier(self.systemd.notify_socket)
         try:
             async with start_extended(notifier, "opening the database"):
-                memory = await open_memory(settings, clock=self.clock, embedder=self.embedder)
+                stores = await open_memory(settings, clock=self.clock, embedder=self.embedder)
         finally:
             notifier.close()
-        self._stack.push_async_callback(memory.close)  # closed last
-        self.db = memory.db
-        self.notes = memory.notes
-        self.log = memory.log
-        self.vectors = memory.vectors
+        self._stack.push_async_callback(stores.close)  # closed last
+        self.stores = stores
+        self.db = stores.db
+        self.notes = stores.notes
+        self.log = stores.log
+        self.vectors = stores.vectors
         self.secrets = tuple(settings.secrets())
-        self.events = EventLog(self.db, clock=self.clock, secrets=self.secrets)
-        self.seen = SeenEvents(self.db, clock=self.clock)
-        self.active_skills = ActiveSkills(self.db, clock=self.clock)
-        self.daily_logs = DailyLogs(self.db, clock=self.clock)
-        self.proposals = ProposalStore(self.notes)
+        self.events = stores.events
+        self.seen = stores.seen
+        self.active_skills = stores.active_skills
+        self.daily_logs = stores.daily_logs
+        self.proposals = stores.proposals
         self.model = Model(settings.ollama, max_concurrent=settings.bot.max_concurrent_model_calls)
         self._stack.push_async_callback(self.model.close)
-        self.actions = ActionLog(self.db, clock=self.clock, secrets=self.secrets)
-        self.approvals = build_approvals(
-            settings, self.proposals, self.adapters, self.events, self.actions
-        )
+        self.actions = stores.actions
+        self.approvals = build_approvals(settings, stores, self.adapters)
         self.catalog = build_catalog(settings.skills)
         self.catalog.refresh()
         skills = SkillUse(settings.skills, self.catalog, self.active_skills)
@@ -143,7 +134,7 @@ class Bot:
             self.events, self.actions,
         )  # fmt: skip
         self.mcp = McpServers(settings.mcp, targets=self.mcp_targets, on_tools=self._sync_tools)
-        self.live_replies = LiveReplies(self.db, clock=self.clock)
+        self.live_replies = stores.live_replies
         self.router = Router(
             settings, self.notes, self.agent, self.approvals, self.adapters,
             self.live_replies if self.daemon else None,
@@ -195,7 +186,7 @@ class Bot:
         """Finish proposals decided elsewhere (`lorebot proposals approve`, or before a
         restart): edit their cards and resume their turns. Returns how many."""
         done = 0
-        for proposal in await self.proposals.to_follow_up(list(self.adapters)):
+        for proposal in await self.proposals.fetch_to_follow_up(list(self.adapters)):
             try:
                 await self.router.after_decision(proposal)
                 done += 1
@@ -214,7 +205,7 @@ class Bot:
     def _build_jobs(self) -> JobRunner:
         settings = self.settings.jobs
         ctx = JobContext(
-            settings, self.notes, self.log, self.events, JobRuns(self.db, clock=self.clock),
+            settings, self.notes, self.log, self.events, self.stores.job_runs,
             self.proposals, self.approvals, self.model, self.adapters, self.clock, self.seen,
             self.daily_logs,
         )  # fmt: skip

@@ -33,7 +33,7 @@ class DigestJob:
         return [schedule_scope]
 
     async def period_start(self, channel: str, fire_time: datetime) -> datetime:
-        last = await self.ctx.runs.last(self.name, channel, status="succeeded")
+        last = await self.ctx.runs.fetch_last(self.name, channel, status="succeeded")
         if last is not None and parse_period(last.period) < fire_time:
             return parse_period(last.period)
         return fire_time - timedelta(days=1)
@@ -63,7 +63,7 @@ class DigestJob:
 
     async def changes(self, channel: Scope, start: datetime, end: datetime) -> list[str]:
         lines = []
-        for change in await self.ctx.notes.changes_between(channel, start, end):
+        for change in await self.ctx.notes.fetch_changes_between(channel, start, end):
             state = change.after or change.before or {}
             summary = state.get("summary", "")
             category = state.get("category", "")
@@ -74,12 +74,12 @@ class DigestJob:
             elif category == Category.PATTERN.value:
                 label = f"pattern ({label})"
             lines.append(f"• {label}: `{change.topic}` — {summary}")
-        for action in await self.ctx.approvals.actions.in_channel(str(channel), start, end):
+        for action in await self.ctx.approvals.actions.fetch_in_channel(str(channel), start, end):
             who = f", approved by {action.decided_by}" if action.decided_by else ""
             lines.append(
                 f"• action `{action.tool}`: {action.outcome}, asked by {action.requester}{who}"
             )
-        for proposal in await self.ctx.proposals.pending_in(channel.platform, channel.id):
+        for proposal in await self.ctx.proposals.fetch_pending_in(channel.platform, channel.id):
             payload = proposal.payload
             what = payload.get("topic") or payload.get("name") or payload.get("tool", "")
             lines.append(f"• waiting for a decision: proposal #{proposal.id} `{what}`")

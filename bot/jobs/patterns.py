@@ -48,7 +48,7 @@ class PatternJob:
     async def run(self, scope: str, fire_time: datetime) -> str:
         start = fire_time - timedelta(days=self.ctx.settings.window_days)
         groups: defaultdict[str, list[CapturedEvent]] = defaultdict(list)
-        for event in await self.ctx.events.since(start):
+        for event in await self.ctx.events.fetch_since(start):
             if event.channel_scope is not None:
                 groups[event.action].append(event)
         proposed = []

@@ -63,7 +63,7 @@ class ReflectionJob:
 
     async def _messages(self, fire_time: datetime) -> list[LoggedMessage]:
         start, end = self.window(fire_time)
-        return await self.ctx.log.messages_between(start, end)
+        return await self.ctx.log.fetch_messages_between(start, end)
 
     async def scopes(self, schedule_scope: str, fire_time: datetime) -> list[str]:
         return sorted({m.conversation for m in await self._messages(fire_time)})

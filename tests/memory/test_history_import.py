@@ -14,11 +14,12 @@ import pytest
 
 from bot.daemon.lockfile import DatabaseLock
 from bot.model.ollama import OllamaEmbedder
-from memory import Database
-from memory.conversations import ConversationLog, LogEntry, PastMessage
+from memory.conversations import LogEntry, PastMessage
 from memory.errors import InvalidInput
 from memory.history_import import ImportOptions, read_history
-from memory.vectors import VectorIndex
+from memory.sqlite.conversations import SqliteConversationLog
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.vectors import SqliteVectorIndex
 from tests.fakes.ollama import FakeOllama
 from tests.support.history import (
     T0,
@@ -522,13 +523,13 @@ async def test_imported_messages_are_queued_for_vectors_like_live_ones(
     tmp_path: Path, fake_ollama: FakeOllama
 ) -> None:
     fake_ollama.models = ["embed-test"]
-    db = await Database.open(tmp_path / "v.db", want_vectors=True)
+    db = await SqliteDatabase.open(tmp_path / "v.db", want_vectors=True)
     embedder = OllamaEmbedder(fake_ollama.url, "embed-test", timeout_s=5.0)
     try:
-        vectors = VectorIndex(db, embedder)
+        vectors = SqliteVectorIndex(db, embedder)
         await vectors.prepare()
         export = read_history(write_discord(tmp_path / "d"), ImportOptions())
-        log = ConversationLog(db)
+        log = SqliteConversationLog(db)
         assert await log.import_messages(export.messages) == 3
         assert await vectors.pending() == 3
         assert await vectors.backfill() == 3
@@ -573,9 +574,9 @@ async def test_imported_messages_are_indexed_exactly_as_live_ones(tmp_path: Path
     ]
     rows = []
     for name, bulk in (("imported", True), ("live", False)):
-        db = await Database.open(tmp_path / f"{name}.db")
+        db = await SqliteDatabase.open(tmp_path / f"{name}.db")
         try:
-            log = ConversationLog(db)
+            log = SqliteConversationLog(db)
             # A conversation that already has a message: it gets its new neighbour.
             await log.append(general, [LogEntry("user", "deploying now", "user:slack/cy", "cy")],
                              scope="channel:slack/C1")  # fmt: skip
@@ -601,9 +602,9 @@ async def test_a_failure_while_reading_leaves_nothing_even_mid_write(tmp_path: P
         yield from messages
         raise InvalidInput("export.zip:general/2026-09-02.json: message 2: field 'ts': bad")
 
-    db = await Database.open(tmp_path / "m.db")
+    db = await SqliteDatabase.open(tmp_path / "m.db")
     try:
-        log = ConversationLog(db)
+        log = SqliteConversationLog(db)
         with pytest.raises(InvalidInput, match="field 'ts'"):
             await log.import_messages(reading(), batch=2)
         assert await db.scalar("SELECT count(*) FROM messages") == 0

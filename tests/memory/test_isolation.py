@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory import Database, NoteDraft, NoteStore, Scope, Viewer, visibility_for
+from memory import NoteDraft, Scope, Viewer, visibility_for
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.notes import SqliteNoteStore
 
 USERS = [Scope.parse(f"user:slack/U{n}") for n in range(3)]
 CHANNELS = [Scope.parse(f"channel:slack/C{n}") for n in range(3)]
@@ -55,9 +57,9 @@ def may_read(viewer: Viewer, scope: Scope, private: bool) -> bool:
 
 
 async def check(specs: list[Spec], viewer: Viewer, word: str) -> None:
-    db = await Database.open(":memory:")
+    db = await SqliteDatabase.open(":memory:")
     try:
-        store = NoteStore(db)
+        store = SqliteNoteStore(db)
         for spec in specs:
             await store.save(
                 NoteDraft(spec.scope, spec.topic, f"about {spec.word}", private=spec.private),

@@ -13,7 +13,7 @@ import pytest
 
 from bot.cli.main import main
 from memory import Scope
-from memory.migrations import MIGRATIONS
+from memory.sqlite.migrations import MIGRATIONS
 from memory.visibility import scope_keys
 
 C1 = "channel:slack/C1"

@@ -10,13 +10,14 @@ import pytest
 import pytest_asyncio
 
 from bot.model.ollama import OllamaEmbedder
-from memory import Database, Scope, Viewer, explicit, visibility_for
-from memory.conversations import ConversationLog, LogEntry
-from memory.driver import sqlite_module
-from memory.message_search import MessageHit
-from memory.migrations import MIGRATIONS
-from memory.vector_tables import MESSAGE
-from memory.vectors import VectorIndex
+from memory import Scope, Viewer, explicit, visibility_for
+from memory.conversations import LogEntry, MessageHit
+from memory.sqlite.conversations import SqliteConversationLog
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.driver import sqlite_module
+from memory.sqlite.migrations import MIGRATIONS
+from memory.sqlite.vectors import SqliteVectorIndex
+from memory.vectors import MESSAGE
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 
@@ -48,15 +49,17 @@ def contents(hits: list[MessageHit]) -> list[str]:
 
 
 @pytest_asyncio.fixture
-async def log(db_path: Path, clock: FakeClock) -> AsyncIterator[ConversationLog]:
-    db = await Database.open(db_path)
+async def log(db_path: Path, clock: FakeClock) -> AsyncIterator[SqliteConversationLog]:
+    db = await SqliteDatabase.open(db_path)
     try:
-        yield ConversationLog(db, clock=clock)
+        yield SqliteConversationLog(db, clock=clock)
     finally:
         await db.close()
 
 
-async def test_a_short_reply_is_found_by_the_question_it_answers(log: ConversationLog) -> None:
+async def test_a_short_reply_is_found_by_the_question_it_answers(
+    log: SqliteConversationLog,
+) -> None:
     await log.append(THREAD, [priya(QUESTION), marco(REPLY)], scope=str(C1), link=LINK_Q)
     await log.append("slack/C1/other", [priya("lunch is at noon")], scope=str(C1))
 
@@ -70,7 +73,7 @@ async def test_a_short_reply_is_found_by_the_question_it_answers(log: Conversati
 
 
 async def test_a_reply_logged_later_is_found_by_the_question_before_it(
-    log: ConversationLog, clock: FakeClock
+    log: SqliteConversationLog, clock: FakeClock
 ) -> None:
     await log.append(THREAD, [priya(QUESTION)], scope=str(C1), link=LINK_Q)
     assert await log.search("8443", IN_C1) == []
@@ -87,7 +90,7 @@ async def test_a_reply_logged_later_is_found_by_the_question_before_it(
     assert by_number[0].created_at == "2026-11-02T09:03:00.000000Z"
 
 
-async def test_context_reaches_only_the_message_after(log: ConversationLog) -> None:
+async def test_context_reaches_only_the_message_after(log: SqliteConversationLog) -> None:
     await log.append(THREAD, [priya(QUESTION), marco(REPLY), priya("thanks"),
                               marco("deploys freeze on friday")], scope=str(C1))  # fmt: skip
 
@@ -96,7 +99,7 @@ async def test_context_reaches_only_the_message_after(log: ConversationLog) -> N
     assert set(contents(hits)) == {QUESTION, REPLY}
 
 
-async def test_what_did_marco_say_finds_his_message_by_author(log: ConversationLog) -> None:
+async def test_what_did_marco_say_finds_his_message_by_author(log: SqliteConversationLog) -> None:
     await log.append(THREAD, [priya("the release is blocked on the migration"),
                               priya("anyone know the new timeline?")], scope=str(C1))  # fmt: skip
     await log.append("slack/C1/t2", [marco("ship it on thursday")], scope=str(C1), link=LINK_R)
@@ -131,7 +134,7 @@ NASTY = [
 
 
 @pytest.mark.parametrize("query", NASTY)
-async def test_any_text_is_a_valid_message_query(log: ConversationLog, query: str) -> None:
+async def test_any_text_is_a_valid_message_query(log: SqliteConversationLog, query: str) -> None:
     await log.append(THREAD, [priya(QUESTION), marco(REPLY)], scope=str(C1))
 
     hits = await log.search(query, IN_C1)
@@ -141,15 +144,15 @@ async def test_any_text_is_a_valid_message_query(log: ConversationLog, query: st
     assert set(contents(hits)) <= {QUESTION, REPLY}
 
 
-async def test_messages_logged_without_a_scope_are_history_only(log: ConversationLog) -> None:
+async def test_messages_logged_without_a_scope_are_history_only(log: SqliteConversationLog) -> None:
     await log.append(THREAD, [priya(QUESTION), marco(REPLY)])
 
     assert await log.search("gateway port", IN_C1) == []
     assert await log.search("gateway port", explicit((C1, ALICE, T1))) == []
-    assert len((await log.history(THREAD)).entries) == 2
+    assert len((await log.fetch_history(THREAD)).entries) == 2
 
 
-async def test_a_channel_never_reads_another_channel_or_any_dm(log: ConversationLog) -> None:
+async def test_a_channel_never_reads_another_channel_or_any_dm(log: SqliteConversationLog) -> None:
     said = "the gateway port is 8443"
     await log.append("slack/C1/t", [priya(f"C1: {said}")], scope=str(C1))
     await log.append("slack/C2/t", [priya(f"C2: {said}")], scope=str(C2))
@@ -197,9 +200,9 @@ async def test_older_messages_are_indexed_once_after_the_upgrade(
     db_path: Path, clock: FakeClock
 ) -> None:
     make_v5_database(db_path)
-    db = await Database.open(db_path)
+    db = await SqliteDatabase.open(db_path)
     try:
-        log = ConversationLog(db, clock=clock)
+        log = SqliteConversationLog(db, clock=clock)
         assert await log.search("gateway", IN_C1) == []  # migrated, not indexed yet
 
         assert await log.index_older_messages() == 2  # conversations
@@ -221,10 +224,10 @@ async def test_older_messages_are_indexed_once_after_the_upgrade(
         await db.close()
 
 
-async def test_messages_without_index_rows_are_indexed(log: ConversationLog) -> None:
+async def test_messages_without_index_rows_are_indexed(log: SqliteConversationLog) -> None:
     await log.append("slack/C1/t0", [priya("first thread")], scope=str(C1))
     # Rows written without the index, as by a lorebot older than message search.
-    async with log.db.transaction() as conn:
+    async with log.db.write() as conn:
         await conn.executemany(
             "INSERT INTO messages (conversation, role, author, author_name, content, scope, "
             "link, created_at) VALUES (?, 'user', ?, ?, ?, ?, ?, 't')",
@@ -254,12 +257,12 @@ async def test_message_vectors_never_cross_channels_or_dms(
     query = "where is the rollback runbook"
     fake_ollama.vectors[query] = [1.0] + [0.0] * 7
     fake_ollama.vectors_containing[NEAR] = [1.0] + [0.0] * 7
-    db = await Database.open(db_path, want_vectors=True)
+    db = await SqliteDatabase.open(db_path, want_vectors=True)
     embedder = OllamaEmbedder(fake_ollama.url, "embed-test", timeout_s=5.0)
     try:
-        vectors = VectorIndex(db, embedder)
+        vectors = SqliteVectorIndex(db, embedder)
         await vectors.prepare()
-        log = ConversationLog(db, clock=clock)
+        log = SqliteConversationLog(db, clock=clock)
         places = {
             "C1": ("slack/C1/t", C1, ALICE),
             "C2": ("slack/C2/t", C2, ALICE),

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from memory import InvalidInput, NoteDraft, NoteStore, Scope
-from memory.db import Database
-from memory.events import EventLog
+from memory import InvalidInput, NoteDraft, Scope
 from memory.redaction import REDACTED, find_secret, is_secret_name, redact, redact_value
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.events import SqliteEventLog
+from memory.sqlite.notes import SqliteNoteStore
 from tests.support.clock import FakeClock
 
 CHANNEL = Scope.parse("channel:slack/C1")
@@ -110,7 +111,7 @@ def test_configured_secrets_side_by_side_become_one_marker() -> None:
     assert redact("creds: tokenvalue1signingsecret2 ok", known) == f"creds: {REDACTED} ok"
 
 
-async def test_a_note_with_a_yaml_password_is_refused(store: NoteStore) -> None:
+async def test_a_note_with_a_yaml_password_is_refused(store: SqliteNoteStore) -> None:
     draft = NoteDraft(CHANNEL, "db", "database settings", body="db:\n  password: correcthorse")
     with pytest.raises(InvalidInput, match="a password or secret assignment"):
         await store.save(draft, actor="user:slack/U1")
@@ -124,9 +125,9 @@ def test_a_quoted_field_name_is_still_a_secret_name(name: str) -> None:
 async def test_a_captured_action_keeps_no_secret_from_a_list_and_shows_empty_ones(
     db_path: Path, clock: FakeClock
 ) -> None:
-    db = await Database.open(db_path)
+    db = await SqliteDatabase.open(db_path)
     try:
-        events = EventLog(db, clock=clock)
+        events = SqliteEventLog(db, clock=clock)
         arguments = {"password": ["hunter", "gatekeeper"], "token": "", "hosts": ["db1", "db2"]}
         await events.capture("deploy", arguments, outcome="ok", conversation={},
                              channel_scope=None, person="user:slack/U1")  # fmt: skip

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from adapters.base import ConversationRef, UserRef
 from bot.context.scopes import channel_scope, team_scope, user_scope
-from memory import InvalidInput, NoteDraft, NoteStore, Scope, Viewer, visibility_for
+from memory import InvalidInput, NoteDraft, Scope, Viewer, visibility_for
 from memory.scope_ids import SCOPE_ID_MAX_CHARS, raw_id, scope_id
+from memory.sqlite.notes import SqliteNoteStore
 
 ROOM = "!OGEhHVWSdvArJzumhm:matrix.org"
 OTHER_ROOM = "!xYzAbCdEfGhIjKlMnO:matrix.org"
@@ -99,7 +100,7 @@ def test_any_id_round_trips_and_old_ids_stay_unchanged(raw: str) -> None:
         assert escaped == raw
 
 
-async def test_a_note_of_a_matrix_room_is_seen_in_that_room_only(store: NoteStore) -> None:
+async def test_a_note_of_a_matrix_room_is_seen_in_that_room_only(store: SqliteNoteStore) -> None:
     room = Scope.parse(channel_scope(ConversationRef("matrix", ROOM)))
     other = Scope.parse(channel_scope(ConversationRef("matrix", OTHER_ROOM)))
     alice = Scope.parse(user_scope(UserRef("matrix", ALICE)))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from memory import InvalidInput, NoteDraft, NoteStore, Scope
+from memory import InvalidInput, NoteDraft, Scope
 from memory.redaction import (
     REDACTED,
     find_secret,
@@ -24,6 +24,7 @@ from memory.redaction import (
     redact,
 )
 from memory.secret_patterns import SECRET_PATTERNS
+from memory.sqlite.notes import SqliteNoteStore
 
 CHANNEL = Scope.parse("channel:slack/C1")
 JWT = (
@@ -351,7 +352,7 @@ def test_a_100_kb_input_is_scanned_in_one_pass(text: str) -> None:
     ],
     ids=["summary", "body-url", "zero-width"],
 )
-async def test_the_note_store_refuses_each_form(store: NoteStore, draft: NoteDraft) -> None:
+async def test_the_note_store_refuses_each_form(store: SqliteNoteStore, draft: NoteDraft) -> None:
     with pytest.raises(InvalidInput, match="not saved: the note contains"):
         await store.save(draft, actor="a")
     assert await store.list_notes() == []

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory import InvalidInput, NoteDraft, NoteStore, Scope
+from memory import InvalidInput, NoteDraft, Scope
 from memory.redaction import find_secret, redact
+from memory.sqlite.notes import SqliteNoteStore
 
 CHANNEL = Scope.parse("channel:slack/C1")
 
@@ -39,7 +40,7 @@ SECRETS = [
 
 @pytest.mark.parametrize(("kind", "text"), SECRETS)
 async def test_each_secret_kind_is_refused_and_nothing_is_stored(
-    store: NoteStore, kind: str, text: str
+    store: SqliteNoteStore, kind: str, text: str
 ) -> None:
     with pytest.raises(InvalidInput, match=f"contains {kind}"):
         await store.save(NoteDraft(CHANNEL, "creds", "credentials", body=text), actor="a")

@@ -11,17 +11,17 @@ import pytest
 from memory import (
     Category,
     Conflict,
-    Database,
     InvalidInput,
     NoteDraft,
-    NoteStore,
     NotFound,
     SchemaTooNew,
     Scope,
     Viewer,
     visibility_for,
 )
-from memory.migrations import SCHEMA_VERSION
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.migrations import SCHEMA_VERSION
+from memory.sqlite.notes import SqliteNoteStore
 from tests.support.clock import FakeClock
 
 CHANNEL = Scope.parse("channel:slack/C1")
@@ -32,7 +32,7 @@ def draft(topic: str = "staging-db", summary: str = "staging DB is pg-stage-2", 
     return NoteDraft(scope=kw.pop("scope", CHANNEL), topic=topic, summary=summary, **kw)  # type: ignore[arg-type]
 
 
-async def test_save_then_update_then_identical_save_changes_nothing(store: NoteStore) -> None:
+async def test_save_then_update_then_identical_save_changes_nothing(store: SqliteNoteStore) -> None:
     first = await store.save(draft(body="host pg-stage-2"), actor="alice")
     assert first.created and first.change_id is not None
     second = await store.save(draft(summary="staging DB is pg-stage-3"), actor="alice")
@@ -40,16 +40,16 @@ async def test_save_then_update_then_identical_save_changes_nothing(store: NoteS
     assert second.note.created_at == first.note.created_at
     again = await store.save(draft(summary="staging DB is pg-stage-3"), actor="alice")
     assert again.change_id is None
-    assert [c.action for c in await store.history()] == ["update", "create"]
+    assert [c.action for c in await store.fetch_history()] == ["update", "create"]
 
 
-async def test_revert_restores_exactly_and_forget_is_revertible(store: NoteStore) -> None:
+async def test_revert_restores_exactly_and_forget_is_revertible(store: SqliteNoteStore) -> None:
     await store.save(draft(body="v1 body", category=Category.DECISION, pinned=True), actor="a")
-    original = await store.get(CHANNEL, "staging-db")
+    original = await store.fetch(CHANNEL, "staging-db")
     update = await store.save(draft(summary="changed", body="v2"), actor="a")
     assert update.change_id is not None
     await store.revert(update.change_id, actor="a")
-    restored = await store.get(CHANNEL, "staging-db")
+    restored = await store.fetch(CHANNEL, "staging-db")
     assert restored is not None and original is not None
     assert (restored.summary, restored.body, restored.category, restored.pinned) == (
         "staging DB is pg-stage-2", "v1 body", Category.DECISION, True,
@@ -57,22 +57,22 @@ async def test_revert_restores_exactly_and_forget_is_revertible(store: NoteStore
     assert restored.created_at == original.created_at
 
     forgotten = await store.forget(CHANNEL, "staging-db", actor="a")
-    assert await store.get(CHANNEL, "staging-db") is None
+    assert await store.fetch(CHANNEL, "staging-db") is None
     await store.revert(forgotten.id, actor="a")
-    back = await store.get(CHANNEL, "staging-db")
+    back = await store.fetch(CHANNEL, "staging-db")
     assert back is not None and back.body == "v1 body"
 
 
-async def test_revert_refuses_when_the_note_changed_since(store: NoteStore) -> None:
+async def test_revert_refuses_when_the_note_changed_since(store: SqliteNoteStore) -> None:
     first = await store.save(draft(), actor="a")
     await store.save(draft(summary="newer"), actor="b")
     assert first.change_id is not None
     with pytest.raises(Conflict, match="changed after change"):
         await store.revert(first.change_id, actor="a")
-    assert (await store.get(CHANNEL, "staging-db")).summary == "newer"  # type: ignore[union-attr]
+    assert (await store.fetch(CHANNEL, "staging-db")).summary == "newer"  # type: ignore[union-attr]
 
 
-async def test_revert_twice_is_refused(store: NoteStore) -> None:
+async def test_revert_twice_is_refused(store: SqliteNoteStore) -> None:
     result = await store.save(draft(), actor="a")
     assert result.change_id is not None
     await store.revert(result.change_id, actor="a")
@@ -80,20 +80,20 @@ async def test_revert_twice_is_refused(store: NoteStore) -> None:
         await store.revert(result.change_id, actor="a")
 
 
-async def test_undo_reverts_only_the_persons_latest_change(store: NoteStore) -> None:
+async def test_undo_reverts_only_the_persons_latest_change(store: SqliteNoteStore) -> None:
     await store.save(draft("one", "first"), actor="alice")
     await store.save(draft("two", "second"), actor="alice")
     await store.save(draft("bobs", "bob's note"), actor="bob")
     undone = await store.undo("alice")
     assert undone.topic == "two"
-    assert await store.get(CHANNEL, "two") is None
-    assert await store.get(CHANNEL, "bobs") is not None
+    assert await store.fetch(CHANNEL, "two") is None
+    assert await store.fetch(CHANNEL, "bobs") is not None
     assert (await store.undo("alice")).topic == "one"
     with pytest.raises(NotFound, match="nothing of yours to undo"):
         await store.undo("alice")
 
 
-async def test_unknown_note_and_change_are_clear_errors(store: NoteStore) -> None:
+async def test_unknown_note_and_change_are_clear_errors(store: SqliteNoteStore) -> None:
     with pytest.raises(NotFound, match="no note 'nope'"):
         await store.forget(CHANNEL, "nope", actor="a")
     with pytest.raises(NotFound, match="no change 99"):
@@ -101,12 +101,12 @@ async def test_unknown_note_and_change_are_clear_errors(store: NoteStore) -> Non
 
 
 async def test_oversized_note_is_refused_with_how_to_split_and_nothing_changes(
-    store: NoteStore,
+    store: SqliteNoteStore,
 ) -> None:
     with pytest.raises(InvalidInput, match=r"split it into smaller notes .*runbook-part-1"):
         await store.save(draft("runbook", body="x" * (store.max_note_bytes + 1)), actor="a")
     assert await store.list_notes() == []
-    assert await store.history() == []
+    assert await store.fetch_history() == []
 
 
 @pytest.mark.parametrize(
@@ -114,7 +114,7 @@ async def test_oversized_note_is_refused_with_how_to_split_and_nothing_changes(
     [("Bad Topic", "ok"), ("-lead", "ok"), ("a--b", "ok"), ("x" * 65, "ok"), ("ok", "  ")],
 )
 async def test_invalid_topic_or_empty_summary_is_refused(
-    store: NoteStore, topic: str, summary: str
+    store: SqliteNoteStore, topic: str, summary: str
 ) -> None:
     with pytest.raises(InvalidInput):
         await store.save(draft(topic, summary), actor="a")
@@ -122,7 +122,7 @@ async def test_invalid_topic_or_empty_summary_is_refused(
 
 
 async def test_index_caps_at_40_lines_newest_first_and_reports_who_left(
-    store: NoteStore, clock: FakeClock
+    store: SqliteNoteStore, clock: FakeClock
 ) -> None:
     for n in range(40):
         clock.advance(minutes=1)
@@ -143,7 +143,7 @@ async def test_index_caps_at_40_lines_newest_first_and_reports_who_left(
     assert hits[0].note.topic == "note-00"
 
 
-async def test_pinned_notes_stay_in_a_full_index(store: NoteStore, clock: FakeClock) -> None:
+async def test_pinned_notes_stay_in_a_full_index(store: SqliteNoteStore, clock: FakeClock) -> None:
     await store.save(draft("pinned-rule", "always first", pinned=True), actor="a")
     for n in range(45):
         clock.advance(minutes=1)
@@ -151,7 +151,7 @@ async def test_pinned_notes_stay_in_a_full_index(store: NoteStore, clock: FakeCl
     assert "- pinned-rule: always first" in (await store.index(CHANNEL)).lines
 
 
-async def test_index_caps_at_2_kib(store: NoteStore, clock: FakeClock) -> None:
+async def test_index_caps_at_2_kib(store: SqliteNoteStore, clock: FakeClock) -> None:
     for n in range(20):
         clock.advance(minutes=1)
         await store.save(draft(f"long-{n:02d}", "y" * 190), actor="a")
@@ -160,7 +160,7 @@ async def test_index_caps_at_2_kib(store: NoteStore, clock: FakeClock) -> None:
     assert len(index.lines) + index.hidden == 20 and index.hidden > 0
 
 
-async def test_all_indexes_of_a_turn_fit_in_6_kib(store: NoteStore, clock: FakeClock) -> None:
+async def test_all_indexes_of_a_turn_fit_in_6_kib(store: SqliteNoteStore, clock: FakeClock) -> None:
     team = Scope.parse("team:slack/T1")
     for scope in (CHANNEL, ALICE, team):
         for n in range(15):
@@ -173,7 +173,7 @@ async def test_all_indexes_of_a_turn_fit_in_6_kib(store: NoteStore, clock: FakeC
     assert any(i.hidden for i in indexes)
 
 
-async def test_index_is_byte_identical_until_a_note_changes(store: NoteStore) -> None:
+async def test_index_is_byte_identical_until_a_note_changes(store: SqliteNoteStore) -> None:
     await store.save(draft("a-topic", "alpha"), actor="a")
     await store.save(draft("b-topic", "beta"), actor="a")
     viewer = visibility_for(Viewer(ALICE, CHANNEL))
@@ -184,19 +184,19 @@ async def test_index_is_byte_identical_until_a_note_changes(store: NoteStore) ->
     assert [i.render() for i in await store.indexes_for(viewer)] != first
 
 
-async def test_recall_ranks_snippets_and_bumps_access(store: NoteStore) -> None:
+async def test_recall_ranks_snippets_and_bumps_access(store: SqliteNoteStore) -> None:
     await store.save(draft("staging-db", "staging database host", body="pg-stage-2"), actor="a")
     await store.save(draft("lunch", "team lunch on fridays", body="pizza"), actor="a")
     viewer = visibility_for(Viewer(ALICE, CHANNEL))
     hits = await store.search("Where is the staging database?", viewer)
     assert [h.note.topic for h in hits] == ["staging-db"]
     assert "**database**" in hits[0].snippet
-    note = await store.get(CHANNEL, "staging-db")
+    note = await store.fetch(CHANNEL, "staging-db")
     assert note is not None and note.access_count == 1 and note.last_access is not None
 
 
 async def test_expired_notes_are_not_recalled_and_are_purged(
-    store: NoteStore, clock: FakeClock
+    store: SqliteNoteStore, clock: FakeClock
 ) -> None:
     await store.save(
         draft("lesson", "check disk first", expires_at=clock.now + timedelta(days=30)),
@@ -207,7 +207,7 @@ async def test_expired_notes_are_not_recalled_and_are_purged(
     clock.advance(days=31)
     assert await store.search("disk", viewer) == []
     assert await store.purge_expired() == 1
-    assert (await store.history())[0].reason == "expired"
+    assert (await store.fetch_history())[0].reason == "expired"
 
 
 async def test_database_from_a_newer_lorebot_is_refused_untouched(tmp_path: Path) -> None:
@@ -217,22 +217,22 @@ async def test_database_from_a_newer_lorebot_is_refused_untouched(tmp_path: Path
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     before = path.read_bytes()
     with pytest.raises(SchemaTooNew, match="upgrade lorebot"):
-        await Database.open(path)
+        await SqliteDatabase.open(path)
     assert path.read_bytes() == before
     assert not (tmp_path / "new.db-wal").exists()
 
 
 async def test_reopening_keeps_notes_and_schema(db_path: Path, clock: FakeClock) -> None:
-    db = await Database.open(db_path)
-    await NoteStore(db, clock=clock).save(draft(), actor="a")
+    db = await SqliteDatabase.open(db_path)
+    await SqliteNoteStore(db, clock=clock).save(draft(), actor="a")
     await db.close()
     await db.close()  # closing twice is harmless
-    db = await Database.open(db_path)
+    db = await SqliteDatabase.open(db_path)
     try:
         assert await db.scalar("PRAGMA user_version") == SCHEMA_VERSION
         assert await db.scalar("PRAGMA journal_mode") == "wal"
         assert await db.scalar("PRAGMA foreign_keys") == 1
-        assert await NoteStore(db).get(CHANNEL, "staging-db") is not None
+        assert await SqliteNoteStore(db).fetch(CHANNEL, "staging-db") is not None
     finally:
         await db.close()
 
@@ -241,15 +241,18 @@ async def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) ->
     path = tmp_path / "notes.txt"
     path.write_text("hello, this is not sqlite" * 100)
     with pytest.raises(Exception, match="not a lorebot database"):
-        await Database.open(path)
+        await SqliteDatabase.open(path)
 
 
 async def test_cached_indexes_follow_writes_from_another_connection(
     db_path: Path, clock: FakeClock
 ) -> None:
-    first_db, second_db = await Database.open(db_path), await Database.open(db_path)
+    first_db, second_db = await SqliteDatabase.open(db_path), await SqliteDatabase.open(db_path)
     try:
-        first, second = NoteStore(first_db, clock=clock), NoteStore(second_db, clock=clock)
+        first, second = (
+            SqliteNoteStore(first_db, clock=clock),
+            SqliteNoteStore(second_db, clock=clock),
+        )
         await first.save(draft("a-topic", "alpha"), actor="a")
         assert (await first.index(CHANNEL)).lines == ("- a-topic: alpha",)
         await second.save(draft("b-topic", "beta"), actor="cli")  # e.g. `lorebot notes add`
@@ -262,7 +265,7 @@ async def test_cached_indexes_follow_writes_from_another_connection(
 
 
 async def test_access_counts_are_written_with_the_next_transaction(
-    store: NoteStore, db_path: Path
+    store: SqliteNoteStore, db_path: Path
 ) -> None:
     await store.save(draft(), actor="a")
     viewer = visibility_for(Viewer(ALICE, CHANNEL))

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from memory import InvalidInput, NoteStore, Scope
+from memory import InvalidInput, Scope
 from memory.note_export import export_notes
+from memory.sqlite.notes import SqliteNoteStore
 from memory.transfer import import_notes, read_source
 
 LINES = [
@@ -26,18 +27,18 @@ def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
     return path
 
 
-async def test_import_is_idempotent(store: NoteStore, tmp_path: Path) -> None:
+async def test_import_is_idempotent(store: SqliteNoteStore, tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "notes.jsonl", LINES)
     first = await import_notes(store, source, actor="cli")
     assert (first.created, first.updated, first.unchanged) == (3, 0, 0)
-    changes = len(await store.history())
+    changes = len(await store.fetch_history())
     second = await import_notes(store, source, actor="cli")
     assert (second.created, second.updated, second.unchanged) == (0, 0, 3)
-    assert len(await store.history()) == changes
+    assert len(await store.fetch_history()) == changes
 
 
 async def test_a_large_import_reports_its_progress_as_chunks_are_written(
-    store: NoteStore, tmp_path: Path
+    store: SqliteNoteStore, tmp_path: Path
 ) -> None:
     rows: list[dict[str, object]] = [
         {"scope": "channel:slack/C1", "topic": f"service-{n}", "summary": f"service {n}"}
@@ -67,7 +68,7 @@ async def test_a_large_import_reports_its_progress_as_chunks_are_written(
     ],
 )
 async def test_one_bad_line_imports_nothing_and_names_line_and_field(
-    store: NoteStore, tmp_path: Path, bad: dict[str, object], message: str
+    store: SqliteNoteStore, tmp_path: Path, bad: dict[str, object], message: str
 ) -> None:
     rows = [LINES[0], {**LINES[1], **bad}, LINES[2]]
     source = write_jsonl(tmp_path / "bad.jsonl", rows)
@@ -84,7 +85,9 @@ async def test_invalid_json_and_missing_files_are_clear(tmp_path: Path) -> None:
         read_source(tmp_path / "missing.jsonl")
 
 
-async def test_export_then_import_reproduces_the_store(store: NoteStore, tmp_path: Path) -> None:
+async def test_export_then_import_reproduces_the_store(
+    store: SqliteNoteStore, tmp_path: Path
+) -> None:
     await import_notes(store, write_jsonl(tmp_path / "n.jsonl", LINES), actor="cli")
     notes = await store.list_notes()
     assert export_notes(notes, tmp_path / "export") == 3
@@ -105,12 +108,14 @@ async def test_export_then_import_reproduces_the_store(store: NoteStore, tmp_pat
     assert sorted(map(content, await store.list_notes())) == sorted(map(content, notes))
 
 
-async def test_hand_edited_export_imports_as_an_update(store: NoteStore, tmp_path: Path) -> None:
+async def test_hand_edited_export_imports_as_an_update(
+    store: SqliteNoteStore, tmp_path: Path
+) -> None:
     await import_notes(store, write_jsonl(tmp_path / "n.jsonl", LINES), actor="cli")
     export_notes(await store.list_notes(), tmp_path / "export")
     path = tmp_path / "export/channel/slack/C1/staging-db.md"
     path.write_text(path.read_text().replace("port 5432", "port 6432"))
     result = await import_notes(store, tmp_path / "export", actor="cli")
     assert (result.updated, result.unchanged) == (1, 2)
-    note = await store.get(Scope.parse("channel:slack/C1"), "staging-db")
+    note = await store.fetch(Scope.parse("channel:slack/C1"), "staging-db")
     assert note is not None and "port 6432" in note.body

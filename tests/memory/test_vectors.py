@@ -3,7 +3,7 @@
 Covers fusion order, scope isolation of vector hits, the embedding-model check that
 stops with the database untouched, saves that wait in the queue while Ollama is down, and
 re-embeddings that were interrupted (the CLI's kill-and-resume is in
-tests/bot/test_reembed_cli.py).
+tests/bot/cli/test_reembed_cli.py).
 """
 
 from __future__ import annotations
@@ -21,22 +21,17 @@ import pytest
 import pytest_asyncio
 
 from bot.model.ollama import OllamaEmbedder
-from memory import (
-    Database,
-    NoteDraft,
-    NoteStore,
-    Scope,
-    Viewer,
-    Visibility,
-    explicit,
-    visibility_for,
-)
-from memory.conversations import ConversationLog, LogEntry
+from memory import NoteDraft, Scope, Viewer, Visibility, explicit, visibility_for
+from memory.conversations import LogEntry
 from memory.errors import EmbeddingMismatch
-from memory.fusion import fuse, rrf, weighted
-from memory.reembed import reembed
-from memory.vector_tables import NOTE, EmbeddingState, note_text
-from memory.vectors import VectorIndex
+from memory.ranking import fuse, rrf, weighted
+from memory.sqlite.conversations import SqliteConversationLog
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.notes import SqliteNoteStore
+from memory.sqlite.reembed import reembed
+from memory.sqlite.vector_tables import EmbeddingState, note_text
+from memory.sqlite.vectors import SqliteVectorIndex
+from memory.vectors import NOTE
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 
@@ -69,9 +64,9 @@ async def close_embedder(embedder: OllamaEmbedder) -> None:
 
 @dataclass
 class Recall:
-    db: Database
-    vectors: VectorIndex
-    store: NoteStore
+    db: SqliteDatabase
+    vectors: SqliteVectorIndex
+    store: SqliteNoteStore
     fake: FakeOllama
     clock: FakeClock
     embedders: list[OllamaEmbedder] = field(default_factory=list)
@@ -94,13 +89,13 @@ class Recall:
 @pytest_asyncio.fixture
 async def recall(fake_ollama: FakeOllama, db_path: Path, clock: FakeClock) -> AsyncIterator[Recall]:
     fake_ollama.models = [EMBED, OTHER]
-    db = await Database.open(db_path, want_vectors=True)
-    recall = Recall(db, VectorIndex(db, None), NoteStore(db), fake_ollama, clock)
+    db = await SqliteDatabase.open(db_path, want_vectors=True)
+    recall = Recall(db, SqliteVectorIndex(db, None), SqliteNoteStore(db), fake_ollama, clock)
     try:
-        recall.vectors = VectorIndex(db, recall.embedder())
+        recall.vectors = SqliteVectorIndex(db, recall.embedder())
         await recall.vectors.prepare()
         assert recall.vectors.enabled
-        recall.store = NoteStore(db, clock=clock, vectors=recall.vectors)
+        recall.store = SqliteNoteStore(db, clock=clock, vectors=recall.vectors)
         yield recall
     finally:
         await db.close()
@@ -112,7 +107,7 @@ def topics(hits: Any) -> list[str]:
     return [hit.note.topic for hit in hits]
 
 
-async def rows_of(db: Database, sql: str) -> list[tuple[Any, ...]]:
+async def rows_of(db: SqliteDatabase, sql: str) -> list[tuple[Any, ...]]:
     async with db.conn.execute(sql) as cursor:
         return [tuple(r) for r in await cursor.fetchall()]
 
@@ -120,7 +115,7 @@ async def rows_of(db: Database, sql: str) -> list[tuple[Any, ...]]:
 VECTOR_TABLE = re.compile(r"vec_(notes|messages)_\d+")
 
 
-async def vector_tables(db: Database) -> dict[str, list[tuple[Any, ...]]]:
+async def vector_tables(db: SqliteDatabase) -> dict[str, list[tuple[Any, ...]]]:
     """Every vector table's rows, sorted, whatever the tables' layout."""
     names = [r[0] for r in await rows_of(db, "SELECT name FROM sqlite_master")]
     return {
@@ -131,10 +126,10 @@ async def vector_tables(db: Database) -> dict[str, list[tuple[Any, ...]]]:
 
 
 async def ids_with_vectors(
-    db: Database, state: EmbeddingState, kind: str, scopes: tuple[Scope, ...]
+    db: SqliteDatabase, state: EmbeddingState, kind: str, scopes: tuple[Scope, ...]
 ) -> set[int]:
     """The items of `scopes` that have a vector in the tables of `state`."""
-    index = VectorIndex(db, None)
+    index = SqliteVectorIndex(db, None)
     index.state = state
     found = await index.nearest(kind, [1.0] * state.dim, explicit(scopes), 100_000)
     return {item for item, _ in found}
@@ -215,7 +210,9 @@ async def test_hybrid_search_lifts_the_nearest_note_above_a_weak_word_match(
     assert await recall.vectors.backfill() == 4
     view = visibility_for(Viewer(ALICE, C1))
 
-    words_only = NoteStore(recall.db, clock=recall.clock, vectors=VectorIndex(recall.db, None))
+    words_only = SqliteNoteStore(
+        recall.db, clock=recall.clock, vectors=SqliteVectorIndex(recall.db, None)
+    )
     assert topics(await words_only.search(query, view, k=3)) == ["gateway-certs", "edge-proxy"]
 
     hybrid = await recall.store.search(query, view, k=3)
@@ -314,7 +311,7 @@ async def test_a_note_turned_private_leaves_channel_recall_before_its_vector_is_
 # --- the embedding model check ----------------------------------------------------------
 
 
-async def snapshot(db: Database) -> dict[str, Any]:
+async def snapshot(db: SqliteDatabase) -> dict[str, Any]:
     """Everything a model check could change, as plain data."""
 
     async def rows(sql: str) -> list[tuple[Any, ...]]:
@@ -334,7 +331,7 @@ async def snapshot(db: Database) -> dict[str, Any]:
 async def fill(recall: Recall) -> None:
     for n in range(3):
         await recall.save(NoteDraft(C1, f"note-{n}", f"summary {n}"))
-    log = ConversationLog(recall.db, clock=recall.clock)
+    log = SqliteConversationLog(recall.db, clock=recall.clock)
     await log.append("slack/C1/t1", [LogEntry("user", "hello", "user:slack/UALICE", "Alice"),
                                      LogEntry("assistant", "hi")], scope=str(C1))  # fmt: skip
     await recall.vectors.backfill()
@@ -363,7 +360,7 @@ async def test_another_embedding_model_stops_with_the_database_untouched(
     probes = len(recall.fake.requests_to("/api/embed"))
 
     with pytest.raises(EmbeddingMismatch) as raised:
-        await VectorIndex(recall.db, recall.embedder(model)).prepare()
+        await SqliteVectorIndex(recall.db, recall.embedder(model)).prepare()
 
     message = str(raised.value)
     assert "embed-test:latest (8 dimensions)" in message
@@ -378,7 +375,7 @@ async def test_the_same_model_again_reuses_the_stored_vectors(recall: Recall) ->
     await fill(recall)
     before = await snapshot(recall.db)
 
-    again = VectorIndex(recall.db, recall.embedder(f"{EMBED}:latest"))
+    again = SqliteVectorIndex(recall.db, recall.embedder(f"{EMBED}:latest"))
     await again.prepare()
 
     assert again.enabled and again.state == recall.vectors.state
@@ -463,16 +460,16 @@ async def test_first_start_while_ollama_is_down_sets_vectors_up_once_it_answers(
 ) -> None:
     fake_ollama.models = [EMBED]
     fake_ollama.vectors["who reviews terraform"] = unit(6)
-    db = await Database.open(db_path, want_vectors=True)
+    db = await SqliteDatabase.open(db_path, want_vectors=True)
     embedder = OllamaEmbedder(fake_ollama.url, EMBED, timeout_s=5.0)
     try:
-        plain = NoteStore(db, clock=clock)
+        plain = SqliteNoteStore(db, clock=clock)
         draft = NoteDraft(C1, "infra-review", "Priya approves infrastructure changes")
         fake_ollama.vectors[note_text(draft.topic, draft.summary, draft.body)] = unit(6)
         await plain.save(draft, actor="test")  # saved before any embedding model was set
         await fake_ollama.down()
-        vectors = VectorIndex(db, embedder)
-        store = NoteStore(db, clock=clock, vectors=vectors)
+        vectors = SqliteVectorIndex(db, embedder)
+        store = SqliteNoteStore(db, clock=clock, vectors=vectors)
 
         await vectors.prepare()
 
@@ -545,12 +542,12 @@ async def test_a_note_updated_while_a_reembed_is_paused_gets_its_new_vector(
 
     await reembed(recall.db, recall.embedder(OTHER), batch_size=2)
 
-    moved = VectorIndex(recall.db, recall.embedder(OTHER))
+    moved = SqliteVectorIndex(recall.db, recall.embedder(OTHER))
     await moved.prepare()
     view = visibility_for(Viewer(ALICE, C1))
     [(nearest, distance)] = await moved.nearest(NOTE, unit(3), view, 1)
     assert (nearest, distance) == (ids[1], pytest.approx(0.0, abs=1e-6))
-    store = NoteStore(recall.db, clock=recall.clock, vectors=moved)
+    store = SqliteNoteStore(recall.db, clock=recall.clock, vectors=moved)
     assert topics(await store.search("what changed in item one", view, k=1)) == ["item-1"]
 
 

@@ -3,14 +3,15 @@ not even compete for a channel's search results."""
 
 from __future__ import annotations
 
-from memory import NoteDraft, NoteStore, Scope, Viewer, visibility_for
+from memory import NoteDraft, Scope, Viewer, visibility_for
+from memory.sqlite.notes import SqliteNoteStore
 
 ALICE = Scope.parse("user:slack/U1")
 CHANNEL = Scope.parse("channel:slack/C1")
 
 
 async def test_private_notes_never_crowd_a_channel_note_out_of_channel_search(
-    store: NoteStore,
+    store: SqliteNoteStore,
 ) -> None:
     """Many private notes that match better must not take the places a channel's search
     has, or the channel's own note would go missing."""

@@ -6,9 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.model.ollama import OllamaEmbedder
-from memory import Database, NoteDraft, NoteStore, Scope
-from memory.conversations import ConversationLog, LogEntry
-from memory.vectors import VectorIndex
+from memory import NoteDraft, Scope
+from memory.conversations import LogEntry
+from memory.sqlite.conversations import SqliteConversationLog
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.notes import SqliteNoteStore
+from memory.sqlite.vectors import SqliteVectorIndex
 from tests.fakes.ollama import FakeOllama
 
 MODEL = "embed-test"
@@ -19,15 +22,15 @@ NOTES = 5
 async def fill(path: Path, fake: FakeOllama, *, embed: int) -> None:
     """NOTES notes and three messages in C1 (saved again when called again), then up to
     `embed` queued items get their vector."""
-    db = await Database.open(path, want_vectors=True)
+    db = await SqliteDatabase.open(path, want_vectors=True)
     embedder = OllamaEmbedder(fake.url, MODEL, timeout_s=10.0)
     try:
-        vectors = VectorIndex(db, embedder)
+        vectors = SqliteVectorIndex(db, embedder)
         await vectors.prepare()
-        store = NoteStore(db, vectors=vectors)
+        store = SqliteNoteStore(db, vectors=vectors)
         for n in range(NOTES):
             await store.save(NoteDraft(C1, f"gateway-{n}", f"gateway fact {n}"), actor="test")
-        await ConversationLog(db).append("slack/C1/t", [
+        await SqliteConversationLog(db).append("slack/C1/t", [
             LogEntry("user", f"the gateway moved, part {n}", "user:slack/UP", "Priya")
             for n in range(3)
         ], scope=str(C1))  # fmt: skip

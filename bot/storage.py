@@ -1,0 +1,178 @@
+"""The one place lorebot picks its storage engine from the settings: every store of the
+database opened the same way for the daemon and the command line (with the driver's
+self-test, and the vector index when an embedding model is set), and the database alone
+for backups and `doctor`. Only this module of `bot` knows an engine's package."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bot.config.paths import old_database_hint
+from bot.errors import UserError
+from memory.clock import Clock, utc_now
+from memory.database import Database, Health
+from memory.embedder import Embedder
+from memory.sqlite.database import SqliteDatabase, inspect_file
+from memory.sqlite.driver import driver_name
+from memory.sqlite.migrations import SCHEMA_VERSION
+from memory.sqlite.stores import open_stores
+from memory.stores import StoreOptions, Stores
+
+if TYPE_CHECKING:
+    from bot.config.settings import Settings
+    from bot.config.snapshot import SettingsSnapshot
+    from memory.sqlite.reembed import ReembedResult
+
+    # What opening the memory reads: the settings, or a read-only command's snapshot.
+    StoreSettings = Settings | SettingsSnapshot
+
+EMBED_TIMEOUT_S = 30.0
+
+# Whether `open_memory` may start a new database; the command line clears it for the
+# commands that act on the database as it is.
+_may_create: ContextVar[bool] = ContextVar("may_create_database", default=True)
+
+
+def embedder_for(settings: StoreSettings) -> Embedder | None:
+    """The Ollama embedder of `ollama.embed_model`, or None when none is set."""
+    ollama = settings.ollama
+    if not ollama.embed_model:
+        return None
+    # Queries wait on embeddings, so they get less time than a chat answer.
+    timeout_s = min(ollama.timeout_s, EMBED_TIMEOUT_S)
+    from bot.model.ollama import OllamaEmbedder  # the model client, only when configured
+
+    return OllamaEmbedder(
+        ollama.host,
+        ollama.embed_model,
+        timeout_s=timeout_s,
+        probe_timeout_s=min(ollama.probe_timeout_s, timeout_s),
+    )
+
+
+def quick_embedder_for(settings: StoreSettings) -> Embedder | None:
+    """The embedder of a one-shot command (`bot.model.quick_embed`): it asks for one query's
+    vector without loading the ollama client. None when no model is set."""
+    ollama = settings.ollama
+    if not ollama.embed_model:
+        return None
+    from bot.model.quick_embed import QuickEmbedder
+
+    # A one-shot command has not seen the model answer yet: the probe's timeout, as the
+    # daemon's embedder gives its first calls.
+    timeout_s = min(ollama.timeout_s, EMBED_TIMEOUT_S, ollama.probe_timeout_s)
+    return QuickEmbedder(ollama.host, ollama.embed_model, timeout_s=timeout_s)
+
+
+def check_database(settings: StoreSettings, *, create: bool) -> None:
+    """Stop with one line when the database is not where a command needs it: an older
+    lorebot's `./lorebot.db` waits to be moved, or (unless `create`) none exists yet."""
+    path = settings.database.path
+    hint = old_database_hint(path)
+    if hint is not None:
+        raise UserError(hint)
+    if create or path.exists():
+        return
+    from bot.config.loading import read_inputs  # only to say where the path came from
+
+    source = read_inputs(settings.config).source_of(("database", "path"))
+    origin = "the default" if source.origin == "default" else f"set by {source}"
+    raise UserError(
+        f"there is no lorebot database at {path} ({origin}): to use another one, set "
+        "LOREBOT_DATABASE__PATH or database.path in the config file"
+    )
+
+
+@contextmanager
+def existing_database_only(only: bool = True) -> Iterator[None]:
+    """Within it (when `only`), opening the memory without a database says where lorebot
+    looked instead of starting an empty one."""
+    token = _may_create.set(not only)
+    try:
+        yield
+    finally:
+        _may_create.reset(token)
+
+
+async def open_memory(
+    settings: StoreSettings,
+    *,
+    clock: Clock = utc_now,
+    embedder: Embedder | None = None,
+    prepare: bool = True,
+    probe: bool = True,
+    create: bool | None = None,
+) -> Stores:
+    """Open and migrate the database and check the embedding model against the stored
+    vectors (`EmbeddingMismatch` stops here, nothing changed). `embedder` defaults to the
+    configured one; `prepare=False` skips the model check (for `notes reembed`);
+    `probe=False` checks the model's name but leaves its dimension to the first vector
+    it makes (a one-shot search, which embeds its query anyway); `create=False` (by
+    default: within `existing_database_only`) refuses to start a new database, in a
+    `UserError` that says where lorebot looked."""
+    create = _may_create.get() if create is None else create
+    check_database(settings, create=create)
+    embedder = embedder or embedder_for(settings)
+    options = StoreOptions(
+        clock=clock,
+        max_note_bytes=settings.memory.max_note_bytes,
+        index_max_lines=settings.memory.index_max_lines,
+        index_max_bytes=settings.memory.index_max_bytes,
+        secrets=tuple(settings.secrets()),
+    )
+    stores = await open_stores(
+        settings.database.path,
+        options,
+        embedder=embedder,
+        busy_timeout_ms=settings.database.busy_timeout_ms,
+        create=create,
+    )
+    try:
+        await stores.log.index_older_messages()
+        if prepare:
+            await stores.vectors.prepare(probe=probe)
+    except BaseException:
+        await stores.close()
+        raise
+    return stores
+
+
+async def open_database(path: Path | str, *, create: bool = True) -> Database:
+    """The database at `path` alone (a backup's source or target; `doctor`'s check, which
+    passes ":memory:" to test the driver where there is no database yet)."""
+    return await SqliteDatabase.open(path, create=create)
+
+
+def inspect_backup(path: Path) -> Health:
+    """The health of a database file read as it is, without migrating it (a backup before
+    it is restored); `StoreError` when it is no lorebot database."""
+    return inspect_file(path)
+
+
+def known_schema() -> int:
+    """The newest schema version this lorebot knows."""
+    return SCHEMA_VERSION
+
+
+def engine_name() -> str:
+    """The storage engine and its driver, as `doctor` shows them."""
+    return driver_name()
+
+
+async def reembed_store(
+    stores: Stores,
+    embedder: Embedder,
+    *,
+    batch_size: int,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> ReembedResult:
+    """Move every vector of the store to `embedder`'s model (`lorebot notes reembed`)."""
+    from memory.sqlite.reembed import reembed  # only this command needs it
+
+    if not isinstance(stores.db, SqliteDatabase):
+        raise UserError(f"re-embedding is not available on {stores.db.engine}")
+    return await reembed(stores.db, embedder, batch_size=batch_size, progress=progress)

@@ -1,0 +1,180 @@
+"""Note search: the bm25 ranking by words (FTS5), its fusion with the nearest vectors, and
+the snippets that show why a note matched.
+
+Ranking runs on note ids only; notes and snippets are read for the top k alone."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from memory.clock import Clock
+from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, ranking_terms
+from memory.sqlite import rows
+from memory.sqlite.database import SqliteDatabase, to_db_time
+from memory.sqlite.fts import bm25_call, match_terms
+from memory.sqlite.note_sql import LIVE, prefixed, visibility_sql
+from memory.sqlite.term_stats import TermStats
+from memory.sqlite.vectors import SqliteVectorIndex
+from memory.types import Note, SearchHit
+from memory.vectors import NOTE
+from memory.visibility import Visibility, scope_match
+
+_BM25 = bm25_call("notes_fts", NOTE_WEIGHTS)
+# Candidates beyond k, for expired notes the maintenance job has not purged yet; when more
+# than these drop out, the ranking is read again further down.
+_SPARE = 5
+# Below this, a bm25 score comes only from words held by about half the notes or more,
+# which bm25 weighs 1e-6 (at most ~2e-6 per word and note): the order of such notes needs
+# every word of the query.
+_UNWEIGHED_SCORE = 1e-3
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSearch:
+    """One search over the notes, with the note store's database, clock, term statistics,
+    vector index (None: words alone rank) and fusion method."""
+
+    db: SqliteDatabase
+    clock: Clock
+    term_stats: TermStats
+    vectors: SqliteVectorIndex | None
+    fusion: Method
+
+    async def top(
+        self,
+        query: str,
+        visibility: Visibility,
+        k: int,
+        snippets: bool,
+        vector: Sequence[float] | None,
+    ) -> list[SearchHit]:
+        """Top-k notes (k > 0) for `query` among what `visibility` may read, best first,
+        as `NoteStore.search` describes; reads nothing it would have to write back."""
+        terms = ranking_terms(query)
+        words = _Words(match_terms(await self.term_stats.weighed(terms)), match_terms(terms))
+        if vector is None and self.vectors is not None and self.vectors.enabled:
+            vector = await self.vectors.query_vector(query)
+        if vector is not None:
+            return await self._hybrid(words, vector, visibility, k, snippets)
+        if words.every is None:
+            return []
+        return await self._by_words(words, visibility, k, snippets)
+
+    async def _hybrid(
+        self,
+        words: _Words,
+        vector: Sequence[float],
+        visibility: Visibility,
+        k: int,
+        snippets: bool,
+    ) -> list[SearchHit]:
+        assert self.vectors is not None
+        pool = max(k * 4, FUSION_POOL)
+        # The vector query runs on the reader while the word query runs on the writer.
+        nearest = asyncio.ensure_future(
+            self.vectors.nearest(NOTE, vector, visibility, pool, on_reader=True)
+        )
+        try:
+            by_words = await self._ranked(words, visibility, pool)
+        finally:
+            near = await nearest
+        notes = {note.id: note for note, _ in by_words}
+        keyword = [(note.id, score) for note, score in by_words]
+        ranked = fuse(keyword, near, self.fusion)
+        # Nearest vectors may belong to expired notes: check every candidate, not a prefix.
+        missing = [i for i, _ in ranked if i not in notes]
+        notes.update(await self._visible_by_id(missing, visibility))
+        found = [(notes[i], score) for i, score in ranked if i in notes][:k]
+        marked = {}
+        if snippets and words.shown is not None:
+            marked = await self._snippets(words.shown, [n.id for n, _ in found])
+        return [SearchHit(n, score, marked.get(n.id) or n.summary) for n, score in found]
+
+    async def _visible_by_id(self, ids: list[int], visibility: Visibility) -> dict[int, Note]:
+        """The live notes among `ids` that `visibility` may read, by id."""
+        if not ids:
+            return {}
+        where, params = visibility_sql(visibility)
+        marks = ", ".join("?" for _ in ids)
+        sql = (
+            f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE id IN ({marks}) AND ({where}) AND {LIVE}"
+        )
+        # Not the store's `_select`: a search must not flush deferred access counts (a write).
+        async with self.db.conn.execute(sql, (*ids, *params, to_db_time(self.clock()))) as cur:
+            return {r["id"]: rows.note_from_row(r) for r in await cur.fetchall()}
+
+    async def _by_words(
+        self, words: _Words, visibility: Visibility, k: int, snippets: bool
+    ) -> list[SearchHit]:
+        ranked = await self._ranked(words, visibility, k)
+        ids = [n.id for n, _ in ranked]
+        marked = await self._snippets(words.shown, ids) if snippets and words.shown else {}
+        return [SearchHit(note, -score, marked.get(note.id, "")) for note, score in ranked]
+
+    async def _ranked(
+        self, words: _Words, visibility: Visibility, k: int
+    ) -> list[tuple[Note, float]]:
+        """The bm25 top k: by the weighed words when they find k notes that match one of
+        them for real (the other words would only add millionths), else by every word, as
+        plain bm25 would."""
+        ranked: list[tuple[Note, float]] = []
+        if words.weighed is not None:
+            ranked = await self._ranked_by_words(words.weighed, visibility, k)
+            if len(ranked) == k and -ranked[-1][1] > _UNWEIGHED_SCORE:
+                return ranked
+        if words.every is not None and words.every != words.weighed:
+            ranked = await self._ranked_by_words(words.every, visibility, k)
+        return ranked
+
+    async def _ranked_by_words(
+        self, words: str, visibility: Visibility, k: int
+    ) -> list[tuple[Note, float]]:
+        """The k best live notes matching `words` that `visibility` may read, with their
+        bm25 scores (lower is better)."""
+        where, params = visibility_sql(visibility, alias="n.")
+        match = f"{scope_match(visibility)} AND {words}"
+        now = to_db_time(self.clock())
+        sql = (
+            f"WITH top AS (SELECT rowid AS id, {_BM25} AS score FROM notes_fts "
+            "WHERE notes_fts MATCH ? ORDER BY score LIMIT ?) "
+            f"SELECT {prefixed('n.')}, top.score, ({where}) AND "
+            "(n.expires_at IS NULL OR n.expires_at > ?) AS readable "
+            "FROM top JOIN notes n ON n.id = top.id ORDER BY top.score"
+        )
+        # The MATCH admits the visible scopes already; the SELECT re-checks visibility and
+        # drops expired notes. Should more than the spare candidates drop out, the ranking
+        # is read again further down, so no match is ever lost to them.
+        limit = k + _SPARE
+        while True:
+            async with self.db.conn.execute(sql, (match, limit, *params, now)) as cursor:
+                found = list(await cursor.fetchall())
+            kept = [(rows.note_from_row(r), float(r["score"])) for r in found if r["readable"]]
+            if len(kept) >= k or len(found) < limit:
+                return kept[:k]
+            limit *= 4
+
+    async def _snippets(self, words: str, ids: list[int]) -> dict[int, str]:
+        if not ids:
+            return {}
+        marks = ", ".join("?" for _ in ids)
+        async with self.db.conn.execute(
+            "SELECT rowid, snippet(notes_fts, -1, '**', '**', '…', 16) FROM notes_fts "
+            f"WHERE notes_fts MATCH ? AND rowid IN ({marks})",
+            (words, *ids),
+        ) as cursor:
+            return {row[0]: row[1] for row in await cursor.fetchall()}
+
+
+@dataclass(frozen=True, slots=True)
+class _Words:
+    """A query's FTS5 expressions: of the words bm25 weighs here, and of every word."""
+
+    weighed: str | None
+    every: str | None
+
+    @property
+    def shown(self) -> str | None:
+        """The words a snippet marks."""
+        return self.weighed or self.every

@@ -1,0 +1,162 @@
+"""Moving the store's vectors to another embedding model, resumably.
+
+New vectors go to tables of a new generation while the old ones stay as they are; a cursor
+per kind, written in the same transaction as each batch, lets an interrupted run go on
+where it stopped. Only when every note and message has its new vector does one
+transaction switch the recorded model and drop the old tables. No note or message is
+ever touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import aiosqlite
+
+from memory.embedder import Embedder, model_name
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.vector_tables import (
+    BATCH_SIZE,
+    EmbeddingState,
+    create_tables,
+    drop_tables,
+    embed_items,
+    read_state,
+    store_vectors,
+    texts_of,
+    write_state,
+)
+from memory.vectors import KINDS, MESSAGE, NOTE
+
+Progress = Callable[[str, int, int], None]  # kind, done, total
+
+
+@dataclass(frozen=True, slots=True)
+class ReembedResult:
+    state: EmbeddingState
+    resumed: bool
+    embedded: dict[str, int]
+
+
+async def reembed(
+    db: SqliteDatabase,
+    embedder: Embedder,
+    *,
+    batch_size: int = BATCH_SIZE,
+    progress: Progress | None = None,
+) -> ReembedResult:
+    """Embed every note and message with `embedder` and make it the store's model."""
+    dim = len((await embedder.embed(["lorebot dimension probe"]))[0])
+    wanted = model_name(embedder.model)
+    current = await read_state(db.conn)
+    target = await read_state(db.conn, "next_")
+    resumed = target is not None and (target.model, target.dim) == (wanted, dim)
+    if not resumed:
+        target = await _start(db, current, target, EmbeddingState(wanted, dim, 0))
+    assert target is not None
+    embedded = {}
+    for kind in KINDS:
+        embedded[kind] = await _embed_kind(db, embedder, target, kind, batch_size, progress)
+    async with db.write() as conn:
+        if current is not None and current.generation != target.generation:
+            await drop_tables(conn, current)
+        await write_state(conn, target)
+        await conn.execute("DELETE FROM embedding_state WHERE key LIKE 'next\\_%' ESCAPE '\\'")
+    return ReembedResult(target, resumed, embedded)
+
+
+async def _start(
+    db: SqliteDatabase,
+    current: EmbeddingState | None,
+    abandoned: EmbeddingState | None,
+    wanted: EmbeddingState,
+) -> EmbeddingState:
+    """New tables for `wanted`; an unfinished run for another model is dropped (its
+    vectors were never in use)."""
+    generations = [s.generation for s in (current, abandoned) if s is not None]
+    target = EmbeddingState(wanted.model, wanted.dim, max(generations, default=0) + 1)
+    async with db.write() as conn:
+        if abandoned is not None:
+            await drop_tables(conn, abandoned)
+        await create_tables(conn, target)
+        await write_state(conn, target, "next_")
+        for kind in KINDS:
+            await _set_cursor(conn, kind, 0)
+    return target
+
+
+async def _embed_kind(
+    db: SqliteDatabase,
+    embedder: Embedder,
+    target: EmbeddingState,
+    kind: str,
+    batch_size: int,
+    progress: Progress | None,
+) -> int:
+    table = "messages" if kind == MESSAGE else "notes"
+    cursor = int(
+        await db.scalar("SELECT value FROM embedding_state WHERE key = ?", (f"next_{kind}_cursor",))
+        or 0
+    )
+    total = int(await db.scalar(f"SELECT count(*) FROM {table}"))
+    done = int(await db.scalar(f"SELECT count(*) FROM {table} WHERE id <= ?", (cursor,)))
+    embedded = 0
+    while True:
+        async with db.conn.execute(
+            f"SELECT id FROM {table} WHERE id > ? ORDER BY id LIMIT ?", (cursor, batch_size)
+        ) as rows:
+            ids = [int(r[0]) for r in await rows.fetchall()]
+        if not ids:
+            break
+        embedded += await _embed_ids(db, embedder, target, kind, ids, cursor=ids[-1])
+        cursor, done = ids[-1], done + len(ids)
+        if progress is not None:
+            progress(kind, done, total)
+    # Items changed by a daemon between an interruption and this run lost their new vector
+    # (see VectorIndex._embed_batch): embed them again.
+    while True:
+        async with db.conn.execute(
+            f"SELECT id FROM {table} AS t WHERE NOT EXISTS (SELECT 1 FROM "
+            f"{target.table(kind)} AS v WHERE v.id = t.id) {_SEARCHABLE[kind]} LIMIT ?",
+            (batch_size,),
+        ) as rows:
+            ids = [int(r[0]) for r in await rows.fetchall()]
+        if not ids:
+            break
+        embedded += await _embed_ids(db, embedder, target, kind, ids, cursor=None)
+    return embedded
+
+
+# Items that get a vector at all: messages without a scope are history only.
+_SEARCHABLE = {NOTE: "", MESSAGE: "AND t.scope != ''"}
+
+
+async def _embed_ids(
+    db: SqliteDatabase,
+    embedder: Embedder,
+    target: EmbeddingState,
+    kind: str,
+    ids: list[int],
+    *,
+    cursor: int | None,
+) -> int:
+    items = await texts_of(db.conn, kind, ids)
+    vectors = await embed_items(embedder, items) if items else {}
+    async with db.write() as conn:
+        await store_vectors(conn, target, kind, ids, items, vectors)
+        # They have their vector now (`reembed` runs with lorebot stopped: no newer edit).
+        await conn.executemany(
+            "DELETE FROM embed_queue WHERE kind = ? AND item_id = ?", [(kind, i) for i in ids]
+        )
+        if cursor is not None:
+            await _set_cursor(conn, kind, cursor)
+    return len(vectors)
+
+
+async def _set_cursor(conn: aiosqlite.Connection, kind: str, value: int) -> None:
+    await conn.execute(
+        "INSERT INTO embedding_state (key, value) VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (f"next_{kind}_cursor", str(value)),
+    )

@@ -1,0 +1,119 @@
+"""Every SQLite store of one database file. The stores a turn or a one-shot command needs
+(notes, the conversation log, vectors) are built at once; the others on first use, so
+`notes search` loads none of their modules."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memory.embedder import Embedder
+from memory.sqlite.conversations import SqliteConversationLog
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.notes import SqliteNoteStore
+from memory.sqlite.vectors import SqliteVectorIndex
+from memory.stores import StoreOptions
+
+if TYPE_CHECKING:
+    from memory.sqlite.actions import SqliteActionLog
+    from memory.sqlite.active_skills import SqliteActiveSkills
+    from memory.sqlite.daily_logs import SqliteDailyLogs
+    from memory.sqlite.events import SqliteEventLog
+    from memory.sqlite.job_runs import SqliteJobRuns
+    from memory.sqlite.live_replies import SqliteLiveReplies
+    from memory.sqlite.proposals import SqliteProposalStore
+    from memory.sqlite.seen_events import SqliteSeenEvents
+
+
+class SqliteStores:
+    """The `Stores` of one SQLite database."""
+
+    def __init__(
+        self, db: SqliteDatabase, options: StoreOptions, embedder: Embedder | None = None
+    ) -> None:
+        self.db = db
+        self.options = options
+        self.vectors = SqliteVectorIndex(db, embedder)
+        self.notes = SqliteNoteStore(
+            db,
+            clock=options.clock,
+            max_note_bytes=options.max_note_bytes,
+            index_max_lines=options.index_max_lines,
+            index_max_bytes=options.index_max_bytes,
+            vectors=self.vectors,
+            secrets=options.secrets,
+        )
+        self.log = SqliteConversationLog(db, clock=options.clock, secrets=options.secrets)
+
+    # Each below imports its module when first asked for (see the module's docstring).
+
+    @functools.cached_property
+    def proposals(self) -> SqliteProposalStore:
+        from memory.sqlite.proposals import SqliteProposalStore
+
+        return SqliteProposalStore(self.notes)
+
+    @functools.cached_property
+    def actions(self) -> SqliteActionLog:
+        from memory.sqlite.actions import SqliteActionLog
+
+        return SqliteActionLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
+
+    @functools.cached_property
+    def events(self) -> SqliteEventLog:
+        from memory.sqlite.events import SqliteEventLog
+
+        return SqliteEventLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
+
+    @functools.cached_property
+    def job_runs(self) -> SqliteJobRuns:
+        from memory.sqlite.job_runs import SqliteJobRuns
+
+        return SqliteJobRuns(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def seen(self) -> SqliteSeenEvents:
+        from memory.sqlite.seen_events import SqliteSeenEvents
+
+        return SqliteSeenEvents(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def live_replies(self) -> SqliteLiveReplies:
+        from memory.sqlite.live_replies import SqliteLiveReplies
+
+        return SqliteLiveReplies(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def daily_logs(self) -> SqliteDailyLogs:
+        from memory.sqlite.daily_logs import SqliteDailyLogs
+
+        return SqliteDailyLogs(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def active_skills(self) -> SqliteActiveSkills:
+        from memory.sqlite.active_skills import SqliteActiveSkills
+
+        return SqliteActiveSkills(self.db, clock=self.options.clock)
+
+    async def close(self) -> None:
+        await self.db.close()
+        aclose = getattr(self.vectors.embedder, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def open_stores(
+    path: Path,
+    options: StoreOptions,
+    *,
+    embedder: Embedder | None = None,
+    busy_timeout_ms: int = 5000,
+    create: bool = True,
+) -> SqliteStores:
+    """Open (creating unless not `create`) and migrate the database at `path`, with the
+    driver's self-test (sqlite-vec too when there is an `embedder`), and its stores."""
+    db = await SqliteDatabase.open(
+        path, busy_timeout_ms=busy_timeout_ms, want_vectors=embedder is not None, create=create
+    )
+    return SqliteStores(db, options, embedder)

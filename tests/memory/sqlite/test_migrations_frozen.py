@@ -1,0 +1,23 @@
+"""A migration does what it did on the day it was written: the migrations import no live
+code of lorebot's that could change what an old database's upgrade does."""
+
+from __future__ import annotations
+
+import ast
+
+from tests.support.paths import ROOT
+
+# The scrubber is taken live on purpose: a newer one only ever hides more.
+ALLOWED = {"memory.redaction"}
+
+
+def test_the_migrations_import_no_live_code_but_the_scrubber() -> None:
+    tree = ast.parse((ROOT / "memory" / "sqlite" / "migrations.py").read_text())
+    imported = {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module is not None
+    } | {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+         for alias in node.names}  # fmt: skip
+    ours = {name for name in imported if name.split(".")[0] in ("bot", "memory", "adapters")}
+    assert ours <= ALLOWED, f"migrations call live code: {sorted(ours - ALLOWED)}"
