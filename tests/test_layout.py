@@ -89,3 +89,24 @@ def test_helpers_live_in_tests_support_or_tests_fakes() -> None:
         and path.relative_to(TESTS).parts[0] not in SHARED
     ]
     assert stray == [], "move these helpers to tests/support/: " + ", ".join(stray)
+
+
+def test_the_test_folders_mirror_the_packages() -> None:
+    """tests/bot/core/ holds the tests of bot/core/, and so on: every folder of tests/ but
+    the shared ones is a package of lorebot's."""
+    folders = [
+        path.relative_to(TESTS)
+        for path in sorted(TESTS.rglob("*"))
+        if path.is_dir() and path.name != "__pycache__"
+        and path.relative_to(TESTS).parts[0] not in SHARED
+    ]  # fmt: skip
+    assert Path("bot", "core") in folders
+    strays = [str(f) for f in folders if not (ROOT / f / "__init__.py").is_file()]
+    assert strays == [], "these test folders mirror no package: " + ", ".join(strays)
+
+
+def test_shared_folders_hold_no_tests() -> None:
+    tests = [
+        str(p.relative_to(ROOT)) for s in SHARED for p in sorted((TESTS / s).rglob("test_*.py"))
+    ]
+    assert tests == [], "move these tests beside the package they test: " + ", ".join(tests)
