@@ -38,34 +38,50 @@ _may_create: ContextVar[bool] = ContextVar("may_create_database", default=True)
 
 
 def embedder_for(settings: StoreSettings) -> Embedder | None:
-    """The Ollama embedder of `ollama.embed_model`, or None when none is set."""
-    ollama = settings.ollama
-    if not ollama.embed_model:
+    """The embedder of the backend's `embed_model` (Ollama's, or an OpenAI-compatible
+    server's), or None when none is set."""
+    server = settings.model_server
+    if not server.embed_model:
         return None
     # Queries wait on embeddings, so they get less time than a chat answer.
-    timeout_s = min(ollama.timeout_s, EMBED_TIMEOUT_S)
+    timeout_s = min(server.timeout_s, EMBED_TIMEOUT_S)
+    probe_timeout_s = min(server.probe_timeout_s, timeout_s)
+    if server.backend == "openai":
+        from bot.model.openai_compat import OpenAIEmbedder
+
+        return OpenAIEmbedder(
+            server.url, server.embed_model, api_key=_api_key(settings), timeout_s=timeout_s,
+            probe_timeout_s=probe_timeout_s,
+        )  # fmt: skip
     from bot.model.ollama import OllamaEmbedder  # the model client, only when configured
 
     return OllamaEmbedder(
-        ollama.host,
-        ollama.embed_model,
-        timeout_s=timeout_s,
-        probe_timeout_s=min(ollama.probe_timeout_s, timeout_s),
+        server.url, server.embed_model, timeout_s=timeout_s, probe_timeout_s=probe_timeout_s
     )
 
 
 def quick_embedder_for(settings: StoreSettings) -> Embedder | None:
     """The embedder of a one-shot command (`bot.model.quick_embed`): it asks for one query's
-    vector without loading the ollama client. None when no model is set."""
-    ollama = settings.ollama
-    if not ollama.embed_model:
+    vector without loading a model client. None when no model is set."""
+    server = settings.model_server
+    if not server.embed_model:
         return None
     from bot.model.quick_embed import QuickEmbedder
 
     # A one-shot command has not seen the model answer yet: the probe's timeout, as the
     # daemon's embedder gives its first calls.
-    timeout_s = min(ollama.timeout_s, EMBED_TIMEOUT_S, ollama.probe_timeout_s)
-    return QuickEmbedder(ollama.host, ollama.embed_model, timeout_s=timeout_s)
+    timeout_s = min(server.timeout_s, EMBED_TIMEOUT_S, server.probe_timeout_s)
+    return QuickEmbedder(
+        server.url, server.embed_model, timeout_s=timeout_s, backend=server.backend,
+        api_key=_api_key(settings),
+    )  # fmt: skip
+
+
+def _api_key(settings: StoreSettings) -> str | None:
+    """The OpenAI-compatible server's key; a snapshot has none (it is not kept when set)."""
+    from bot.config.settings import Settings
+
+    return settings.openai.key() if isinstance(settings, Settings) else None
 
 
 def check_database(settings: StoreSettings, *, create: bool) -> None:

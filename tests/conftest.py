@@ -17,6 +17,10 @@ from memory.sqlite.notes import SqliteNoteStore
 from tests.fakes.ollama import fake_ollama  # noqa: F401  (fixture)
 from tests.support.clock import FakeClock
 from tests.support.connections import describe, opened, recording_await, still_open, stop_left
+from tests.support.llama import llama_chat, llama_embed  # noqa: F401  (fixtures)
+
+# The openai package's own variables, which lorebot honours as defaults.
+OPENAI_VARIABLES = ("OPENAI_BASE_URL", "OPENAI_API_KEY")
 
 
 def _is_loopback(address: Any) -> bool:
@@ -108,7 +112,7 @@ def env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     import os
 
     for key in list(os.environ):
-        if key.startswith("LOREBOT_") or key == "STATE_DIRECTORY":
+        if key.startswith("LOREBOT_") or key in ("STATE_DIRECTORY", *OPENAI_VARIABLES):
             monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)
     # No config file of the machine's user or of the machine itself is read.

@@ -87,22 +87,25 @@ async def check_database(settings: Settings) -> list[Check]:
                   f"FTS5 works, {notes} notes")]  # fmt: skip
 
 
-async def check_ollama(settings: Settings) -> list[Check]:
-    """The model probed as the daemon probes it, within `ollama.probe_timeout_s`."""
-    from bot.model.ollama import ModelUnavailable, OllamaClient
+async def check_model(settings: Settings) -> list[Check]:
+    """The model probed as the daemon probes it, within the backend's probe timeout."""
+    from bot.model.client import chat_client
+    from bot.model.errors import ModelUnavailable
 
-    config = settings.ollama
-    async with OllamaClient.for_settings(config) as client:
-        try:
-            info = await client.fetch_model_info(config.model)
-        except ModelUnavailable as exc:
-            name = "ollama" if exc.kind == "unreachable" else "model"
-            return [Check(False, name, str(exc), exc.fix)]
-    checks = [Check(True, "model", f"{config.model} at {config.host}, context "
-                    f"{info.context_length} tokens, thinking "
+    server = settings.model_server
+    client = chat_client(server)
+    try:
+        info = await client.fetch_model_info(server.model)
+    except ModelUnavailable as exc:
+        name = server.backend if exc.kind == "unreachable" else "model"
+        return [Check(False, name, str(exc), exc.fix)]
+    finally:
+        await client.close()
+    checks = [Check(True, "model", f"{server.model} at {server.url}, "
+                    f"context {info.context_length} tokens, thinking "
                     f"{'yes' if info.supports_thinking else 'no'}")]  # fmt: skip
     if not info.supports_tools:
-        checks.append(Check(False, "model tools", f"{config.model} does not support tools",
+        checks.append(Check(False, "model tools", f"{server.model} does not support tools",
                             "pick a model with tool support (e.g. qwen3:8b); without it lorebot "
                             "answers with recall only"))  # fmt: skip
     return checks
@@ -115,15 +118,16 @@ async def check_vectors(settings: Settings) -> list[Check]:
     from memory import StoreError
     from memory.errors import EmbeddingMismatch
 
-    if not settings.ollama.embed_model:
-        return [Check(True, "vectors", f"off (no ollama.embed_model); {engine_name()}")]
+    server = settings.model_server
+    if not server.embed_model:
+        return [Check(True, "vectors", f"off (no {server.backend}.embed_model); {engine_name()}")]
     if not settings.database.path.exists():
-        return [Check(True, "vectors", f"{settings.ollama.embed_model}; no database yet")]
+        return [Check(True, "vectors", f"{server.embed_model}; no database yet")]
     try:
         memory = await open_memory(settings, create=False)
     except EmbeddingMismatch as exc:
-        return [Check(False, "vectors", str(exc).split(". ")[0],
-                      "lorebot notes reembed, or set ollama.embed_model back")]  # fmt: skip
+        fix = f"lorebot notes reembed, or set {server.backend}.embed_model back"
+        return [Check(False, "vectors", str(exc).split(". ")[0], fix)]
     except StoreError as exc:
         return [Check(False, "vectors", str(exc), "pip install sqlite-vec pysqlite3-binary")]
     try:
@@ -131,9 +135,10 @@ async def check_vectors(settings: Settings) -> list[Check]:
     finally:
         await memory.close()
     if state is None:
-        return [Check(False, "vectors", f"{settings.ollama.embed_model} did not answer at "
-                      f"{settings.ollama.host}; {waiting} notes and messages wait",
-                      f"ollama pull {settings.ollama.embed_model}")]  # fmt: skip
+        fix = (f"ollama pull {server.embed_model}" if server.backend == "ollama"
+               else f"serve {server.embed_model} at {server.url}")  # fmt: skip
+        return [Check(False, "vectors", f"{server.embed_model} did not answer at "
+                      f"{server.url}; {waiting} notes and messages wait", fix)]  # fmt: skip
     return [Check(True, "vectors", f"{state.describe()} with {engine_name()}; "
                   f"{waiting} notes and messages wait for a vector")]  # fmt: skip
 
@@ -200,7 +205,7 @@ async def cmd_doctor(
 ) -> int:
     source = f"from {settings.config}" if settings.config else "from the environment and defaults"
     results = [Check(True, "config", f"loaded {source}")]
-    for check in (check_database, check_ollama, check_vectors, check_skills, check_mcp):
+    for check in (check_database, check_model, check_vectors, check_skills, check_mcp):
         results += await check(settings)
     results += await check_platforms(settings, platforms)
     failed = sum(not r.ok for r in results)

@@ -33,11 +33,11 @@ from bot.config.paths import (
 from bot.errors import ConfigError
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class DatabaseSettings(_Section):
+class DatabaseSettings(Section):
     path: Path = Field(
         default_factory=default_database_path,
         description="the SQLite database; by default $STATE_DIRECTORY/lorebot.db under "
@@ -51,7 +51,7 @@ class DatabaseSettings(_Section):
         return absolute(path)
 
 
-class MemorySettings(_Section):
+class MemorySettings(Section):
     max_note_bytes: int = Field(4096, ge=64, le=1_000_000, description="largest note body")
     index_max_lines: int = Field(40, ge=1, description="lines per scope index")
     index_max_bytes: int = Field(2048, ge=64, description="bytes per scope index")
@@ -60,54 +60,7 @@ class MemorySettings(_Section):
     recall_k: int = Field(5, ge=0, le=50, description="notes recalled next to each message")
 
 
-def _default_ollama_host() -> str:
-    """Ollama's own `OLLAMA_HOST`, as the `ollama` command reads it, else the local server."""
-    return os.environ.get("OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434"
-
-
-def ollama_url(host: str) -> str:
-    """A host as Ollama reads it (`0.0.0.0`, `name:port` or a URL) as the URL to call:
-    http, and port 11434, unless given."""
-    from urllib.parse import urlsplit
-
-    scheme, given, rest = host.strip().partition("://")
-    if not given:
-        scheme, rest = "http", host.strip()
-    if scheme not in ("http", "https"):
-        raise ValueError(f"{host!r} is not an http:// or https:// URL")
-    parts = urlsplit(f"{scheme}://{rest}")
-    port = parts.port or (443 if scheme == "https" else 80 if given else 11434)
-    name = parts.hostname or "127.0.0.1"
-    name = f"[{name}]" if ":" in name else name
-    return f"{scheme}://{name}:{port}{parts.path.rstrip('/')}"
-
-
-class OllamaSettings(_Section):
-    host: str = Field(
-        default_factory=_default_ollama_host,
-        validate_default=True,
-        description="where Ollama listens; default: $OLLAMA_HOST, else http://127.0.0.1:11434",
-    )
-    model: str = Field("qwen3:8b", description="the chat model, as `ollama list` names it")
-    timeout_s: float = Field(120.0, gt=0, description="how long one model answer may take")
-    probe_timeout_s: float = Field(
-        5.0, gt=0, description="how long asking Ollama about the model (and connecting) may take"
-    )
-    reasoning_effort: str | None = Field(
-        None, pattern="^(low|medium|high|none)$", description="low, medium, high or none"
-    )
-    show_thinking: bool = Field(False, description="show the model's thinking above replies")
-    embed_model: str | None = Field(
-        None, description="an embedding model for recall by meaning; unset: by words alone"
-    )
-
-    @field_validator("host")
-    @classmethod
-    def _url(cls, host: str) -> str:
-        return ollama_url(host)
-
-
-class BotSettings(_Section):
+class BotSettings(Section):
     name: str = Field("lorebot", description="how the bot calls itself")
     admins: tuple[str, ...] = Field(
         (), description="user scopes that may decide any card, e.g. user:slack/U024BE7LH"
@@ -139,7 +92,7 @@ class BotSettings(_Section):
     adapter_grace_s: float = Field(120.0, gt=0, description="disconnected this long: unhealthy")
 
 
-class SlackSettings(_Section):
+class SlackSettings(Section):
     """Socket Mode with `bot_token` and `app_token`; HTTP Events mode when
     `signing_secret` and `listen` are set."""
 
@@ -162,7 +115,7 @@ class SlackSettings(_Section):
         )
 
 
-class DiscordSettings(_Section):
+class DiscordSettings(Section):
     token: SecretStr | None = Field(None, description="the bot token")
     api_base_url: str = Field("https://discord.com/api/v10", description="Discord's HTTP API")
     gateway_url: str | None = Field(None, description="override for tests and proxies")
@@ -194,7 +147,7 @@ def _user_skills() -> Path:
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 
 
-class SkillsSettings(_Section):
+class SkillsSettings(Section):
     """Skill roots, searched in order (later wins): bundled, `home_root`, `user_root`
     (where approved new skills are written), then `dirs`."""
 
@@ -242,7 +195,7 @@ def resolve_secret(value: str, where: str = "mcp settings") -> str:
     return found
 
 
-class McpServerSettings(_Section):
+class McpServerSettings(Section):
     """One MCP server: a stdio `command` (with `args`, `cwd` and only the `env` given
     here) or a Streamable HTTP `url` (with `headers`). Values of `env` and `headers` may
     name a secret of lorebot's environment as `${NAME}`."""
@@ -288,7 +241,7 @@ class McpServerSettings(_Section):
         return {key: resolve_secret(value) for key, value in self.headers.items()}
 
 
-class McpSettings(_Section):
+class McpSettings(Section):
     """The operator's MCP servers, whose tools the model may call (each run approved on a
     card unless exempted)."""
 
@@ -335,12 +288,12 @@ Cron = Annotated[str, AfterValidator(_check_cron)]
 TimeZone = Annotated[str, AfterValidator(_check_timezone)]
 
 
-class DigestSettings(_Section):
+class DigestSettings(Section):
     channel: str = Field(description="the channel scope to post in, e.g. channel:slack/C0123")
     cron: Cron = Field("0 9 * * 1-5", description="when to post")
 
 
-class JobsSettings(_Section):
+class JobsSettings(Section):
     """Scheduled jobs; cron expressions are read in `timezone`."""
 
     enabled: bool = Field(True, description="run the scheduled jobs")
@@ -369,7 +322,7 @@ class JobsSettings(_Section):
         return None if path is None else absolute(path)
 
 
-class ObservabilitySettings(_Section):
+class ObservabilitySettings(Section):
     listen: str | None = Field(
         None, pattern=r"^[^:\s]*:\d{1,5}$", description="host:port for /healthz and /metrics"
     )

@@ -23,6 +23,7 @@ from pydantic import (
     Field,
     SecretStr,
     field_validator,
+    model_validator,
 )
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
@@ -33,6 +34,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from bot.config.model_sections import ModelSettings, OllamaSettings, OpenAISettings
 from bot.config.paths import (
     DOTENV_FILE,
     ENV_PREFIX,
@@ -47,7 +49,6 @@ from bot.config.sections import (
     McpSettings,
     MemorySettings,
     ObservabilitySettings,
-    OllamaSettings,
     SkillsSettings,
     SlackSettings,
     resolve_secret,
@@ -105,7 +106,9 @@ class Settings(BaseSettings):
     )
     database: DatabaseSettings = Field(default_factory=DatabaseSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    model: ModelSettings = Field(default_factory=ModelSettings)
     ollama: OllamaSettings = Field(default_factory=OllamaSettings)
+    openai: OpenAISettings = Field(default_factory=OpenAISettings)
     bot: BotSettings = Field(default_factory=BotSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
     discord: DiscordSettings = Field(default_factory=DiscordSettings)
@@ -113,6 +116,20 @@ class Settings(BaseSettings):
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+
+    @property
+    def model_server(self) -> OllamaSettings | OpenAISettings:
+        """The section of the backend `model.backend` picks."""
+        return self.openai if self.model.backend == "openai" else self.ollama
+
+    @model_validator(mode="after")
+    def _openai_needs_a_model(self) -> Settings:
+        if self.model.backend == "openai" and not self.openai.model:
+            raise ValueError(
+                'model.backend is "openai" but openai.model is not set: name the model as '
+                "the server's /v1/models lists it (LOREBOT_OPENAI__MODEL)"
+            )
+        return self
 
     def secrets(self) -> list[str]:
         """Every configured secret value, so logs can be scrubbed of them."""

@@ -26,11 +26,14 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger(__name__)
 
-FORMAT = 1
+FORMAT = 2
 # Besides LOREBOT_…, the variables a default depends on (the `default_factory` of settings
 # in bot/config/sections.py and the paths of bot/config/paths.py); a test keeps this list complete.
-DEFAULT_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "STATE_DIRECTORY", "OLLAMA_HOST")
-_SETTINGS_CODE = ("settings.py", "sections.py", "loading.py", "paths.py")
+DEFAULT_VARIABLES = (
+    "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "STATE_DIRECTORY", "OLLAMA_HOST",
+    "OPENAI_BASE_URL", "OPENAI_API_KEY",
+)  # fmt: skip
+_SETTINGS_CODE = ("settings.py", "sections.py", "model_sections.py", "loading.py", "paths.py")
 
 
 class DatabaseView(NamedTuple):
@@ -44,8 +47,9 @@ class MemoryView(NamedTuple):
     index_max_bytes: int
 
 
-class OllamaView(NamedTuple):
-    host: str
+class ModelServerView(NamedTuple):
+    backend: str
+    url: str
     embed_model: str | None
     timeout_s: float
     probe_timeout_s: float
@@ -62,7 +66,7 @@ class SettingsSnapshot(NamedTuple):
     log_level: str
     database: DatabaseView
     memory: MemoryView
-    ollama: OllamaView
+    model_server: ModelServerView
     observability: ObservabilityView
 
     def secrets(self) -> list[str]:
@@ -76,7 +80,9 @@ class SettingsSnapshot(NamedTuple):
             settings.log_level,
             DatabaseView(settings.database.path, settings.database.busy_timeout_ms),
             MemoryView(*(getattr(settings.memory, name) for name in MemoryView._fields)),
-            OllamaView(*(getattr(settings.ollama, name) for name in OllamaView._fields)),
+            ModelServerView(
+                *(getattr(settings.model_server, name) for name in ModelServerView._fields)
+            ),
             ObservabilityView(settings.observability.log_format),
         )
 
@@ -100,8 +106,8 @@ def save(config_option: Path | None, settings: Settings) -> None:
     """Keep `settings` for the next command with the same inputs; a cache folder that
     cannot be written (a read-only home under systemd) only costs that speed."""
     key = inputs_key(config_option)
-    if key is None:
-        return
+    if key is None or settings.openai.api_key is not None:
+        return  # an API key is never written to a cache: the next command loads in full
     text = json.dumps({"key": key, "settings": _to_json(SettingsSnapshot.of(settings))})
     target = snapshot_file()
     try:
@@ -136,13 +142,13 @@ def inputs_key(config_option: Path | None) -> str | None:
 
 
 def _to_json(snapshot: SettingsSnapshot) -> dict[str, Any]:
-    database, memory, ollama, observability = snapshot[2:]
+    database, memory, model_server, observability = snapshot[2:]
     return {
         "config": None if snapshot.config is None else str(snapshot.config),
         "log_level": snapshot.log_level,
         "database": {"path": str(database.path), "busy_timeout_ms": database.busy_timeout_ms},
         "memory": memory._asdict(),
-        "ollama": ollama._asdict(),
+        "model_server": model_server._asdict(),
         "observability": observability._asdict(),
     }
 
@@ -154,6 +160,6 @@ def _from_json(values: dict[str, Any]) -> SettingsSnapshot:
         values["log_level"],
         DatabaseView(Path(database["path"]), database["busy_timeout_ms"]),
         MemoryView(**values["memory"]),
-        OllamaView(**values["ollama"]),
+        ModelServerView(**values["model_server"]),
         ObservabilityView(**values["observability"]),
     )

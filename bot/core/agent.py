@@ -55,6 +55,10 @@ _log = logging.getLogger(__name__)
 OFFLINE_NOTICE = "⚠️ My model is unreachable right now, so I can only share what I remember."
 # The model answered, but with nothing lorebot could read: it is not down.
 UNREADABLE_NOTICE = "⚠️ My model's answer could not be read, so I can only share what I remember."
+TOO_LONG_NOTICE = (
+    "⚠️ This conversation is longer than my model can read at once, so I can only share "
+    "what I remember."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +154,9 @@ class Agent:
             reply, rounds = await self._loop(ctx, turn, progress)
             outcome = "answered"
         except ModelUnavailable as exc:
-            _log.info("answering offline: %s", exc)
+            # The fix names the setting to change (e.g. a context too small for the prompt).
+            log = _log.warning if exc.kind == "too_long" else _log.info
+            log("answering offline: %s%s", exc, f"; {exc.fix}" if exc.fix else "")
             reply, rounds, outcome = offline_answer(hits, _notice(exc)), 0, "offline"
         except AwaitingApproval as waiting:
             await self._log(ctx, question)
@@ -298,7 +304,7 @@ class Agent:
         """The reply to post and keep, cut to `max_reply_chars`; the model's thinking only
         when configured to show it."""
         answer = result.content.strip() or "(no answer)"
-        if self.settings.ollama.show_thinking and result.thinking.strip():
+        if self.settings.model_server.show_thinking and result.thinking.strip():
             quoted = "\n".join(f"> {line}" for line in result.thinking.strip().splitlines())
             answer = f"> 💭 thinking\n{quoted}\n\n{answer}"
         # Cut once, here, so what is posted and what history keeps are the same text.
@@ -368,6 +374,8 @@ class Agent:
 
 
 def _notice(exc: ModelUnavailable) -> str:
+    if exc.kind == "too_long":
+        return TOO_LONG_NOTICE
     return UNREADABLE_NOTICE if exc.kind == "unreadable" else OFFLINE_NOTICE
 
 

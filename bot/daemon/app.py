@@ -115,7 +115,9 @@ class Bot:
         self.active_skills = stores.active_skills
         self.daily_logs = stores.daily_logs
         self.proposals = stores.proposals
-        self.model = Model(settings.ollama, max_concurrent=settings.bot.max_concurrent_model_calls)
+        self.model = Model(
+            settings.model_server, max_concurrent=settings.bot.max_concurrent_model_calls
+        )
         self._stack.push_async_callback(self.model.close)
         self.actions = stores.actions
         self.approvals = build_approvals(settings, stores, self.adapters)

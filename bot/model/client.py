@@ -16,11 +16,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from bot import metrics
 from bot.backoff import Backoff
-from bot.config.sections import OllamaSettings
+from bot.config.model_sections import OllamaSettings, OpenAISettings
 from bot.model.arguments import (
     MAX_ARGUMENT_DEPTH,
     TOO_DEEP,
@@ -83,20 +83,45 @@ def think_value(model: str, effort: str | None) -> bool | str | None:
     return effort != "none"
 
 
+class ChatClient(Protocol):
+    """A model server's client: `OllamaClient`, or `OpenAIClient` for the OpenAI API. Both
+    take and give Ollama's shapes and raise `ModelUnavailable` for every failure."""
+
+    host: str
+
+    async def fetch_model_info(self, model: str) -> ModelInfo: ...
+
+    async def fetch_chat(self, request: Mapping[str, Any]) -> Any: ...
+
+    async def stream_chat(self, request: Mapping[str, Any], on_content: OnContent) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
+def chat_client(settings: OllamaSettings | OpenAISettings) -> ChatClient:
+    """The client of the configured backend's server (the openai package only for it)."""
+    if isinstance(settings, OpenAISettings):
+        from bot.model.openai_compat import OpenAIClient
+
+        return OpenAIClient.for_settings(settings)
+    return OllamaClient.for_settings(settings)
+
+
 class Model:
     """The chat model lorebot talks to, with its capabilities and health."""
 
     def __init__(
         self,
-        settings: OllamaSettings,
+        settings: OllamaSettings | OpenAISettings,
         *,
         max_concurrent: int = 2,
         monotonic: Callable[[], float] = time.monotonic,
         backoff: Backoff | None = None,
     ) -> None:
         self.settings = settings
-        self.client = OllamaClient.for_settings(settings)
-        self.info = ModelInfo(settings.model, DEFAULT_CONTEXT, True, False)
+        self.client = chat_client(settings)
+        context = getattr(settings, "context_tokens", None) or DEFAULT_CONTEXT
+        self.info = ModelInfo(settings.model, context, True, False)
         self.monotonic = monotonic
         self.backoff = backoff or new_backoff()
         self._semaphore = asyncio.Semaphore(max_concurrent)
@@ -126,7 +151,7 @@ class Model:
                     await self._probe()
         health: dict[str, Any] = {
             "name": self.info.name,
-            "host": self.settings.host,
+            "host": self.settings.url,
             "reachable": self.reachable,
         }
         if self._checked_at is not None:

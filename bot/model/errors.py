@@ -13,14 +13,15 @@ UNREACHABLE_FIX = (
     "to where it runs; lorebot still answers from memory without it"
 )
 
-Kind = Literal["unreachable", "missing", "failing", "refused", "unreadable"]
+Kind = Literal["unreachable", "missing", "failing", "refused", "unreadable", "too_long"]
 # What says the server or the model is out of order, rather than one request or reply bad.
 BACKS_OFF: frozenset[Kind] = frozenset({"unreachable", "missing", "failing"})
 
 
 class ModelUnavailable(LorebotError):
     """The model cannot answer now: `kind` says why (unreachable, missing, failing,
-    refused or unreadable) and `fix` what an operator can do about it."""
+    refused, unreadable, or too_long: the prompt does not fit the model's context) and
+    `fix` what an operator can do about it."""
 
     def __init__(self, detail: str, *, kind: Kind = "unreachable", fix: str = "") -> None:
         super().__init__(detail)
@@ -33,15 +34,17 @@ class ModelUnavailable(LorebotError):
         return self.kind in BACKS_OFF
 
 
-def refused(status: int, error: str, *, host: str, model: str) -> ModelUnavailable:
-    """An answer with HTTP status `status` and Ollama's `error` text."""
+def refused(
+    status: int, error: str, *, host: str, model: str, server: str = "Ollama"
+) -> ModelUnavailable:
+    """An answer with HTTP status `status` and the server's `error` text."""
     if status == 404:
         return ModelUnavailable(
             f"{model} is not installed at {host}", kind="missing", fix=f"ollama pull {model}"
         )
     if status >= 500 or status < 0:
-        return ModelUnavailable(f"Ollama at {host} failed: {error}", kind="failing")
-    return ModelUnavailable(f"Ollama refused the request ({status}): {error}", kind="refused")
+        return ModelUnavailable(f"{server} at {host} failed: {error}", kind="failing")
+    return ModelUnavailable(f"{server} refused the request ({status}): {error}", kind="refused")
 
 
 def unreachable(host: str, why: str) -> ModelUnavailable:

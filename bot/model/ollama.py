@@ -22,7 +22,7 @@ import httpx
 import ollama
 
 from bot.backoff import Backoff
-from bot.config.sections import OllamaSettings
+from bot.config.model_sections import OllamaSettings
 from bot.model.arguments import read_json, valid_text
 from bot.model.errors import ModelUnavailable as ModelUnavailable
 from bot.model.errors import no_embeddings, refused, unreachable, unreadable

@@ -1,5 +1,6 @@
 """Embeddings for one-shot commands (`notes search`, `notes list`, `notes show`): one POST
-to Ollama's `/api/embed` with the standard library's HTTP client.
+to Ollama's `/api/embed`, or an OpenAI-compatible server's `/embeddings`, with the
+standard library's HTTP client.
 
 The ollama client takes about 0.4 s to import (its pydantic models and httpx), more than
 a whole `notes search` may take from a cold start. The daemon, `lorebot chat` and `notes
@@ -14,6 +15,7 @@ import asyncio
 import http.client
 import json
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from bot.model.errors import (
@@ -31,10 +33,23 @@ class QuickEmbedder:
     """lorebot's `Embedder` for a process that embeds one query and exits. Each call is
     one connection; `timeout_s` bounds connecting and each read of the answer."""
 
-    def __init__(self, host: str, model: str, *, timeout_s: float) -> None:
+    def __init__(
+        self,
+        host: str,
+        model: str,
+        *,
+        timeout_s: float,
+        backend: str = "ollama",
+        api_key: str | None = None,
+    ) -> None:
         self._host = host
-        self._model = model_name(model)
+        self._openai = backend == "openai"
+        # Ollama's full name (`:latest` added), or the name as an OpenAI server gives it.
+        self._model = model if self._openai else model_name(model)
         self._timeout_s = timeout_s
+        self._headers = {"Content-Type": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
 
     @property
     def model(self) -> str:
@@ -68,9 +83,9 @@ class QuickEmbedder:
             except OSError as exc:  # refused, no such host, no route
                 raise unreachable(self._host, "cannot connect") from exc
             body = json.dumps({"model": self._model, "input": texts})
+            path = f"{parts.path}/embeddings" if self._openai else f"{parts.path}/api/embed"
             try:
-                connection.request("POST", f"{parts.path}/api/embed", body,
-                                   {"Content-Type": "application/json"})  # fmt: skip
+                connection.request("POST", path, body, self._headers)
                 response = connection.getresponse()
                 data = response.read()
             except TimeoutError:
@@ -83,7 +98,7 @@ class QuickEmbedder:
         if response.status != 200:
             raise refused(response.status, _error_text(data), host=self._host, model=self._model)
         try:
-            return _vectors(data)
+            return _openai_vectors(data) if self._openai else _vectors(data)
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise unreadable(self._model, exc) from exc
 
@@ -92,17 +107,42 @@ class QuickEmbedder:
 
 
 def _error_text(data: bytes) -> str:
-    """Ollama's `{"error": "..."}`, or the start of whatever else the answer held."""
+    """Ollama's `{"error": "..."}` (an OpenAI server's `{"error": {"message": ...}}`), or
+    the start of whatever else the answer held."""
     text = data.decode("utf-8", "replace")
     try:
-        return str(json.loads(text)["error"])
+        error = json.loads(text)["error"]
+        return str(error["message"] if isinstance(error, dict) else error)
     except (ValueError, KeyError, TypeError, RecursionError):
         return text[:200]
 
 
+def pooled(embedding: Any) -> Any:
+    """One vector for a text: the mean of its token vectors when a server gives one per
+    token (llama.cpp does for a model without a pooling layer), else the vector as it is."""
+    if isinstance(embedding, list) and embedding and all(isinstance(t, list) for t in embedding):
+        width = len(embedding[0])
+        if width == 0 or any(len(token) != width for token in embedding):
+            raise TypeError("token vectors of different lengths")
+        return [sum(column) / len(embedding) for column in zip(*embedding, strict=True)]
+    return embedding
+
+
+def _openai_vectors(data: bytes) -> list[list[float]]:
+    """The vectors of an OpenAI `/embeddings` answer, in the order of their `index`."""
+    found = json.loads(data)["data"]
+    if not isinstance(found, list):
+        raise TypeError("data is not a list")
+    ordered = sorted(found, key=lambda item: item["index"])
+    return _numbers([pooled(item["embedding"]) for item in ordered])
+
+
 def _vectors(data: bytes) -> list[list[float]]:
     """The `embeddings` of an `/api/embed` answer, each a list of numbers."""
-    found = json.loads(data)["embeddings"]
+    return _numbers(json.loads(data)["embeddings"])
+
+
+def _numbers(found: object) -> list[list[float]]:
     if not isinstance(found, list):
         raise TypeError("embeddings is not a list")
     vectors = []

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import aiosqlite
 
-from memory.embedder import Embedder, model_name
+from memory.embedder import Embedder
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.vector_tables import (
     BATCH_SIZE,
@@ -48,7 +48,7 @@ async def reembed(
 ) -> ReembedResult:
     """Embed every note and message with `embedder` and make it the store's model."""
     dim = len((await embedder.embed(["lorebot dimension probe"]))[0])
-    wanted = model_name(embedder.model)
+    wanted = embedder.model
     current = await read_state(db.conn)
     target = await read_state(db.conn, "next_")
     resumed = target is not None and (target.model, target.dim) == (wanted, dim)

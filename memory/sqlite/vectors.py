@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from memory.embedder import Embedder, model_name
+from memory.embedder import Embedder
 from memory.errors import EmbedderUnavailable, EmbeddingMismatch, StoreError
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.vector_tables import (
@@ -105,7 +105,7 @@ class SqliteVectorIndex:
             if stored is not None:
                 _log.info("vectors of %s are unused: no embedding model is set", stored.model)
             return
-        wanted = model_name(self.embedder.model)
+        wanted = self.embedder.model
         if stored is not None and stored.model != wanted:
             raise EmbeddingMismatch(_mismatch(stored, wanted))
         if stored is not None and not probe_dimension:
@@ -155,7 +155,7 @@ class SqliteVectorIndex:
             self._query_backoff_until = time.monotonic() + delay
             return None
         if len(vector) != self.state.dim:
-            problem = _mismatch(self.state, model_name(self.embedder.model), len(vector))
+            problem = _mismatch(self.state, self.embedder.model, len(vector))
             if not self._dimension_checked:
                 raise EmbeddingMismatch(problem)  # the stored dimension was taken on trust
             _log.error(problem)

@@ -44,11 +44,19 @@ class Running:
 
 
 async def start_bot(
-    tmp_path: Path, ollama: FakeOllama, slack: FakeSlack, clock: FakeClock, **adapter: Any
+    tmp_path: Path,
+    ollama: FakeOllama,
+    slack: FakeSlack,
+    clock: FakeClock,
+    sections: dict[str, dict[str, Any]] | None = None,
+    **adapter: Any,
 ) -> Running:
+    """A Bot on the fake Slack; `sections` adds settings (the model server, say)."""
     options: dict[str, Any] = {"app_token": slack.app_token, **adapter}
     slack_adapter = SlackAdapter(bot_token=slack.bot_token, api_base_url=slack.api_url, **options)
-    settings = make_settings(tmp_path / "bot.db", ollama.url, bot={"admins": ["user:slack/UADMIN"]})
+    settings = make_settings(
+        tmp_path / "bot.db", ollama.url, bot={"admins": ["user:slack/UADMIN"]}, **(sections or {})
+    )
     bot = Bot(settings, [slack_adapter], clock=clock)
     await bot.start()
     return Running(bot, slack_adapter, slack, ollama)

@@ -207,9 +207,10 @@ def _name(expression: ast.expr) -> str:
 def test_every_variable_the_settings_read_is_part_of_the_snapshots_key() -> None:
     """A default that reads a new variable must make the snapshot depend on it too."""
     folder = Path(settings_snapshot.__file__).parent
-    code = ("settings.py", "sections.py", "loading.py", "paths.py")
+    code = ("settings.py", "sections.py", "model_sections.py", "loading.py", "paths.py")
     read = set().union(*(_variables_read((folder / name).read_text()) for name in code))
     assert {"XDG_DATA_HOME", "XDG_CONFIG_HOME", "OLLAMA_HOST", "STATE_DIRECTORY"} <= read
+    assert {"OPENAI_BASE_URL", "OPENAI_API_KEY"} <= read
     # LOREBOT_CONFIG; a secret's `${NAME}` (not in a snapshot); `xdg_dir`'s parameter.
     computed = {"ENV_PREFIX + 'CONFIG'", "match.group(1)", "variable"}
     assert read - computed - NOT_SETTINGS <= set(settings_snapshot.DEFAULT_VARIABLES)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.config.sections import OllamaSettings
+from bot.config.model_sections import OllamaSettings
 from bot.core.agent import OFFLINE_NOTICE
 from bot.model.client import Model
 from tests.fakes.adapter import StreamingAdapter

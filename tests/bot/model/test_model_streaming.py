@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from bot.config.sections import OllamaSettings
+from bot.config.model_sections import OllamaSettings
 from bot.model.client import ChatResult, Model, ModelUnavailable, ToolCall
 from bot.model.ollama import new_backoff
 from tests.fakes.ollama import FakeOllama

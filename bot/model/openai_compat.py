@@ -1,0 +1,332 @@
+"""lorebot's connection to a server of the OpenAI chat-completions API (vLLM, llama.cpp,
+LM Studio, LocalAI, a LiteLLM proxy), through the official `openai` package.
+
+It speaks to the model client (`bot.model.client.Model`) as `OllamaClient` does: requests
+come in Ollama's shape and answers go back in it, so turns, streaming, tool calls and the
+health and backoff of the model are the same on both backends. Only this module knows the
+OpenAI shapes: tool calls carry ids and JSON-string arguments (streamed in pieces), tool
+results name the call they answer, and reasoning comes as `reasoning_content`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from collections.abc import Awaitable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar
+
+import openai
+
+from bot.backoff import Backoff
+from bot.config.model_sections import OpenAISettings
+from bot.model.arguments import valid_text
+from bot.model.errors import ModelUnavailable, no_embeddings, refused, unreachable, unreadable
+from bot.model.ollama import DEFAULT_CONTEXT, ModelInfo, OnContent, new_backoff
+from bot.model.openai_shapes import StreamedCompletion, completion_request, ollama_body
+from bot.model.quick_embed import pooled
+from memory.errors import EmbedderUnavailable, StoreError
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MISSING_FIX = "serve the model at openai.base_url, or set openai.model to one /v1/models lists"
+CONTEXT_FIX = (
+    "the prompt is longer than the model's context: set openai.context_tokens "
+    "(LOREBOT_OPENAI__CONTEXT_TOKENS) to the server's context length"
+)
+# Words servers use when a prompt does not fit the context (vLLM, llama.cpp, LiteLLM).
+_CONTEXT_WORDS = ("context length", "context window", "maximum context", "n_ctx", "too long")
+
+
+def unavailable(exc: BaseException, *, url: str, model: str, within: float) -> ModelUnavailable:
+    """What a failed call to the server means to lorebot; `within` is the call's timeout."""
+    if isinstance(exc, openai.APIStatusError):
+        message = valid_text(_error_message(exc))
+        if exc.status_code == 404:
+            return ModelUnavailable(
+                f"{model} is not served at {url}: {message}", kind="missing", fix=MISSING_FIX
+            )
+        if exc.status_code in (401, 403):
+            return ModelUnavailable(
+                f"{url} refused the API key ({exc.status_code}): {message}",
+                kind="refused",
+                fix="set openai.api_key (LOREBOT_OPENAI__API_KEY, or OPENAI_API_KEY)",
+            )
+        if exc.status_code == 400 and any(w in message.lower() for w in _CONTEXT_WORDS):
+            return ModelUnavailable(
+                f"{url} refused a prompt too long for {model}: {message}",
+                kind="too_long",
+                fix=CONTEXT_FIX,
+            )
+        return refused(exc.status_code, message, host=url, model=model, server="the server")
+    if isinstance(exc, openai.APITimeoutError | TimeoutError):
+        return unreachable(url, f"no answer within {within:g} s")
+    if isinstance(exc, (openai.APIConnectionError, ConnectionError, *TRANSPORT_ERRORS)):
+        return unreachable(url, "cannot connect" if _refused(exc) else "the connection broke")
+    return unreadable(model, exc)
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether the connection was never made (the SDK's HTTP client wraps the cause)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError) or type(seen).__name__ == "ConnectError":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _error_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        text = error.get("message") if isinstance(error, dict) else error
+        if text:
+            return str(text)
+    return str(exc.message)
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """The HTTP client's connection errors, which a stream raises unwrapped when the server
+    goes away mid-answer: `httpx2` under openai 3, `httpx` before it."""
+    found: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(name).TransportError)
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)
+
+
+TRANSPORT_ERRORS = _transport_errors()
+# What a stream raises when its connection breaks.
+STREAM_BREAKS: tuple[type[BaseException], ...] = (openai.APIConnectionError, *TRANSPORT_ERRORS)
+# Everything a call can raise that means "no usable answer".
+FAILURES: tuple[type[BaseException], ...] = (
+    openai.OpenAIError, *TRANSPORT_ERRORS, ConnectionError, TimeoutError, ValueError,
+)  # fmt: skip
+
+
+class OpenAIClient:
+    """One OpenAI-compatible server: a model's capabilities, chat and embeddings, each call
+    bounded by its timeout and each failure raised as `ModelUnavailable`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None,
+        timeout_s: float,
+        probe_timeout_s: float,
+        context_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+    ) -> None:
+        self.host = base_url
+        self.reasoning_effort = reasoning_effort
+        self.timeout_s = timeout_s
+        self.probe_timeout_s = probe_timeout_s
+        self.context_tokens = context_tokens
+        # Each call is bounded as a whole by asyncio.timeout; retries are lorebot's backoff.
+        self._api = openai.AsyncOpenAI(
+            base_url=base_url,
+            api_key=api_key or "unused",  # servers without keys take any; the SDK wants one
+            timeout=openai.Timeout(None, connect=probe_timeout_s),
+            max_retries=0,
+        )
+        self._closed = False
+        self._schema_style = "json_schema"
+
+    @classmethod
+    def for_settings(cls, settings: OpenAISettings) -> OpenAIClient:
+        return cls(
+            settings.base_url,
+            api_key=settings.key(),
+            timeout_s=settings.timeout_s,
+            probe_timeout_s=settings.probe_timeout_s,
+            context_tokens=settings.context_tokens,
+            reasoning_effort=settings.reasoning_effort,
+        )
+
+    async def fetch_model_info(self, model: str) -> ModelInfo:
+        """Probe `model` in `/v1/models` within the probe timeout. The context length is
+        `openai.context_tokens`, else what the server says (vLLM's `max_model_len`), else
+        lorebot's default; tools are taken as supported."""
+
+        async def listed() -> ModelInfo:
+            page = await self._api.models.list()
+            found = {entry.id: entry for entry in page.data}
+            if model not in found:
+                names = ", ".join(sorted(found)) or "none"
+                raise ModelUnavailable(
+                    f"{model} is not served at {self.host} (it serves: {names})",
+                    kind="missing",
+                    fix=MISSING_FIX,
+                )
+            extra = found[model].model_extra or {}
+            reported = extra.get("max_model_len") or extra.get("context_length")
+            context = self.context_tokens or (
+                reported if isinstance(reported, int) and reported > 0 else DEFAULT_CONTEXT
+            )
+            return ModelInfo(model, context, True, False)
+
+        return await self._call(listed(), model, self.probe_timeout_s)
+
+    async def fetch_chat(self, request: Mapping[str, Any]) -> Any:
+        """One non-streaming completion, as the body of Ollama's `/api/chat`."""
+
+        async def create() -> Any:
+            try:
+                completion = await self._create(request)
+            except openai.APIStatusError as exc:
+                if not request.get("format") or "response_format" not in str(exc):
+                    raise
+                self._schema_style = "json_object"  # this server's way, from now on
+                completion = await self._create(request)
+            return ollama_body(completion)
+
+        return await self._call(create(), str(request.get("model", "")), self.timeout_s)
+
+    async def _create(self, request: Mapping[str, Any], **extra: Any) -> Any:
+        kwargs = completion_request(
+            request, schema_style=self._schema_style, reasoning_effort=self.reasoning_effort
+        )
+        return await self._api.chat.completions.create(**kwargs, **extra)
+
+    async def _create_again(self, request: Mapping[str, Any]) -> Any:
+        """The request unstreamed, after a stream that failed empty. Such a server may have
+        dropped the stream's kept-alive connection: the first try can meet that broken
+        connection, and a second gets a new one."""
+        try:
+            return await self._create(request)
+        except openai.APIConnectionError:
+            return await self._create(request)
+
+    async def stream_chat(self, request: Mapping[str, Any], on_content: OnContent) -> Any:
+        """One streamed completion, awaiting `on_content` with each piece of content as it
+        arrives; returns the body a non-streaming call would have. The whole stream gets the
+        generation timeout; whatever `on_content` raises propagates as it is."""
+        reply = StreamedCompletion()
+        deadline = asyncio.timeout(self.timeout_s)
+        in_sink = False
+        try:
+            async with deadline:
+                stream = await self._create(request, stream=True)
+                try:
+                    async with stream:
+                        async for chunk in stream:
+                            if delta := reply.add(chunk):
+                                in_sink = True
+                                await on_content(delta)
+                                in_sink = False
+                except STREAM_BREAKS:
+                    if in_sink or reply.chunks:
+                        raise
+                if reply.chunks == 0:
+                    # Some servers (llama.cpp's) fail a stream after its headers and close
+                    # it with nothing in it; the same request unstreamed says why (a prompt
+                    # longer than the context, say).
+                    body = ollama_body(await self._create_again(request))
+                    if content := body["message"]["content"]:
+                        in_sink = True
+                        await on_content(content)
+                        in_sink = False
+                    return body
+            return reply.body()
+        except FAILURES as exc:
+            if in_sink and not deadline.expired():
+                raise  # the receiver failed, not the model
+            model = str(request.get("model", ""))
+            raise unavailable(exc, url=self.host, model=model, within=self.timeout_s) from exc
+
+    async def fetch_embeddings(
+        self, model: str, texts: Sequence[str], *, timeout_s: float | None = None
+    ) -> list[list[float]]:
+        """One vector per text from `/v1/embeddings`, within `timeout_s` (default: the
+        generation timeout)."""
+
+        async def embed() -> list[list[float]]:
+            response = await self._api.embeddings.create(model=model, input=list(texts))
+            ordered = sorted(response.data, key=lambda item: item.index)
+            return [[float(x) for x in pooled(item.embedding)] for item in ordered]
+
+        return await self._call(embed(), model, timeout_s or self.timeout_s)
+
+    async def _call(self, call: Awaitable[T], model: str, within: float) -> T:
+        try:
+            async with asyncio.timeout(within):
+                return await call
+        except ModelUnavailable:
+            raise
+        except FAILURES as exc:
+            raise unavailable(exc, url=self.host, model=model, within=within) from exc
+
+    async def close(self) -> None:
+        """Close the connections; safe to call twice."""
+        if not self._closed:
+            self._closed = True
+            await self._api.close()
+
+    async def __aenter__(self) -> OpenAIClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+class OpenAIEmbedder:
+    """lorebot's `Embedder` on an OpenAI-compatible server's `/v1/embeddings`, with the same
+    short first timeout and backoff as `OllamaEmbedder`."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None,
+        timeout_s: float,
+        probe_timeout_s: float,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self._model = model  # as the server names it: no Ollama `:latest` is added
+        self._client = OpenAIClient(
+            base_url, api_key=api_key, timeout_s=timeout_s, probe_timeout_s=probe_timeout_s
+        )
+        self.backoff = backoff or new_backoff()
+        self._answering = False
+
+    @property
+    def model(self) -> str:
+        """The model's name, as recorded with its vectors."""
+        return self._model
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text; `EmbedderUnavailable` (with `retry_after`) when the server
+        cannot give them now."""
+        if not texts:
+            return []
+        client = self._client
+        within = client.timeout_s if self._answering else client.probe_timeout_s
+        try:
+            vectors = await client.fetch_embeddings(self._model, texts, timeout_s=within)
+        except ModelUnavailable as exc:
+            self._answering = False
+            raise EmbedderUnavailable(
+                no_embeddings(self._model, exc), retry_after=self.backoff.next_delay()
+            ) from exc
+        self._answering = True
+        self.backoff.reset()
+        if len(vectors) != len(texts):
+            raise StoreError(f"the server returned {len(vectors)} vectors for {len(texts)} texts")
+        return vectors
+
+    async def aclose(self) -> None:
+        """Close the connections; safe to call twice."""
+        await self._client.close()
