@@ -21,6 +21,9 @@ class LogEntry:
     content: str
     author: str = ""
     author_name: str = ""
+    # The message as the model read it (with what was recalled for it), when that is not
+    # `content`: the next turns send it as it was, so the model's cache of the prompt holds.
+    prompt: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,12 @@ class HistoryEntry:
     role: str
     author: str
     content: str
+    prompt: str = ""  # as the model read it, when that is not `content`
+
+    @property
+    def as_read(self) -> str:
+        """What the model read of this message."""
+        return self.prompt or self.content
 
 
 @dataclass(frozen=True, slots=True)

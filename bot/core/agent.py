@@ -143,7 +143,10 @@ class Agent:
         said = await recall.fetch_messages(ctx, text, vector)
         notices = await recall.fetch_notices(vector) if hits or said else []
         tail = user_turn(text, hits, recall.budget(index_bytes), said, notices)
-        question = LogEntry("user", text, user_scope(ctx.author), ctx.author.name)
+        # Kept as the model reads it now, recall included, for the next turns' prompts.
+        question = LogEntry(
+            "user", text, user_scope(ctx.author), ctx.author.name, "" if tail == text else tail
+        )
         try:
             history = await self.history.fetch_messages(ctx, prefix)
             active = await self.skills.active_messages(ctx.conversation.key)
@@ -152,18 +155,19 @@ class Agent:
             turn = Turn(messages, tools=self.tools(ctx))
             turn.messages.append({"role": "user", "content": tail})
             reply, rounds = await self._loop(ctx, turn, progress)
-            outcome = "answered"
+            outcome, written = "answered", turn.said
         except ModelUnavailable as exc:
             # The fix names the setting to change (e.g. a context too small for the prompt).
             log = _log.warning if exc.kind == "too_long" else _log.info
             log("answering offline: %s%s", exc, f"; {exc.fix}" if exc.fix else "")
             reply, rounds, outcome = offline_answer(hits, _notice(exc)), 0, "offline"
+            written = ""
         except AwaitingApproval as waiting:
             await self._log(ctx, question)
             metrics.TURNS.labels("awaiting approval").inc()
             return TurnResult("", prefix, turn.round, offline=False, awaiting=waiting.proposal.id)
         # The question and its answer are written together, in one transaction.
-        await self._log(ctx, question, self._reply_entry(reply))
+        await self._log(ctx, question, self._reply_entry(reply, written))
         metrics.TURNS.labels(outcome).inc()
         return TurnResult(reply, prefix, rounds, offline=outcome == "offline")
 
@@ -203,7 +207,7 @@ class Agent:
             reply, rounds = f"{OFFLINE_NOTICE} I could not finish that answer.", turn.round
         except AwaitingApproval as waiting:
             return TurnResult("", "", turn.round, offline=False, awaiting=waiting.proposal.id)
-        await self._log(ctx, self._reply_entry(reply))
+        await self._log(ctx, self._reply_entry(reply, turn.said))
         return TurnResult(reply, saved["messages"][0]["content"], rounds, offline=False)
 
     async def _servers_unavailable(self) -> list[dict[str, Any]]:
@@ -253,8 +257,12 @@ class Agent:
                 await self.actions.close(action.id, outcome, proposal.decided_by)
         return f"error: the tool {name} is not available, so it was not run"
 
-    def _reply_entry(self, reply: str) -> LogEntry:
-        return LogEntry("assistant", reply, "", self.settings.bot.name)
+    def _reply_entry(self, reply: str, said: str = "") -> LogEntry:
+        """The reply as posted, with the model's own words (`Turn.said`) when they differ
+        only by the whitespace around them. A reply cut, masked or shown with its thinking
+        goes back to the model as the person saw it."""
+        prompt = said if said != reply and said.strip() == reply else ""
+        return LogEntry("assistant", reply, "", self.settings.bot.name, prompt)
 
     async def _log(self, ctx: TurnContext, *entries: LogEntry) -> None:
         """Write messages to the conversation's history; a reply carries the link of the
@@ -271,6 +279,7 @@ class Agent:
             )
             self._log_thinking(result)
             if not result.tool_calls:
+                turn.said = result.content
                 return self._answer(result), turn.round
             if last:
                 return "I could not finish that within my tool-call limit.", turn.round

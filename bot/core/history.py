@@ -42,7 +42,7 @@ class History:
         entries = list(history.entries)
         budget = int(self.model.info.context_length * COMPACT_AT)
         used = estimate_tokens(prefix) + estimate_tokens(history.summary)
-        used += sum(estimate_tokens(e.content) for e in entries)
+        used += sum(estimate_tokens(e.as_read) for e in entries)
         summary = history.summary
         if used > budget and len(entries) >= 2:
             older, entries = entries[: len(entries) // 2], entries[len(entries) // 2 :]
@@ -53,7 +53,8 @@ class History:
             messages.append(
                 {"role": "system", "content": f"Earlier in this conversation: {summary}"}
             )
-        messages += [{"role": e.role, "content": e.content} for e in entries]
+        # Each message as the model read it before, so the prompt grows only at its end.
+        messages += [{"role": e.role, "content": e.as_read} for e in entries]
         return messages
 
     async def _summarise(self, previous: str, entries: Sequence[Any]) -> str:

@@ -25,6 +25,9 @@ class Turn:
     round: int = 1
     pending: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
     tools: dict[str, Tool] = dataclasses.field(default_factory=dict)
+    # The final answer as the model wrote it, before it was trimmed, masked or cut: the next
+    # turns send it so, and the model's cache of the prompt holds past it.
+    said: str = ""
 
     def saved(self, ctx: TurnContext, tool: str, held: HeldCalls) -> dict[str, Any]:
         """What a proposal keeps to resume this turn; `tool` gets the decision. Stored with

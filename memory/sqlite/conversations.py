@@ -61,7 +61,7 @@ class SqliteConversationLog:
         async with self.db.write() as conn:
             await conn.executemany(
                 "INSERT INTO messages (conversation, role, content, author, author_name, "
-                "scope, link, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "scope, link, created_at, prompt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         conversation,
@@ -72,6 +72,7 @@ class SqliteConversationLog:
                         scope,
                         link,
                         now,
+                        redact(e.prompt, self.secrets) if e.prompt else "",
                     )
                     for e in entries
                 ],
@@ -192,7 +193,8 @@ class SqliteConversationLog:
             row = await cursor.fetchone()
         after, summary = (row[0], row[1]) if row else (0, "")
         async with self.db.conn.execute(
-            "SELECT id, role, author, content FROM messages WHERE conversation = ? AND id > ? "
+            "SELECT id, role, author, content, prompt FROM messages "
+            "WHERE conversation = ? AND id > ? "
             "AND source_id IS NULL ORDER BY id DESC LIMIT ?",
             (conversation, after, limit),
         ) as cursor:

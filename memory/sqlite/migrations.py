@@ -385,6 +385,11 @@ MIGRATIONS: tuple[str | Step, ...] = (
     """
     ALTER TABLE action_allowances ADD COLUMN server_id TEXT NOT NULL DEFAULT '';
     """,
+    # 15: a person's message as the model read it, with what was recalled for it, so the
+    # next turns send it again as it was and the model's cache of the prompt holds.
+    """
+    ALTER TABLE messages ADD COLUMN prompt TEXT NOT NULL DEFAULT '';
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)
