@@ -285,3 +285,28 @@ async def test_a_card_the_real_server_asked_for_is_approved_and_the_turn_resumes
             assert (await stored_reply(h)).strip()  # the resumed turn's answer was kept
         finally:
             await h.bot.stop()
+
+
+async def test_a_long_conversation_is_compacted_by_the_real_model_and_goes_on(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, llama_chat: LlamaServer
+) -> None:
+    """With `openai.context_tokens` at its least, the history passes 80% of it in a turn:
+    the real model writes the summary, and the next prompt carries it instead."""
+    async with proxy_to(llama_chat) as proxy:
+        h, _ = await streaming(tmp_path, fake_ollama, clock, proxy.url, context_tokens=256)
+        try:
+            for question in ("where is the staging database?", "which port does it use?",
+                             "who looks after it?", "when are its backups?",
+                             "and the edge proxy?"):  # fmt: skip
+                await h.say(question)
+            asked = [
+                r
+                for r in chat_requests(proxy)
+                if r["messages"][0]["content"].startswith("Summarise this conversation")
+            ]
+            assert asked and "tools" not in asked[0]  # the real model was asked for it
+            assert (await h.bot.log.fetch_history(HISTORY)).summary.strip()
+            last = chat_requests(proxy)[-1]["messages"]
+            assert any(m["content"].startswith("Earlier in this conversation:") for m in last)
+        finally:
+            await h.bot.stop()
