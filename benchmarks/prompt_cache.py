@@ -114,7 +114,8 @@ async def converse(
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as temp:
         folder = Path(temp)
-        server = LlamaServer(n_ctx=args.n_ctx).start(folder / "llama.log")
+        server = LlamaServer(n_ctx=args.n_ctx, chat_format=args.chat_format)
+        server.start(folder / "llama.log")
         try:
             adapter = StreamingAdapter()
             bot = Bot(settings_for(folder, server, args.n_ctx), [adapter])
@@ -161,6 +162,11 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=3)
     parser.add_argument("--turns", type=int, default=10, choices=range(2, len(QUESTIONS) + 1))
     parser.add_argument("--n-ctx", type=int, default=4096)
+    parser.add_argument(
+        "--chat-format", default="chatml-function-calling",
+        help="llama.cpp's chat format: chatml-function-calling (tools), or chatml, whose "
+        "template writes a reply back as the model generated it",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     result = asyncio.run(run(args))

@@ -52,6 +52,7 @@ class LlamaServer:
 
     n_ctx: int = 2048
     embedding: bool = False
+    chat_format: str = "chatml-function-calling"
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
@@ -65,7 +66,7 @@ class LlamaServer:
         command = [
             sys.executable, "-m", "llama_cpp.server", "--model", str(model_file()),
             "--model_alias", MODEL, "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx), "--chat_format", "chatml-function-calling",
+            "--n_ctx", str(self.n_ctx), "--chat_format", self.chat_format,
             "--n_threads", "2", "--verbose", "true",
         ]  # fmt: skip
         if self.embedding:
