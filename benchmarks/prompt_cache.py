@@ -107,7 +107,9 @@ async def converse(
         await bot.dispatcher.wait_idle()
         await asyncio.sleep(0.3)  # the server writes its log line after it answered
         requests, offset = cache_lines(server, offset)
-        rows.append({"turn": number, "requests": requests, "first_piece_s": first})
+        reply = adapter.sent[-1].current if adapter.sent else ""
+        rows.append({"turn": number, "requests": requests, "first_piece_s": first,
+                     "reply": reply})  # fmt: skip
     return rows
 
 

@@ -83,7 +83,7 @@ def render_memories(
     said = [_message_line(m) for m in messages]
     wanted = sum(len(line.encode()) + 1 for line in said) + len(PAST_MESSAGES) + 1
     reserve = min(wanted, budget_bytes // 3) if said else 0
-    lines = _fit([_note_line(hit) for hit in hits], room - reserve)
+    lines = _fit([note_line(hit) for hit in hits], room - reserve)
     room -= sum(len(line.encode()) + 1 for line in lines)
     past = _fit(said, room - len(PAST_MESSAGES) - 1)
     if past:
@@ -93,7 +93,8 @@ def render_memories(
     return "<relevant-memories>\n" + "\n".join([*heads, *lines]) + "\n</relevant-memories>\n"
 
 
-def _note_line(hit: SearchHit) -> str:
+def note_line(hit: SearchHit) -> str:
+    """A recalled note as the memories block shows it."""
     note = hit.note
     body = " ".join(note.body.split())
     return f"- [{note.scope}] {note.topic}: {note.summary}" + (f" — {body}" if body else "")

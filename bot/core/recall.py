@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from bot.config.settings import Settings
 from bot.context.turn import TurnContext
-from bot.core.prompt import BYTES_PER_TOKEN
+from bot.core.prompt import BYTES_PER_TOKEN, note_line
 from memory import Category, NoteStore, SearchHit
 from memory.conversations import ConversationLog, MessageHit
 from memory.ranking import term_overlap
@@ -30,17 +30,22 @@ class Recall:
     async def fetch_notes(
         self, ctx: TurnContext, text: str, vector: Sequence[float] | None = None
     ) -> list[SearchHit]:
-        """Notes for the message; a reflection only when it clearly concerns the message."""
+        """Notes for the message; a reflection only when it clearly concerns the message. A
+        note the history already shows as recalled, unchanged, is not recalled again: the
+        prompt has it, and the new turn stays short (and cheap for the model's cache)."""
         hits = await self.notes.search(
             text, ctx.visibility, k=self.settings.memory.recall_k, snippets=False, vector=vector
         )
         gate = self.settings.jobs.reflection_min_overlap
+        history = (await self.log.fetch_history(ctx.history_key)).entries
+        recalled = "\n".join(entry.prompt for entry in history if entry.prompt)
         return [
             hit
             for hit in hits
-            if hit.note.category is not Category.REFLECTION
-            or term_overlap(text, f"{hit.note.summary} {hit.note.body}") >= gate
-        ]
+            if (hit.note.category is not Category.REFLECTION
+                or term_overlap(text, f"{hit.note.summary} {hit.note.body}") >= gate)
+            and note_line(hit) not in recalled
+        ]  # fmt: skip
 
     async def fetch_messages(
         self, ctx: TurnContext, text: str, vector: Sequence[float] | None = None

@@ -16,7 +16,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import ollama
@@ -313,33 +313,40 @@ class StreamedReply:
         return {**self._done, "message": message}
 
 
-class OllamaEmbedder:
-    """lorebot's `Embedder`: vectors from Ollama's `/api/embed`, batched by the caller. A
-    failure says in `retry_after` when to ask again. Until the model has answered (and
-    after it failed) calls get the short probe timeout, so a server that never answers
-    holds nobody up for long."""
+class EmbeddingClient(Protocol):
+    """What an embedder needs of a model server's client."""
+
+    timeout_s: float
+    probe_timeout_s: float
+
+    async def fetch_embeddings(
+        self, model: str, texts: Sequence[str], *, timeout_s: float | None = None
+    ) -> list[list[float]]: ...
+
+    async def close(self) -> None: ...
+
+
+class ServerEmbedder:
+    """lorebot's `Embedder` on a model server's client, batched by the caller. A failure
+    says in `retry_after` when to ask again. Until the model has answered (and after it
+    failed) calls get the short probe timeout, so a server that never answers holds nobody
+    up for long."""
 
     def __init__(
-        self,
-        host: str,
-        model: str,
-        *,
-        timeout_s: float = 60.0,
-        probe_timeout_s: float = PROBE_TIMEOUT_S,
-        backoff: Backoff | None = None,
+        self, client: EmbeddingClient, model: str, *, backoff: Backoff | None = None
     ) -> None:
-        self._model = model_name(model)
-        self._client = OllamaClient(host, timeout_s=timeout_s, probe_timeout_s=probe_timeout_s)
+        self._model = model
+        self._client = client
         self.backoff = backoff or new_backoff()
         self._answering = False
 
     @property
     def model(self) -> str:
-        """The model's full name, as recorded with its vectors."""
+        """The model's name, as recorded with its vectors."""
         return self._model
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text; `EmbedderUnavailable` (with `retry_after`) when Ollama
+        """One vector per text; `EmbedderUnavailable` (with `retry_after`) when the server
         cannot give them now."""
         if not texts:
             return []
@@ -355,9 +362,25 @@ class OllamaEmbedder:
         self._answering = True
         self.backoff.reset()
         if len(vectors) != len(texts):
-            raise StoreError(f"Ollama returned {len(vectors)} vectors for {len(texts)} texts")
+            raise StoreError(f"the model returned {len(vectors)} vectors for {len(texts)} texts")
         return vectors
 
     async def aclose(self) -> None:
         """Close the connections; safe to call twice."""
         await self._client.close()
+
+
+class OllamaEmbedder(ServerEmbedder):
+    """Vectors from Ollama's `/api/embed`, named as Ollama names the model (`:latest`)."""
+
+    def __init__(
+        self,
+        host: str,
+        model: str,
+        *,
+        timeout_s: float = 60.0,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
+        backoff: Backoff | None = None,
+    ) -> None:
+        client = OllamaClient(host, timeout_s=timeout_s, probe_timeout_s=probe_timeout_s)
+        super().__init__(client, model_name(model), backoff=backoff)

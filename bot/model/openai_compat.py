@@ -22,11 +22,10 @@ import openai
 from bot.backoff import Backoff
 from bot.config.model_sections import OpenAISettings
 from bot.model.arguments import valid_text
-from bot.model.errors import ModelUnavailable, no_embeddings, refused, unreachable, unreadable
-from bot.model.ollama import DEFAULT_CONTEXT, ModelInfo, OnContent, new_backoff
+from bot.model.errors import ModelUnavailable, refused, unreachable, unreadable
+from bot.model.ollama import DEFAULT_CONTEXT, ModelInfo, OnContent, ServerEmbedder
 from bot.model.openai_shapes import StreamedCompletion, completion_request, ollama_body
 from bot.model.quick_embed import pooled
-from memory.errors import EmbedderUnavailable, StoreError
 
 _log = logging.getLogger(__name__)
 
@@ -281,9 +280,9 @@ class OpenAIClient:
         await self.close()
 
 
-class OpenAIEmbedder:
-    """lorebot's `Embedder` on an OpenAI-compatible server's `/v1/embeddings`, with the same
-    short first timeout and backoff as `OllamaEmbedder`."""
+class OpenAIEmbedder(ServerEmbedder):
+    """Vectors from an OpenAI-compatible server's `/v1/embeddings`, the model named as the
+    server names it (no Ollama `:latest` is added)."""
 
     def __init__(
         self,
@@ -295,38 +294,7 @@ class OpenAIEmbedder:
         probe_timeout_s: float,
         backoff: Backoff | None = None,
     ) -> None:
-        self._model = model  # as the server names it: no Ollama `:latest` is added
-        self._client = OpenAIClient(
+        client = OpenAIClient(
             base_url, api_key=api_key, timeout_s=timeout_s, probe_timeout_s=probe_timeout_s
         )
-        self.backoff = backoff or new_backoff()
-        self._answering = False
-
-    @property
-    def model(self) -> str:
-        """The model's name, as recorded with its vectors."""
-        return self._model
-
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text; `EmbedderUnavailable` (with `retry_after`) when the server
-        cannot give them now."""
-        if not texts:
-            return []
-        client = self._client
-        within = client.timeout_s if self._answering else client.probe_timeout_s
-        try:
-            vectors = await client.fetch_embeddings(self._model, texts, timeout_s=within)
-        except ModelUnavailable as exc:
-            self._answering = False
-            raise EmbedderUnavailable(
-                no_embeddings(self._model, exc), retry_after=self.backoff.next_delay()
-            ) from exc
-        self._answering = True
-        self.backoff.reset()
-        if len(vectors) != len(texts):
-            raise StoreError(f"the server returned {len(vectors)} vectors for {len(texts)} texts")
-        return vectors
-
-    async def aclose(self) -> None:
-        """Close the connections; safe to call twice."""
-        await self._client.close()
+        super().__init__(client, model, backoff=backoff)

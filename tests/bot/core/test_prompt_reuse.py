@@ -56,3 +56,21 @@ async def test_the_message_as_the_model_read_it_is_redacted_like_the_message(
         assert any("<relevant-memories>" in row[1] for row in rows)
     finally:
         await h.bot.stop()
+
+
+async def test_a_note_the_history_shows_as_recalled_is_not_recalled_again_unless_it_changed(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    h = await start_harness(tmp_path, fake_ollama, clock)
+    try:
+        await h.bot.notes.save(NoteDraft(C1, "staging-db", "staging is pg-stage-2"), actor="t")
+        await h.say("where is the staging database?")
+        await h.say("and the staging database port?")
+        first, second = turns(h)
+        assert "staging-db" in first[-1]["content"]
+        assert "staging-db" not in second[-1]["content"]  # the history above shows it
+        await h.bot.notes.save(NoteDraft(C1, "staging-db", "staging is pg-stage-3"), actor="t")
+        await h.say("which staging database again?")
+        assert "pg-stage-3" in turns(h)[-1][-1]["content"]  # changed, so recalled anew
+    finally:
+        await h.bot.stop()

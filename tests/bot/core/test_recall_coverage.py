@@ -38,6 +38,11 @@ def memories(h: Harness) -> str:
 
 
 async def ask(h: Harness, text: str = "which gateway do we use?") -> str:
+    """The memories recalled for `text`, in a conversation whose earlier turns are folded
+    into a summary first: notes its history shows as recalled are not recalled again."""
+    entries = (await h.bot.log.fetch_history("test/C1/")).entries
+    if entries:
+        await h.bot.log.compact("test/C1/", entries[-1].id, "")
     h.ollama.reply("gw-2.")
     await h.say(text)
     return memories(h)
