@@ -9,6 +9,8 @@ from prometheus_client import Counter, Histogram
 EVENTS_RECEIVED = Counter("lorebot_events_received_total", "Platform events received", ["platform"])
 EVENTS_DROPPED = Counter("lorebot_events_dropped_total", "Events not handled", ["reason"])
 TURNS = Counter("lorebot_turns_total", "Agent turns", ["outcome"])
+# Answers of the model that lorebot had to work around: a sign the model is too small.
+MODEL_SLIPS = Counter("lorebot_model_slips_total", "Model answers worked around", ["kind"])
 MODEL_LATENCY = Histogram(
     "lorebot_model_latency_seconds",
     "Model call latency",

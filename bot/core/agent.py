@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +23,7 @@ from bot.config.settings import Settings
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
 from bot.context.turn import TurnContext, make_context
+from bot.core.fallback import OFFLINE_NOTICE, ask_again, notice_for, offline_answer
 from bot.core.history import History
 from bot.core.live_reply import Progress
 from bot.core.prompt import BYTES_PER_TOKEN, render_prefix, user_turn
@@ -41,7 +41,7 @@ from bot.model.arguments import ToolArgumentError
 from bot.model.client import ChatResult, Model, ModelUnavailable
 from bot.split import clip_reply
 from bot.tools.base import Call, Kind, Suspend, Tool, Toolbox
-from memory import InvalidInput, NoteStore, SearchHit
+from memory import InvalidInput, NoteStore
 from memory.actions import ActionLog
 from memory.conversations import ConversationLog, LogEntry
 from memory.daily_logs import DailyLogs
@@ -51,14 +51,6 @@ from memory.redaction import mask_known
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
-
-OFFLINE_NOTICE = "⚠️ My model is unreachable right now, so I can only share what I remember."
-# The model answered, but with nothing lorebot could read: it is not down.
-UNREADABLE_NOTICE = "⚠️ My model's answer could not be read, so I can only share what I remember."
-TOO_LONG_NOTICE = (
-    "⚠️ This conversation is longer than my model can read at once, so I can only share "
-    "what I remember."
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +152,7 @@ class Agent:
             # The fix names the setting to change (e.g. a context too small for the prompt).
             log = _log.warning if exc.kind == "too_long" else _log.info
             log("answering offline: %s%s", exc, f"; {exc.fix}" if exc.fix else "")
-            reply, rounds, outcome = offline_answer(hits, _notice(exc)), 0, "offline"
+            reply, rounds, outcome = offline_answer(hits, notice_for(exc)), 0, "offline"
             written = ""
         except AwaitingApproval as waiting:
             await self._log(ctx, question)
@@ -279,6 +271,9 @@ class Agent:
             )
             self._log_thinking(result)
             if not result.tool_calls:
+                if not result.content.strip():  # nothing to post: ask once more, then give up
+                    ask_again(ctx.history_key, turn, result)
+                    continue
                 turn.said = result.content
                 return self._answer(result), turn.round
             if last:
@@ -312,7 +307,7 @@ class Agent:
     def _answer(self, result: ChatResult) -> str:
         """The reply to post and keep, cut to `max_reply_chars`; the model's thinking only
         when configured to show it."""
-        answer = result.content.strip() or "(no answer)"
+        answer = result.content.strip()  # never empty: `ask_again` saw to that
         if self.settings.model_server.show_thinking and result.thinking.strip():
             quoted = "\n".join(f"> {line}" for line in result.thinking.strip().splitlines())
             answer = f"> 💭 thinking\n{quoted}\n\n{answer}"
@@ -380,17 +375,3 @@ class Agent:
             conversation=dataclasses.asdict(ctx.conversation),
             channel_scope=ctx.channel_scope, person=user_scope(ctx.author),
         )  # fmt: skip
-
-
-def _notice(exc: ModelUnavailable) -> str:
-    if exc.kind == "too_long":
-        return TOO_LONG_NOTICE
-    return UNREADABLE_NOTICE if exc.kind == "unreadable" else OFFLINE_NOTICE
-
-
-def offline_answer(hits: Sequence[SearchHit], notice: str = OFFLINE_NOTICE) -> str:
-    """The answer without the model: what recall found, after `notice` says why."""
-    if not hits:
-        return f"{notice} I found nothing in my notes about that."
-    lines = [f"• `{h.note.topic}`: {h.note.summary}" for h in hits]
-    return f"{notice} These notes may help:\n" + "\n".join(lines)

@@ -28,6 +28,7 @@ class Turn:
     # The final answer as the model wrote it, before it was trimmed, masked or cut: the next
     # turns send it so, and the model's cache of the prompt holds past it.
     said: str = ""
+    nudged: bool = False  # the model was told once that its answer was empty
 
     def saved(self, ctx: TurnContext, tool: str, held: HeldCalls) -> dict[str, Any]:
         """What a proposal keeps to resume this turn; `tool` gets the decision. Stored with

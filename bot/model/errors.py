@@ -13,15 +13,17 @@ UNREACHABLE_FIX = (
     "to where it runs; lorebot still answers from memory without it"
 )
 
-Kind = Literal["unreachable", "missing", "failing", "refused", "unreadable", "too_long"]
+Kind = Literal[
+    "unreachable", "missing", "failing", "refused", "unreadable", "too_long", "empty"
+]  # fmt: skip
 # What says the server or the model is out of order, rather than one request or reply bad.
 BACKS_OFF: frozenset[Kind] = frozenset({"unreachable", "missing", "failing"})
 
 
 class ModelUnavailable(LorebotError):
     """The model cannot answer now: `kind` says why (unreachable, missing, failing,
-    refused, unreadable, or too_long: the prompt does not fit the model's context) and
-    `fix` what an operator can do about it."""
+    refused, unreadable, too_long: the prompt does not fit the model's context, or empty:
+    it answered nothing, twice) and `fix` what an operator can do about it."""
 
     def __init__(self, detail: str, *, kind: Kind = "unreachable", fix: str = "") -> None:
         super().__init__(detail)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.base import APPROVE
-from bot.core.agent import OFFLINE_NOTICE
 from bot.core.dispatcher import APOLOGY, BUSY_REPLY
+from bot.core.fallback import OFFLINE_NOTICE
 from memory import NoteDraft, Scope
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama

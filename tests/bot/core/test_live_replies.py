@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.base import APPROVE, AWAITING_APPROVAL, SEARCHING, THINKING
-from bot.core.agent import OFFLINE_NOTICE
+from bot.core.fallback import OFFLINE_NOTICE
 from bot.core.live_reply import CUT_SHORT
 from memory.sqlite.live_replies import SqliteLiveReplies
 from tests.fakes.adapter import StreamingAdapter

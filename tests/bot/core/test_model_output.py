@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from bot.core.agent import UNREADABLE_NOTICE
+from bot.core.fallback import UNREADABLE_NOTICE
 from bot.split import split_message
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock

@@ -27,7 +27,7 @@ from adapters.base import APPROVE
 from adapters.slack.adapter import SlackAdapter
 from bot.cli.main import main
 from bot.config.settings import SystemdEnvironment
-from bot.core.agent import OFFLINE_NOTICE
+from bot.core.fallback import OFFLINE_NOTICE
 from bot.daemon.app import Bot
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bot.config.model_sections import OllamaSettings
-from bot.core.agent import OFFLINE_NOTICE
+from bot.core.fallback import OFFLINE_NOTICE
 from bot.model.client import Model
 from tests.fakes.adapter import StreamingAdapter
 from tests.fakes.ollama import FakeOllama

@@ -22,7 +22,7 @@ from aiohttp import web
 from bot.backoff import Backoff
 from bot.cli.main import main
 from bot.config.model_sections import OllamaSettings
-from bot.core.agent import OFFLINE_NOTICE, UNREADABLE_NOTICE
+from bot.core.fallback import OFFLINE_NOTICE, UNREADABLE_NOTICE
 from bot.daemon.app import Bot
 from bot.model.client import Model, ModelUnavailable
 from bot.model.ollama import OllamaEmbedder, new_backoff

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from adapters.base import APPROVE
 from bot.cli.main import main
 from bot.config.model_sections import OpenAISettings
-from bot.core.agent import OFFLINE_NOTICE, TOO_LONG_NOTICE
+from bot.core.fallback import OFFLINE_NOTICE, TOO_LONG_NOTICE
 from bot.model.client import Model
 from bot.model.openai_compat import CONTEXT_FIX
 from bot.model.structured import ask_structured
