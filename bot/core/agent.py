@@ -131,8 +131,10 @@ class Agent:
         prefix, index_bytes = await self.build_prefix(ctx)
         recall = self.recall
         vector = await recall.query_vector(text)
-        hits = await recall.fetch_notes(ctx, text, vector)
-        said = await recall.fetch_messages(ctx, text, vector)
+        # Read once: recall leaves out what it shows, and the prompt carries it.
+        stored = await self.log.fetch_history(ctx.history_key)
+        hits = await recall.fetch_notes(ctx, text, stored.entries, vector)
+        said = await recall.fetch_messages(ctx, text, stored.entries, vector)
         notices = await recall.fetch_notices(vector) if hits or said else []
         tail = user_turn(text, hits, recall.budget(index_bytes), said, notices)
         # Kept as the model reads it now, recall included, for the next turns' prompts.
@@ -140,7 +142,7 @@ class Agent:
             "user", text, user_scope(ctx.author), ctx.author.name, "" if tail == text else tail
         )
         try:
-            history = await self.history.fetch_messages(ctx, prefix)
+            history = await self.history.fetch_messages(ctx, prefix, stored)
             active = await self.skills.active_messages(ctx.conversation.key)
             messages = [{"role": "system", "content": prefix}, *active, *history]
             messages += await self._servers_unavailable()

@@ -14,6 +14,7 @@ from bot.core.prompt import estimate_tokens
 from bot.model.client import Model, ModelUnavailable
 from memory.clock import Clock
 from memory.conversations import ConversationLog
+from memory.conversations import History as StoredHistory
 from memory.daily_logs import DailyLogs
 
 COMPACT_AT = 0.8
@@ -36,9 +37,11 @@ class History:
         self.daily_logs = daily_logs
         self.clock = clock
 
-    async def fetch_messages(self, ctx: TurnContext, prefix: str) -> list[dict[str, Any]]:
-        """Earlier turns, compacted into a stored summary past 80% of the context."""
-        history = await self.log.fetch_history(ctx.history_key)
+    async def fetch_messages(
+        self, ctx: TurnContext, prefix: str, history: StoredHistory
+    ) -> list[dict[str, Any]]:
+        """Earlier turns (`history`, as stored), compacted into a stored summary past 80% of
+        the context."""
         entries = list(history.entries)
         budget = int(self.model.info.context_length * COMPACT_AT)
         used = estimate_tokens(prefix) + estimate_tokens(history.summary)

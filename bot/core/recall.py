@@ -11,7 +11,7 @@ from bot.config.settings import Settings
 from bot.context.turn import TurnContext
 from bot.core.prompt import BYTES_PER_TOKEN, note_line
 from memory import Category, NoteStore, SearchHit
-from memory.conversations import ConversationLog, MessageHit
+from memory.conversations import ConversationLog, HistoryEntry, MessageHit
 from memory.ranking import term_overlap
 from memory.vectors import KINDS, NOTE, coverage_notice, words_alone_notice
 
@@ -28,7 +28,11 @@ class Recall:
         self._coverage_said: dict[str, str | None] = {}  # kind: the notice last logged
 
     async def fetch_notes(
-        self, ctx: TurnContext, text: str, vector: Sequence[float] | None = None
+        self,
+        ctx: TurnContext,
+        text: str,
+        history: Sequence[HistoryEntry],
+        vector: Sequence[float] | None = None,
     ) -> list[SearchHit]:
         """Notes for the message; a reflection only when it clearly concerns the message. A
         note the history already shows as recalled, unchanged, is not recalled again: the
@@ -37,7 +41,6 @@ class Recall:
             text, ctx.visibility, k=self.settings.memory.recall_k, snippets=False, vector=vector
         )
         gate = self.settings.jobs.reflection_min_overlap
-        history = (await self.log.fetch_history(ctx.history_key)).entries
         recalled = "\n".join(entry.prompt for entry in history if entry.prompt)
         return [
             hit
@@ -48,14 +51,18 @@ class Recall:
         ]  # fmt: skip
 
     async def fetch_messages(
-        self, ctx: TurnContext, text: str, vector: Sequence[float] | None = None
+        self,
+        ctx: TurnContext,
+        text: str,
+        history: Sequence[HistoryEntry],
+        vector: Sequence[float] | None = None,
     ) -> list[MessageHit]:
         """Past messages this conversation may read that match the message, leaving out
-        those its history already puts in the prompt."""
+        those its history (`history`) already puts in the prompt."""
         k = self.settings.memory.recall_k
         if k <= 0:
             return []
-        shown = {entry.id for entry in (await self.log.fetch_history(ctx.history_key)).entries}
+        shown = {entry.id for entry in history}
         # Twice as many as wanted, since some may be in the history already: fewer than k
         # may remain, and a larger pool made every turn measurably slower.
         found = await self.log.search(

@@ -120,7 +120,8 @@ class Model:
     ) -> None:
         self.settings = settings
         self.client = chat_client(settings)
-        context = getattr(settings, "context_tokens", None) or DEFAULT_CONTEXT
+        told = settings.context_tokens if isinstance(settings, OpenAISettings) else None
+        context = told or DEFAULT_CONTEXT
         self.info = ModelInfo(settings.model, context, True, False)
         self.monotonic = monotonic
         self.backoff = backoff or new_backoff()
