@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from memory.notes import NoteStore
     from memory.proposals import ProposalStore
     from memory.seen_events import SeenEvents
+    from memory.slips import ModelSlips
     from memory.vectors import VectorIndex
 
 
@@ -76,6 +77,9 @@ class Stores(Protocol):
 
     @property
     def active_skills(self) -> ActiveSkills: ...
+
+    @property
+    def slips(self) -> ModelSlips: ...
 
     async def close(self) -> None:
         """Close the database, and the embedder's connections when it keeps some (the

@@ -143,6 +143,34 @@ async def check_vectors(settings: Settings) -> list[Check]:
                   f"{waiting} notes and messages wait for a vector")]  # fmt: skip
 
 
+async def check_slips(settings: Settings) -> list[Check]:
+    """How often the model slipped in the last day (empty answers, repeated calls, …): a
+    count, not a failure; many say the model is too small for the job."""
+    from datetime import timedelta
+
+    from bot.core.slips import KINDS
+    from bot.storage import open_memory
+    from memory import StoreError
+    from memory.clock import utc_now
+
+    if not settings.database.path.exists():
+        return [Check(True, "model slips", "none yet (no database)")]
+    try:
+        memory = await open_memory(settings, create=False, prepare=False)
+    except StoreError as exc:
+        return [Check(False, "model slips", str(exc))]
+    try:
+        counts = await memory.slips.fetch_counts_since(utc_now() - timedelta(days=1))
+    finally:
+        await memory.close()
+    if not counts:
+        return [Check(True, "model slips", "none in the last day")]
+    known = [kind for kind in KINDS if kind in counts] + sorted(set(counts) - set(KINDS))
+    listed = ", ".join(f"{kind} {counts[kind]}" for kind in known)
+    return [Check(True, "model slips", f"in the last day: {listed} (a larger model slips "
+                  "less; `lorebot_model_slips_total` counts them live)")]  # fmt: skip
+
+
 async def check_skills(settings: Settings) -> list[Check]:
     from bot.context.skills import build_catalog
 
@@ -205,7 +233,8 @@ async def cmd_doctor(
 ) -> int:
     source = f"from {settings.config}" if settings.config else "from the environment and defaults"
     results = [Check(True, "config", f"loaded {source}")]
-    for check in (check_database, check_model, check_vectors, check_skills, check_mcp):
+    checks = (check_database, check_model, check_vectors, check_slips, check_skills, check_mcp)
+    for check in checks:
         results += await check(settings)
     results += await check_platforms(settings, platforms)
     failed = sum(not r.ok for r in results)

@@ -82,6 +82,11 @@ class BotSettings(Section):
     max_tool_calls_per_round: int = Field(
         8, ge=1, le=100, description="calls of one model answer that run; the rest get an error"
     )
+    max_tool_mistakes: int = Field(
+        3, ge=1, le=20,
+        description="distinct tool mistakes (a tool that does not exist, bad arguments) told "
+        "to the model in one turn; one more, or the same again, ends the turn",
+    )  # fmt: skip
     max_cards_per_turn: int = Field(
         3, ge=1, le=50, description="cards one turn may post; past it the model gets an error"
     )

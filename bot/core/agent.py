@@ -23,11 +23,13 @@ from bot.config.settings import Settings
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
 from bot.context.turn import TurnContext, make_context
-from bot.core.fallback import OFFLINE_NOTICE, ask_again, notice_for, offline_answer
+from bot.core.fallback import OFFLINE_NOTICE, notice_for, offline_answer
 from bot.core.history import History
 from bot.core.live_reply import Progress
 from bot.core.prompt import BYTES_PER_TOKEN, render_prefix, user_turn
 from bot.core.recall import Recall
+from bot.core.servers import connect_wait, servers_unavailable
+from bot.core.slips import GiveUp, Slips
 from bot.core.turn_state import (
     HeldCalls,
     Turn,
@@ -48,6 +50,7 @@ from memory.daily_logs import DailyLogs
 from memory.events import EventLog
 from memory.proposals import Proposal
 from memory.redaction import mask_known
+from memory.slips import ModelSlips
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
@@ -88,6 +91,7 @@ class Agent:
         toolbox: Toolbox,
         events: EventLog | None = None,
         actions: ActionLog | None = None,
+        slips: ModelSlips | None = None,
     ) -> None:
         self.settings = settings
         self.actions = actions
@@ -99,6 +103,7 @@ class Agent:
         self.events = events
         self.secrets = tuple(settings.secrets())  # never in a reply, a row or a log line
         self.held = HeldCalls(self.secrets)
+        self.slips = Slips(slips, max_mistakes=settings.bot.max_tool_mistakes)
         self.recall = Recall(settings, notes, log)
         self.history = History(settings, model, log, daily_logs, notes.clock)
 
@@ -145,9 +150,8 @@ class Agent:
             history = await self.history.fetch_messages(ctx, prefix, stored)
             active = await self.skills.active_messages(ctx.conversation.key)
             messages = [{"role": "system", "content": prefix}, *active, *history]
-            messages += await self._servers_unavailable()
-            turn = Turn(messages, tools=self.tools(ctx))
-            turn.messages.append({"role": "user", "content": tail})
+            messages += await servers_unavailable(self.mcp)
+            turn = Turn([*messages, {"role": "user", "content": tail}], tools=self.tools(ctx))
             reply, rounds = await self._loop(ctx, turn, progress)
             outcome, written = "answered", turn.said
         except ModelUnavailable as exc:
@@ -180,9 +184,12 @@ class Agent:
             ConversationRef(**saved["conversation"]), UserRef(**saved["author"]), saved["read_only"]
         )
         pending = [self.held.take(p) for p in saved["pending"]]
-        turn = Turn(saved["messages"], saved["round"], pending, self.tools(ctx))
+        turn = Turn(saved["messages"], saved["round"], pending, self.tools(ctx),
+                    mistakes=saved.get("mistakes", []), start=saved.get("start", -1))  # fmt: skip
         name = saved.get("tool", "load_skill")  # turns saved before tools were named
-        tool = await self.toolbox.wait_for(name, self._connect_wait(name))
+        tool = await self.toolbox.wait_for(
+            name, connect_wait(self.settings.mcp, self.toolbox, name)
+        )
         if tool is None:
             outcome = await self._tool_gone(name, proposal)
         else:
@@ -193,48 +200,14 @@ class Agent:
         # The decision may have activated a skill (and its scripts): offer what is active now.
         await self.skills.fetch_active(ctx.conversation.key)
         turn.tools = self.tools(ctx)
-        try:
-            await self._runpending_call(ctx, turn)  # the calls that came after the suspended one
-            turn.round += 1
-            reply, rounds = await self._loop(ctx, turn, progress)
+        try:  # first the calls that came after the suspended one
+            reply, rounds = await self._loop(ctx, turn, progress, resumed=True)
         except ModelUnavailable:
             reply, rounds = f"{OFFLINE_NOTICE} I could not finish that answer.", turn.round
         except AwaitingApproval as waiting:
             return TurnResult("", "", turn.round, offline=False, awaiting=waiting.proposal.id)
         await self._log(ctx, self._reply_entry(reply, turn.said))
         return TurnResult(reply, saved["messages"][0]["content"], rounds, offline=False)
-
-    async def _servers_unavailable(self) -> list[dict[str, Any]]:
-        """Wait for servers still making their first connection attempt (each bounded by
-        `mcp.connect_timeout_s`); for those not connected, a line telling the model so.
-        It comes after the stable prefix, so the prefix stays the same."""
-        if self.mcp is None:
-            return []
-        await self.mcp.wait_first_tries()
-        down = [
-            f"`{server.name}` ({server.reason or server.status})"
-            for server in self.mcp.unavailable()
-        ]
-        if not down:
-            return []
-        text = (
-            f"The MCP server{'s' if len(down) > 1 else ''} {', '.join(down)} "
-            f"{'are' if len(down) > 1 else 'is'} unavailable right now, so some of their "
-            "tools may be missing or fail; if the person asks for them, say so."
-        )
-        return [{"role": "system", "content": text}]
-
-    def _connect_wait(self, name: str) -> float:
-        """How long to wait for a tool that is not there: one of a configured MCP server
-        may come when the server (re)connects, as right after a restart. A server whose
-        other tools are here is connected already: the tool is gone, so no wait."""
-        server, separator, _ = name.partition("__")
-        configured = {s.name for s in self.settings.mcp.servers}
-        if not separator or server not in configured:
-            return 0
-        if any(tool.startswith(f"{server}__") for tool in self.toolbox.names):
-            return 0
-        return self.settings.mcp.connect_timeout_s
 
     async def _tool_gone(self, name: str, proposal: Proposal) -> str:
         """The decided tool is not available: an approved action is recorded as not run."""
@@ -263,7 +236,22 @@ class Agent:
         message it answers."""
         await self.log.append(ctx.history_key, entries, scope=ctx.message_scope, link=ctx.link)
 
-    async def _loop(self, ctx: TurnContext, turn: Turn, progress: Progress) -> tuple[str, int]:
+    async def _loop(
+        self, ctx: TurnContext, turn: Turn, progress: Progress, *, resumed: bool = False
+    ) -> tuple[str, int]:
+        """The model's rounds until it answers; a turn `resumed` after a card first runs the
+        calls of its round that came after the suspended one."""
+        try:
+            if resumed:
+                await self._runpending_call(ctx, turn)
+                turn.round += 1
+            return await self._rounds(ctx, turn, progress)
+        except GiveUp as stop:
+            limit = self.settings.bot.max_reply_chars
+            answer = await self.slips.gave_up(ctx.history_key, turn, stop, self.secrets, limit)
+            return answer, turn.round
+
+    async def _rounds(self, ctx: TurnContext, turn: Turn, progress: Progress) -> tuple[str, int]:
         max_rounds = self.settings.bot.max_tool_rounds
         while True:
             last = turn.round >= max_rounds
@@ -274,12 +262,15 @@ class Agent:
             self._log_thinking(result)
             if not result.tool_calls:
                 if not result.content.strip():  # nothing to post: ask once more, then give up
-                    ask_again(ctx.history_key, turn, result)
+                    await self.slips.ask_again(ctx.history_key, turn, result)
+                    continue
+                if not last and await self.slips.nudge_intent(ctx.history_key, turn, result):
+                    await progress.retry()  # the announcement gives way to what comes next
                     continue
                 turn.said = result.content
                 return self._answer(result), turn.round
             if last:
-                return "I could not finish that within my tool-call limit.", turn.round
+                raise GiveUp(f"my model was still calling tools after {max_rounds} rounds")
             await progress.tools_called([call.name for call in result.tool_calls])
             turn.messages.append(
                 {
@@ -301,7 +292,8 @@ class Agent:
             if calls_this_round(turn.messages) >= limit:
                 output = f"error: too many tool calls in one round; at most {limit} run"
             else:
-                output = await self._run_tool(ctx, name, arguments, turn)
+                repeated = await self.slips.repeated(ctx.history_key, turn, name, arguments)
+                output = repeated or await self._run_tool(ctx, name, arguments, turn)
             outcome = "error" if output.startswith("error") else "ok"
             metrics.TOOL_CALLS.labels(metrics.tool_label(name, self.toolbox.names), outcome).inc()
             turn.messages.append({"role": "tool", "tool_name": name, "content": output})
@@ -323,20 +315,22 @@ class Agent:
     async def _run_tool(self, ctx: TurnContext, name: str, raw: Any, turn: Turn) -> str:
         """The tool's output, or an error the model can correct; a nameless call carries
         what was wrong with it (see `_pending`)."""
+        conversation = ctx.history_key
         if not name:
-            return f"error: {raw}"
+            return await self.slips.mistake(conversation, turn, f"error: {raw}")
         tool = turn.tools.get(name)
         if tool is None:
             known = self.toolbox.get(name)
             if known is not None and known.writes_memory and ctx.read_only:
                 return f"error: {name} is not available here: this channel's memory is read-only"
             available = ", ".join(turn.tools)
-            return (
+            error = (
                 f"error: there is no tool named {clip_name(name)!r}; available tools: {available}"
             )
+            return await self.slips.mistake(conversation, turn, error)
         cards = self.settings.bot.max_cards_per_turn
         proposing = self.toolbox.names_of(Kind.PROPOSAL)
-        if tool.kind is Kind.PROPOSAL and cards_this_turn(turn.messages, proposing) >= cards:
+        if tool.kind is Kind.PROPOSAL and cards_this_turn(turn, proposing) >= cards:
             return (
                 f"error: at most {cards} cards can be shown in one turn; tell the person "
                 "what else you would propose instead"
@@ -350,7 +344,7 @@ class Agent:
             async with asyncio.timeout(timeout):
                 output = await tool.run(call, arguments)
         except (ToolArgumentError, InvalidInput, SkillError) as exc:
-            return f"error: {exc}"
+            return await self.slips.mistake(conversation, turn, f"error: {exc}")
         except TimeoutError:
             _log.warning("tool %s timed out after %s s", name, self.settings.bot.tool_timeout_s)
             return f"error: {name} timed out"

@@ -230,6 +230,12 @@ class Progress:
         """What the model's words are streamed to, if anything."""
         return None if self.reply is None else self.reply.write
 
+    async def retry(self) -> None:
+        """The model is asked again: what it wrote gives way to its next answer."""
+        if self.reply is not None:
+            self.reply.restart()
+        await self.status(THINKING)
+
     async def tools_called(self, names: Sequence[str]) -> None:
         """A round ended in tool calls: its words give way to the next round's, and the
         status says when the calls search the notes."""

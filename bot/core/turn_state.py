@@ -5,7 +5,8 @@ from the messages, so the limits hold across a turn resumed after a card."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import json
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,27 @@ class Turn:
     # turns send it so, and the model's cache of the prompt holds past it.
     said: str = ""
     nudged: bool = False  # the model was told once that its answer was empty
+    intent_nudged: bool = False  # ... that it announced a call it did not make
+    mistakes: list[str] = dataclasses.field(default_factory=list)  # told to the model
+    start: int = -1  # the index of the person's message in `messages`; -1: the last
+
+    def __post_init__(self) -> None:
+        if self.start < 0:
+            users = [i for i, m in enumerate(self.messages) if m.get("role") == "user"]
+            self.start = users[-1] if users else 0
+
+    def since_question(self) -> list[dict[str, Any]]:
+        """The messages after the person's, nudges included: this turn's work."""
+        return self.messages[self.start + 1 :]
+
+    def earlier_result(self, name: str, arguments: Any) -> str | None:
+        """What a call of `name` with these arguments gave earlier in this turn; an error
+        does not count (the mistake is told once, see `Slips.mistake`)."""
+        wanted = (name, _canonical(arguments))
+        for call, result in _calls_and_results(self.since_question()):
+            if call == wanted and not result.startswith("error"):
+                return result
+        return None
 
     def saved(self, ctx: TurnContext, tool: str, held: HeldCalls) -> dict[str, Any]:
         """What a proposal keeps to resume this turn; `tool` gets the decision. Stored with
@@ -42,6 +64,8 @@ class Turn:
             "conversation": dataclasses.asdict(ctx.conversation),
             "author": dataclasses.asdict(ctx.author),
             "read_only": ctx.read_only,
+            "start": self.start,
+            "mistakes": self.mistakes,
         }
 
 
@@ -87,6 +111,35 @@ def pending_call(call: ToolCall) -> tuple[str, Any]:
     return ("", call.problem) if call.problem else (call.name, call.arguments)
 
 
+def _canonical(arguments: Any) -> str:
+    return json.dumps(_as_object(arguments), sort_keys=True, default=str)
+
+
+def _calls_and_results(
+    messages: Sequence[dict[str, Any]],
+) -> Iterator[tuple[tuple[str, str], str]]:
+    """Each call of `messages` (name and arguments) with its result: a model message's
+    calls are answered in order by the tool messages after it."""
+    waiting: list[tuple[str, str]] = []
+    for message in messages:
+        if message.get("role") == "assistant":
+            waiting = [
+                (c["function"]["name"], _canonical(c["function"]["arguments"]))
+                for c in message.get("tool_calls") or []
+            ]
+        elif message.get("role") == "tool" and waiting:
+            yield waiting.pop(0), str(message.get("content", ""))
+
+
+def tool_results(turn: Turn) -> list[tuple[str, str]]:
+    """The tools run in this turn, in order, with what each gave."""
+    return [
+        (str(m.get("tool_name", "")), str(m.get("content", "")))
+        for m in turn.since_question()
+        if m.get("role") == "tool"
+    ]
+
+
 def clip_name(name: str, limit: int = 64) -> str:
     return name if len(name) <= limit else name[:limit] + "…"
 
@@ -101,12 +154,8 @@ def calls_this_round(messages: Sequence[dict[str, Any]]) -> int:
     return count
 
 
-def cards_this_turn(messages: Sequence[dict[str, Any]], proposing: frozenset[str]) -> int:
+def cards_this_turn(turn: Turn, proposing: frozenset[str]) -> int:
     """Proposal tools that ran since the person's message, each of which showed a card."""
-    count = 0
-    for message in reversed(messages):
-        if message.get("role") == "user":
-            break
-        if message.get("role") == "tool" and message.get("tool_name") in proposing:
-            count += not str(message.get("content", "")).startswith("error")
-    return count
+    return sum(
+        name in proposing and not output.startswith("error") for name, output in tool_results(turn)
+    )

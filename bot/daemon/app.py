@@ -133,7 +133,7 @@ class Bot:
         )
         self.agent = Agent(
             settings, self.model, self.notes, self.log, self.daily_logs, skills, self.toolbox,
-            self.events, self.actions,
+            self.events, self.actions, stores.slips,
         )  # fmt: skip
         self.mcp = McpServers(settings.mcp, targets=self.mcp_targets, on_tools=self._sync_tools)
         self.live_replies = stores.live_replies

@@ -390,6 +390,16 @@ MIGRATIONS: tuple[str | Step, ...] = (
     """
     ALTER TABLE messages ADD COLUMN prompt TEXT NOT NULL DEFAULT '';
     """,
+    # 16: the model's slips in turns (empty answers, repeated calls, …), for `doctor`.
+    """
+    CREATE TABLE model_slips (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        conversation TEXT NOT NULL
+    );
+    CREATE INDEX model_slips_at ON model_slips (at);
+    """,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

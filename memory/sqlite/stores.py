@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from memory.sqlite.live_replies import SqliteLiveReplies
     from memory.sqlite.proposals import SqliteProposalStore
     from memory.sqlite.seen_events import SqliteSeenEvents
+    from memory.sqlite.slips import SqliteModelSlips
 
 
 class SqliteStores:
@@ -95,6 +96,12 @@ class SqliteStores:
         from memory.sqlite.active_skills import SqliteActiveSkills
 
         return SqliteActiveSkills(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def slips(self) -> SqliteModelSlips:
+        from memory.sqlite.slips import SqliteModelSlips
+
+        return SqliteModelSlips(self.db, clock=self.options.clock)
 
     async def close(self) -> None:
         await self.db.close()

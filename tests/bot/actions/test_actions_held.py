@@ -38,12 +38,13 @@ async def _start(
     clock: FakeClock,
     servers: dict[str, tuple[MCPServer, dict[str, Any]]],
     adapter: RecordingAdapter | None = None,
+    **sections: dict[str, Any],
 ) -> Harness:
     """A running bot with these in-process MCP servers (name: server and its settings)."""
     configs = [{"name": name, "command": "in-process", **cfg} for name, (_, cfg) in servers.items()]
     h = await start_harness(
         tmp_path, fake, clock, adapter, mcp_targets={n: s for n, (s, _) in servers.items()},
-        mcp={"servers": configs},
+        mcp={"servers": configs}, **sections,
     )  # fmt: skip
     for name in servers:
         assert await h.bot.mcp.servers[name].wait_connected(5)
@@ -342,6 +343,7 @@ async def test_names_that_imitate_a_tool_run_nothing_on_any_server(
     h = await _start(
         tmp_path, fake_ollama, clock,
         {"ops": (ops, {}), "ops-prod": (prod, {"trust": "trusted", "allow": ["restart"]})},
+        bot={"max_tool_mistakes": 8},  # each name told, rather than the turn ending early
     )  # fmt: skip
     try:
         names = [

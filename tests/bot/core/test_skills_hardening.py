@@ -167,10 +167,10 @@ async def test_resources_of_a_skill_not_active_here_are_refused(harness: Harness
         "read_skill_resource", {"skill": "incident-triage", "path": "references/owners.md"}
     )
     harness.ollama.tool_call("read_skill_resource", RELEASE_KEYS)
-    harness.ollama.reply("I need to load the skill first.")
+    harness.ollama.reply("That skill is not active here.")
     await harness.say("who owns the API?")
 
-    assert harness.adapter.replies == ["I need to load the skill first."]
+    assert harness.adapter.replies == ["That skill is not active here."]
     results = tool_results(harness)
     assert len(results) == 2
     for result in results:
