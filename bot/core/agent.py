@@ -29,7 +29,7 @@ from bot.core.live_reply import Progress
 from bot.core.prompt import BYTES_PER_TOKEN, render_prefix, user_turn
 from bot.core.recall import Recall
 from bot.core.servers import connect_wait, servers_unavailable
-from bot.core.slips import GiveUp, Slips
+from bot.core.slips import UNREADABLE, GiveUp, Slips
 from bot.core.turn_state import (
     HeldCalls,
     Turn,
@@ -158,6 +158,8 @@ class Agent:
             # The fix names the setting to change (e.g. a context too small for the prompt).
             log = _log.warning if exc.kind == "too_long" else _log.info
             log("answering offline: %s%s", exc, f"; {exc.fix}" if exc.fix else "")
+            if exc.kind == "unreadable":  # e.g. a small model's call it never finished
+                await self.slips.count(UNREADABLE, ctx.history_key, str(exc))
             reply, rounds, outcome = offline_answer(hits, notice_for(exc)), 0, "offline"
             written = ""
         except AwaitingApproval as waiting:

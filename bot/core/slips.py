@@ -26,7 +26,8 @@ _log = logging.getLogger(__name__)
 # The kinds counted, as the metric's label and doctor's lines name them.
 EMPTY, EMPTY_TWICE, INTENT = "empty", "empty twice", "intent"
 REPEATED, MISTAKE, GAVE_UP = "repeated call", "tool mistake", "gave up"
-KINDS = (EMPTY, EMPTY_TWICE, INTENT, REPEATED, MISTAKE, GAVE_UP)
+UNREADABLE = "unreadable"  # an answer the client could not read, answered from memory
+KINDS = (EMPTY, EMPTY_TWICE, INTENT, REPEATED, MISTAKE, GAVE_UP, UNREADABLE)
 
 # Sent once after an empty answer; the history keeps neither it nor the empty answer.
 EMPTY_NUDGE = (

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,3 +232,25 @@ async def wait_until(condition: Any, timeout_s: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("condition not met")
         await asyncio.sleep(0.02)
+
+
+def scripted_stream(content: str = "", calls: Sequence[tuple[str, Any]] = ()) -> bytes:
+    """A streamed chat completion as an OpenAI-compatible server sends it, for `Proxy.replay`:
+    `content` in two pieces, then each call of `calls` (name, arguments)."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        body = {
+            "id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0,
+            "model": MODEL, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }  # fmt: skip
+        return f"data: {json.dumps(body)}\n\n".encode()
+
+    half = len(content) // 2
+    out = chunk({"role": "assistant", "content": content[:half]})
+    out += chunk({"content": content[half:]})
+    for index, (name, arguments) in enumerate(calls):
+        function = {"name": name, "arguments": json.dumps(arguments)}
+        out += chunk({"tool_calls": [{"index": index, "id": f"call_{index}", "type": "function",
+                                      "function": function}]})  # fmt: skip
+    out += chunk({}, "tool_calls" if calls else "stop")
+    return out + b"data: [DONE]\n\n"

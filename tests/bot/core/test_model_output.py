@@ -90,9 +90,12 @@ async def test_a_reply_nested_too_deeply_to_read_is_answered_offline(harness: Ha
     call = '{"function": {"name": "memory_search", "arguments": ' + arguments + "}}"
     message = '{"role": "assistant", "content": "", "tool_calls": [' + call + "]}"
     harness.ollama.raw('{"model": "qwen3:8b", "done": true, "message": ' + message + "}")
+    before = REGISTRY.get_sample_value("lorebot_model_slips_total", {"kind": "unreadable"}) or 0
     await harness.say("search for it")
     # The model answered: it is not called unreachable, and it is not marked down.
     assert harness.adapter.replies[-1].startswith(UNREADABLE_NOTICE)
+    after = REGISTRY.get_sample_value("lorebot_model_slips_total", {"kind": "unreadable"})
+    assert after == before + 1  # a slip of the model, counted
     harness.ollama.reply("Back to normal.")
     await harness.say("and now?")
     assert harness.adapter.replies[-1] == "Back to normal."

@@ -114,9 +114,9 @@ async def test_a_number_json_cannot_carry_is_an_argument_error_for_the_model(
     h: Harness, number: str
 ) -> None:
     answer(h, call('{"query": "vpn", "limit": ' + number + "}"), '"Let me look. "')
-    h.ollama.reply("I will search with a proper limit.")
+    h.ollama.reply("The limit was not a number, so I searched nothing.")
     await h.say("search the notes for the vpn")
-    assert shown(h) == "I will search with a proper limit."
+    assert shown(h) == "The limit was not a number, so I searched nothing."
     written = number if len(number) <= 24 else number[:24] + "…"
     assert told(h) == [f"{REFUSED}argument 'limit' is {written}, {NOT_A_NUMBER}"]
     assert echoed(h) == [{"name": "memory_search", "arguments": {}}]
@@ -129,9 +129,9 @@ async def test_such_a_number_in_arguments_sent_as_a_json_string_is_an_argument_e
 ) -> None:
     arguments = '{"query": "vpn", "limit": ' + number + "}"
     answer(h, call(as_json_string(arguments)), '""')
-    h.ollama.reply("I will search with a proper limit.")
+    h.ollama.reply("The limit was not a number, so I searched nothing.")
     await h.say("search the notes for the vpn")
-    assert shown(h) == "I will search with a proper limit."
+    assert shown(h) == "The limit was not a number, so I searched nothing."
     assert told(h) == [f"error: argument 'limit' is {number}, {NOT_A_NUMBER}"]
     assert echoed(h) == [{"name": "memory_search", "arguments": {"raw": arguments}}]
     await assert_next_turn_answered_by_the_model(h)
@@ -168,9 +168,9 @@ async def test_a_tool_runs_on_arguments_made_valid(h: Harness, as_string: bool) 
 
 async def test_a_lone_surrogate_in_a_tool_name_is_an_unknown_tool(h: Harness) -> None:
     answer(h, call('{"query": "vpn"}', name='"memory_search\\ud800"'), '""')
-    h.ollama.reply("Let me use a real tool.")
+    h.ollama.reply("There is no such tool; I will answer without it.")
     await h.say("search the notes for the vpn")
-    assert shown(h) == "Let me use a real tool."
+    assert shown(h) == "There is no such tool; I will answer without it."
     [error] = told(h)
     assert error.startswith("error: there is no tool named 'memory_search\ufffd'")
     assert echoed(h)[0]["name"] == "memory_search\ufffd"
