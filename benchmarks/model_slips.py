@@ -36,7 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.config.settings import Settings  # noqa: E402
+from prompt_cache import NOTES, settings_for  # noqa: E402  (the same channel and Bot)
+
 from bot.core.fallback import (  # noqa: E402
     EMPTY_NOTICE,
     OFFLINE_NOTICE,
@@ -50,16 +51,6 @@ from memory import NoteDraft, Scope  # noqa: E402
 from tests.fakes.adapter import StreamingAdapter  # noqa: E402
 from tests.support.llama import MODEL, LlamaServer  # noqa: E402
 
-NOTES = [
-    ("staging-db", "the staging database is pg-stage-2 on port 5432"),
-    ("deploy-day", "deploys happen on Tuesdays after the 10:00 stand-up"),
-    ("edge-proxy", "the edge proxy runs on host-7 behind the VPN"),
-    ("on-call", "the on-call rota is in the #ops-rota channel, changed on Mondays"),
-    ("backups", "database backups run nightly at 02:00 UTC to the s3 bucket ops-backups"),
-    ("grafana", "dashboards are at grafana.internal, login with the SSO account"),
-    ("certs", "TLS certificates renew automatically 30 days before they expire"),
-    ("queue", "the job queue is redis on host-3, port 6380"),
-]
 SUBJECTS = [
     "the staging database", "deploys", "the edge proxy", "the on-call rota", "backups",
     "the dashboards", "TLS certificates", "the job queue", "the VPN", "redis",
@@ -76,19 +67,6 @@ NOTICES = {
     OFFLINE_NOTICE: "unreachable",
 }  # fmt: skip
 QUESTIONS = [form.format(subject) for form in FORMS for subject in SUBJECTS]  # 50
-
-
-def settings_for(folder: Path, server: LlamaServer, n_ctx: int) -> Settings:
-    return Settings(
-        database={"path": folder / "bench.db"},
-        model={"backend": "openai"},
-        openai={
-            "base_url": server.base_url, "model": MODEL, "context_tokens": n_ctx,
-            "timeout_s": 120.0,
-        },
-        jobs={"enabled": False},
-        skills={"home_root": folder / "none-home", "user_root": folder / "none-user"},
-    )  # fmt: skip
 
 
 def first_kind(call: dict[str, Any]) -> str:
