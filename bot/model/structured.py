@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import TypeVar
 
@@ -30,7 +31,12 @@ async def ask_structured(model: Model, prompt: str, schema: type[T], *, attempts
             [{"role": "user", "content": prompt}], format=schema.model_json_schema()
         )
         try:
-            return schema.model_validate_json(result.content)
+            # A raw newline or tab inside a string is taken as written (`strict=False`):
+            # small models write them, and llama.cpp's JSON grammar lets them through.
+            return schema.model_validate(json.loads(result.content, strict=False))
+        except json.JSONDecodeError as exc:
+            problem = f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            _log.info("model output did not fit %s (%s)", schema.__name__, problem)
         except ValidationError as exc:
             problem = f"{exc.error_count()} problems, first: {exc.errors()[0]['msg']}"
             _log.info("model output did not fit %s (%s)", schema.__name__, problem)
