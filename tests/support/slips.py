@@ -7,12 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
+from prometheus_client import REGISTRY
 
 from bot.core.fallback import EMPTY_NOTICE
 from tests.fakes.ollama import FakeOllama
 
 ANSWER = "The VPN gateway is vpn-2."
 GAVE_UP = "⚠️ I could not finish this answer: my model"
+
+
+def slips(kind: str) -> float:
+    """How many slips of `kind` this process counted so far."""
+    return REGISTRY.get_sample_value("lorebot_model_slips_total", {"kind": kind}) or 0.0
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from prometheus_client import REGISTRY
 
 from bot.core.fallback import EMPTY_NOTICE
 from bot.core.slips import (
@@ -24,12 +23,9 @@ from tests.fakes.adapter import StreamingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.slips import slips
 
 C1 = Scope.parse("channel:test/C1")
-
-
-def slips(kind: str) -> float:
-    return REGISTRY.get_sample_value("lorebot_model_slips_total", {"kind": kind}) or 0.0
 
 
 async def stored(h: Harness) -> list[tuple[str, str]]:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prometheus_client import REGISTRY
-
 from bot.core.fallback import EMPTY_NOTICE
 from bot.core.slips import EMPTY_NUDGE, INTENT_NUDGE, REPEATED_NOTE
 from memory import NoteDraft, Scope
@@ -28,10 +26,7 @@ from tests.support.llama import (
     record_stream,
     scripted_stream,
 )
-
-
-def slips(kind: str) -> float:
-    return REGISTRY.get_sample_value("lorebot_model_slips_total", {"kind": kind}) or 0.0
+from tests.support.slips import slips
 
 
 async def start(tmp_path: Path, fake: FakeOllama, clock: FakeClock, proxy: Proxy) -> Harness:
