@@ -40,3 +40,17 @@ def test_the_quickstart_installs_into_its_own_virtual_environment() -> None:
     )
     [gate] = readme_commands("Development")
     assert gate.endswith("&& .venv/bin/pytest")  # the test command's last step, in CI too
+
+
+def test_ci_checks_the_llama_cpp_that_the_test_extra_asks_for() -> None:
+    """`.ci/run` proves llama.cpp runs here before the gate, for the same requirement as the
+    test extra, so the gate's install keeps what that check proved."""
+    import tomllib
+
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["test"]
+    [wanted] = [line for line in extra if line.startswith("llama-cpp-python")]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert f'LLAMA="{wanted}"' in ci
+    assert ci.index(".ci/llama_works.py") < ci.index(".venv/bin/pytest")
