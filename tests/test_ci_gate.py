@@ -54,3 +54,10 @@ def test_ci_checks_the_llama_cpp_that_the_test_extra_asks_for() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert f'LLAMA="{wanted}"' in ci
     assert ci.index(".ci/llama_works.py") < ci.index(".venv/bin/pytest")
+
+
+def test_ci_gives_the_tests_a_real_postgresql_and_forbids_skipping_them() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "apt-get install -y -qq postgresql" in ci
+    assert "export TESTS_NEED_POSTGRESQL=1" in ci
+    assert ci.index("TESTS_NEED_POSTGRESQL") < ci.index(".venv/bin/pytest")

@@ -44,11 +44,29 @@ class DatabaseSettings(Section):
         "systemd, else $XDG_DATA_HOME/lorebot/lorebot.db (~/.local/share/lorebot/lorebot.db)",
     )
     busy_timeout_ms: int = Field(5000, ge=0, description="how long to wait for a lock")
+    url: SecretStr | None = Field(
+        None,
+        description="a PostgreSQL database instead of SQLite: postgresql://user@host:5432/db "
+        "(libpq's PG… variables and PGPASSFILE apply); unset: SQLite at `path`",
+    )
+    pool_size: int = Field(
+        5, ge=1, le=100, description="PostgreSQL connections the pool keeps at most"
+    )
 
     @field_validator("path")
     @classmethod
     def _absolute_path(cls, path: Path) -> Path:
         return absolute(path)
+
+    @field_validator("url")
+    @classmethod
+    def _postgresql_url(cls, url: SecretStr | None) -> SecretStr | None:
+        if url is None or not url.get_secret_value().strip():
+            return None
+        scheme = url.get_secret_value().split("://", 1)[0].lower()
+        if scheme not in ("postgresql", "postgres"):
+            raise ValueError(f"a postgresql:// URL, not {scheme}://")
+        return url
 
 
 class MemorySettings(Section):

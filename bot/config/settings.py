@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,15 @@ def _secret_values(value: object) -> list[str]:
     return []
 
 
+def _url_password(url: str) -> list[str]:
+    """The password inside a database URL, as written and decoded, so either is scrubbed."""
+    try:
+        password = urllib.parse.urlsplit(url).password
+    except ValueError:
+        return []
+    return [] if not password else sorted({password, urllib.parse.unquote(password)})
+
+
 class Settings(BaseSettings):
     """Everything lorebot can be configured with; defaults run with no config at all."""
 
@@ -134,6 +144,8 @@ class Settings(BaseSettings):
     def secrets(self) -> list[str]:
         """Every configured secret value, so logs can be scrubbed of them."""
         found = [value for value in _secret_values(self) if value]
+        if self.database.url is not None:
+            found += _url_password(self.database.url.get_secret_value())
         references = [*self.skills.script_env.values()]
         for server in self.mcp.servers:
             references += [*server.env.values(), *server.headers.values()]

@@ -1,0 +1,253 @@
+"""The PostgreSQL database: a psycopg connection pool, migrations under an advisory lock,
+transactions, and what `doctor` shows of the server.
+
+psycopg 3 rather than asyncpg: it is libpq itself, so the URL, the PG… variables,
+PGPASSFILE, service files and TLS settings behave as every other PostgreSQL tool does;
+one API serves async and sync code; and COPY is first-class, for imports and copies.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from memory.database import Health, Transaction
+from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
+from memory.postgres.migrations import SCHEMA_VERSION, steps_after
+
+_log = logging.getLogger(__name__)
+
+Connection = psycopg.AsyncConnection[dict[str, Any]]
+# Held for the migrations, so replicas starting together migrate once.
+MIGRATION_LOCK = 0x6C6F7265  # "lore"
+CONNECT_TIMEOUT_S = 10.0
+
+
+def shown_url(url: str) -> str:
+    """The URL without its password, as logs and `doctor` show it."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        if parts.password is None:
+            return url
+        user = parts.username or ""
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return parts._replace(netloc=f"{user}:***@{host}{port}").geturl()
+    except ValueError:
+        return "postgresql://…"
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """A `timestamptz` as read (in the session's time zone) as UTC, as lorebot keeps times."""
+    return None if value is None else value.astimezone(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresTransaction:
+    """PostgreSQL's `Transaction`: one pooled connection, inside BEGIN … COMMIT."""
+
+    conn: Connection
+
+
+def connection_of(tx: Transaction) -> Connection:
+    """The connection of a PostgreSQL transaction; `TypeError` for another engine's."""
+    if not isinstance(tx, PostgresTransaction):
+        raise TypeError(
+            f"a PostgreSQL store was given {type(tx).__name__}, not a PostgreSQL transaction"
+        )
+    return tx.conn
+
+
+class PostgresDatabase:
+    """A pool of connections to one PostgreSQL database holding lorebot's schema."""
+
+    def __init__(self, pool: AsyncConnectionPool[Connection], url: str) -> None:
+        self.pool = pool
+        self.url = url
+        self.server_version = ""
+        self.extensions: dict[str, str] = {}
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        pool_size: int = 5,
+        create: bool = True,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    ) -> PostgresDatabase:
+        """Connect, then create or migrate lorebot's schema (unless not `create`, which
+        refuses a database without one). A newer schema is refused and left untouched."""
+        pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(1, pool_size),
+            open=False,
+            kwargs={"row_factory": dict_row, "autocommit": True},
+            # A connection the server dropped (a restart) is replaced, not handed out.
+            check=AsyncConnectionPool.check_connection,
+            name="lorebot",
+        )
+        try:
+            await pool.open(wait=True, timeout=connect_timeout_s)
+        except PoolTimeout as exc:
+            await pool.close()
+            raise StoreUnavailable(
+                f"cannot reach PostgreSQL at {shown_url(url)} within {connect_timeout_s:g} s: "
+                f"{await _last_error(url)}"
+            ) from exc
+        db = cls(pool, url)
+        try:
+            await db._prepare(create)
+        except BaseException:
+            await pool.close()
+            raise
+        return db
+
+    async def _prepare(self, create: bool) -> None:
+        async with self.pool.connection() as conn:
+            self.server_version = str((await _one(conn, "SHOW server_version"))["server_version"])
+            self.extensions = {
+                row["extname"]: row["extversion"]
+                for row in await (
+                    await conn.execute("SELECT extname, extversion FROM pg_extension")
+                ).fetchall()
+            }
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+                version = await _schema_version(conn)
+                if version > SCHEMA_VERSION:
+                    raise SchemaTooNew(
+                        f"{shown_url(self.url)} has schema version {version}, but this "
+                        f"lorebot knows only up to {SCHEMA_VERSION}: upgrade lorebot (the "
+                        "database was not changed)"
+                    )
+                if version == 0 and not create:
+                    raise StoreError(f"there is no lorebot database at {shown_url(self.url)}")
+                for number, sql in steps_after(version):
+                    try:
+                        await conn.execute(sql)
+                        await conn.execute(
+                            "INSERT INTO lorebot_schema (version) VALUES (%s) ON CONFLICT "
+                            "(only_row) DO UPDATE SET version = excluded.version",
+                            (number,),
+                        )
+                    except psycopg.Error as exc:
+                        raise StoreError(f"migration {number} failed: {exc}") from exc
+                    _log.info("PostgreSQL schema migrated to version %d", number)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[PostgresTransaction]:
+        """One write transaction for the stores of this database (`memory.database`)."""
+        async with self.write() as conn:
+            yield PostgresTransaction(conn)
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[Connection]:
+        """A pooled connection inside one transaction, rolled back on any exception."""
+        async with self.connection() as conn, conn.transaction():
+            yield conn
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """A pooled connection in autocommit, for reads; `StoreUnavailable` when none can
+        be had (the server is down or every connection is busy past the timeout)."""
+        try:
+            async with self.pool.connection(timeout=CONNECT_TIMEOUT_S) as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StoreUnavailable(
+                f"no PostgreSQL connection within {CONNECT_TIMEOUT_S:g} s: {exc}"
+            ) from exc
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
+
+    async def rows(self, sql: str, params: tuple[object, ...] = ()) -> list[dict[str, Any]]:
+        async with self.connection() as conn:
+            return await (await conn.execute(sql, params)).fetchall()
+
+    async def scalar(self, sql: str, params: tuple[object, ...] = ()) -> Any:
+        async with self.connection() as conn:
+            row = await (await conn.execute(sql, params)).fetchone()
+        return None if row is None else next(iter(row.values()))
+
+    @property
+    def engine(self) -> str:
+        server = f"PostgreSQL {self.server_version}".strip()
+        return f"{server} (psycopg {psycopg.__version__}, libpq {_libpq()})"
+
+    async def fetch_schema_version(self) -> int:
+        async with self.connection() as conn:
+            return await _schema_version(conn)
+
+    async def fetch_health(self) -> Health:
+        """The schema and the count of notes, with the word index exercised. PostgreSQL
+        checks its own pages as it reads them: integrity is "ok" once a query returns."""
+        version = await self.fetch_schema_version()
+        await self.scalar(
+            "SELECT count(*) FROM notes WHERE words @@ plainto_tsquery('english', %s)",
+            ("probe",),
+        )
+        notes = int(await self.scalar("SELECT count(*) FROM notes"))
+        return Health("ok", version, notes)
+
+    async def checkpoint(self) -> bool:
+        """PostgreSQL's own checkpointer folds its log in; nothing to do."""
+        return True
+
+    async def backup_to(self, target: Path) -> None:
+        raise StoreError(backup_advice(self.url, target))
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self.pool.close()
+
+
+def backup_advice(url: str, target: Path) -> str:
+    """What to run instead of `lorebot backup` on PostgreSQL."""
+    return (
+        "lorebot keeps its memory in PostgreSQL here, whose own tools back it up: "
+        f"pg_dump --format=custom --file={target} '{shown_url(url)}' "
+        "(restore with pg_restore --clean --if-exists --dbname=URL FILE)"
+    )
+
+
+async def _one(conn: Connection, sql: str) -> dict[str, Any]:
+    row = await (await conn.execute(sql)).fetchone()
+    assert row is not None
+    return row
+
+
+async def _schema_version(conn: Connection) -> int:
+    exists = await _one(conn, "SELECT to_regclass('lorebot_schema') IS NOT NULL AS found")
+    if not exists["found"]:
+        return 0
+    row = await (await conn.execute("SELECT version FROM lorebot_schema")).fetchone()
+    return 0 if row is None else int(row["version"])
+
+
+def _libpq() -> str:
+    version = psycopg.pq.version()
+    return f"{version // 10000}.{version % 10000}"
+
+
+async def _last_error(url: str) -> str:
+    """Why a connection fails, in libpq's words (the pool only says it timed out)."""
+    try:
+        async with await psycopg.AsyncConnection.connect(url, connect_timeout=3):
+            return "the server answered only now"
+    except psycopg.Error as exc:
+        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
