@@ -3,10 +3,14 @@ extraction (L2) reads them grouped by action."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
+
+from memory.redaction import redact_value
 
 WRITE_VERBS = (
     "register", "deploy", "push", "save", "destroy", "write", "record", "emit", "export",
@@ -18,6 +22,16 @@ def is_write_action(name: str) -> bool:
     """Whether a tool or action name says it changes something (a write verb in its name)."""
     parts = name.lower().replace("-", "_").split("_")
     return any(verb in parts for verb in WRITE_VERBS)
+
+
+def redacted_arguments(
+    action: str, arguments: Mapping[str, Any], secrets: Iterable[str]
+) -> tuple[dict[str, Any], str]:
+    """An action's arguments with secrets redacted, and the content hash of the action and
+    those arguments, which keeps one row per distinct action."""
+    clean: dict[str, Any] = redact_value(dict(arguments), known=tuple(secrets))
+    canonical = json.dumps({"action": action, "arguments": clean}, sort_keys=True)
+    return clean, hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,15 +6,14 @@ action does not store it twice. Pattern extraction (L2) reads them grouped by ac
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.events import CapturedEvent
-from memory.redaction import redact, redact_value
+from memory.events import CapturedEvent, redacted_arguments
+from memory.redaction import redact
 from memory.sqlite.database import SqliteDatabase, from_db_time, to_db_time
 
 
@@ -39,9 +38,7 @@ class SqliteEventLog:
         person: str,
     ) -> bool:
         """Store one successful action; False when the same action was already stored."""
-        clean = redact_value(dict(arguments), known=self.secrets)
-        canonical = json.dumps({"action": action, "arguments": clean}, sort_keys=True)
-        digest = hashlib.sha256(canonical.encode()).hexdigest()
+        clean, digest = redacted_arguments(action, arguments, self.secrets)
         async with self.db.write() as conn:
             cursor = await conn.execute(
                 "INSERT OR IGNORE INTO events (action, arguments_json, outcome, "

@@ -3,13 +3,9 @@ can be claimed again; a run left `running` by a crash is reclaimed after a while
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from memory.clock import Clock, utc_now
-from memory.job_runs import JobRun
+from memory.job_runs import STALE_AFTER, JobRun
 from memory.sqlite.database import SqliteDatabase, from_db_time, to_db_time
-
-STALE_AFTER = timedelta(hours=1)
 
 
 class SqliteJobRuns:

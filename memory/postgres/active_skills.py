@@ -1,0 +1,34 @@
+"""The skills active in each conversation, with the content hash that was approved: a skill
+changed since stops being active."""
+
+from __future__ import annotations
+
+from memory.clock import Clock, utc_now
+from memory.postgres.database import PostgresDatabase
+
+
+class PostgresActiveSkills:
+    """Skill activations by conversation."""
+
+    def __init__(self, db: PostgresDatabase, *, clock: Clock = utc_now) -> None:
+        self.db = db
+        self.clock = clock
+
+    async def activate(self, conversation: str, name: str, sha256: str, by: str) -> None:
+        """Remember that `name` at this content hash is active in `conversation`."""
+        async with self.db.write() as conn:
+            await conn.execute(
+                "INSERT INTO skill_activations (conversation, name, sha256, activated_by, "
+                "activated_at) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (conversation, name) "
+                "DO UPDATE SET sha256 = excluded.sha256, activated_by = excluded.activated_by, "
+                "activated_at = excluded.activated_at",
+                (conversation, name, sha256, by, self.clock()),
+            )
+
+    async def fetch(self, conversation: str) -> dict[str, str]:
+        """Active skills of a conversation: name -> the content hash that was approved."""
+        found = await self.db.rows(
+            "SELECT name, sha256 FROM skill_activations WHERE conversation = %s ORDER BY name",
+            (conversation,),
+        )
+        return {row["name"]: row["sha256"] for row in found}
