@@ -7,7 +7,8 @@ outcome. Arguments and output are scrubbed of secrets before they are stored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
@@ -51,6 +52,28 @@ class Allowance:
     granted_by: str
     created_at: datetime
     server_id: str = ""  # the server's identity when it was granted
+
+
+def action_from_row(row: Mapping[str, Any], time: Callable[[Any], datetime | None]) -> Action:
+    """An `actions` row as an `Action`; `time` reads the engine's time columns."""
+    created_at = time(row["created_at"])
+    assert created_at is not None
+    return Action(
+        id=row["id"],
+        proposal_id=row["proposal_id"],
+        tool=row["tool"],
+        arguments=json.loads(row["arguments_json"]),
+        requester=row["requester"],
+        channel_scope=row["channel_scope"],
+        conversation=json.loads(row["conversation_json"]),
+        approval=row["approval"],
+        decided_by=row["decided_by"],
+        outcome=row["outcome"],
+        output=row["output"],
+        started_at=time(row["started_at"]),
+        duration_ms=row["duration_ms"],
+        created_at=created_at,
+    )
 
 
 class ActionLog(Protocol):

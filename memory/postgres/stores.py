@@ -9,6 +9,7 @@ from memory.postgres.database import PostgresDatabase
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
+    from memory.postgres.actions import PostgresActionLog
     from memory.postgres.active_skills import PostgresActiveSkills
     from memory.postgres.daily_logs import PostgresDailyLogs
     from memory.postgres.events import PostgresEventLog
@@ -24,6 +25,12 @@ class PostgresStores:
     def __init__(self, db: PostgresDatabase, options: StoreOptions) -> None:
         self.db = db
         self.options = options
+
+    @functools.cached_property
+    def actions(self) -> PostgresActionLog:
+        from memory.postgres.actions import PostgresActionLog
+
+        return PostgresActionLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
 
     @functools.cached_property
     def events(self) -> PostgresEventLog:

@@ -17,6 +17,7 @@ from memory.actions import (
     OUTPUT_MAX_CHARS,
     Action,
     Allowance,
+    action_from_row,
 )
 from memory.clock import Clock, utc_now
 from memory.redaction import redact_value
@@ -177,7 +178,7 @@ class SqliteActionLog:
 
     async def _select(self, where: str, params: tuple[object, ...]) -> list[Action]:
         async with self.db.conn.execute(f"SELECT * FROM actions {where}", params) as cursor:
-            return [_action(row) for row in await cursor.fetchall()]
+            return [action_from_row(row, from_db_time) for row in await cursor.fetchall()]
 
 
 def _dump(value: Any) -> str:
@@ -188,22 +189,3 @@ def _time(text: str) -> datetime:
     found = from_db_time(text)
     assert found is not None
     return found
-
-
-def _action(row: Any) -> Action:
-    return Action(
-        id=row["id"],
-        proposal_id=row["proposal_id"],
-        tool=row["tool"],
-        arguments=json.loads(row["arguments_json"]),
-        requester=row["requester"],
-        channel_scope=row["channel_scope"],
-        conversation=json.loads(row["conversation_json"]),
-        approval=row["approval"],
-        decided_by=row["decided_by"],
-        outcome=row["outcome"],
-        output=row["output"],
-        started_at=from_db_time(row["started_at"]),
-        duration_ms=row["duration_ms"],
-        created_at=_time(row["created_at"]),
-    )
