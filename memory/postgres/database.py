@@ -173,7 +173,9 @@ class PostgresDatabase:
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
 
-    async def rows(self, sql: str, params: tuple[object, ...] = ()) -> list[dict[str, Any]]:
+    async def rows(
+        self, sql: str, params: tuple[object, ...] | dict[str, Any] = ()
+    ) -> list[dict[str, Any]]:
         async with self.connection() as conn:
             return await (await conn.execute(sql, params)).fetchall()
 
@@ -196,7 +198,7 @@ class PostgresDatabase:
         checks its own pages as it reads them: integrity is "ok" once a query returns."""
         version = await self.fetch_schema_version()
         await self.scalar(
-            "SELECT count(*) FROM notes WHERE words @@ plainto_tsquery('english', %s)",
+            "SELECT count(*) FROM notes WHERE words @@ plainto_tsquery('lorebot', %s)",
             ("probe",),
         )
         notes = int(await self.scalar("SELECT count(*) FROM notes"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
+from memory.postgres.conversations import PostgresConversationLog
 from memory.postgres.database import PostgresDatabase
 from memory.stores import StoreOptions
 
@@ -25,6 +26,7 @@ class PostgresStores:
     def __init__(self, db: PostgresDatabase, options: StoreOptions) -> None:
         self.db = db
         self.options = options
+        self.log = PostgresConversationLog(db, clock=options.clock, secrets=options.secrets)
 
     @functools.cached_property
     def actions(self) -> PostgresActionLog:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memory.bm25 import column_weights
 from memory.ranking import query_terms
 
 
@@ -24,14 +25,8 @@ def match_terms(terms: list[str], columns: str = "topic summary body") -> str | 
 
 def bm25_call(table: str, weights: Sequence[float]) -> str:
     """A bm25() call on `table` weighing its word columns in proportion to `weights`, the
-    heaviest at 1, and the scope-keys column after them at 0."""
-    # FTS5 adds a column's weight for every occurrence before bm25 saturates the count
-    # and marks long texts down. A weight above 1 counts one mention as several: it uses
-    # up the saturation at once, so a repeated word gains little over a single one and a
-    # long text is marked down less than plain bm25 marks it. At most 1, the heaviest
-    # column counts words as plain bm25 does, and the others count them less.
-    top = max(weights, default=0.0)
-    scaled = [w / top for w in weights] if top > 0 else list(weights)
+    heaviest at 1 (`ranking.column_weights`), and the scope-keys column after them at 0."""
+    scaled = column_weights(weights)
     return f"bm25({table}, {', '.join(repr(float(w)) for w in scaled)}, 0.0)"
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from bot.model.ollama import OllamaEmbedder
 from memory import Scope, Viewer, explicit, visibility_for
-from memory.conversations import LogEntry, MessageHit
+from memory.conversations import ConversationLog, LogEntry, MessageHit
 from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.driver import sqlite_module
@@ -49,7 +50,14 @@ def contents(hits: list[MessageHit]) -> list[str]:
 
 
 @pytest_asyncio.fixture
-async def log(db_path: Path, clock: FakeClock) -> AsyncIterator[SqliteConversationLog]:
+async def log(engine_stores: Any) -> ConversationLog:
+    """The conversation log on each engine."""
+    conversations: ConversationLog = engine_stores.log
+    return conversations
+
+
+@pytest_asyncio.fixture
+async def sqlite_log(db_path: Path, clock: FakeClock) -> AsyncIterator[SqliteConversationLog]:
     db = await SqliteDatabase.open(db_path)
     try:
         yield SqliteConversationLog(db, clock=clock)
@@ -58,7 +66,7 @@ async def log(db_path: Path, clock: FakeClock) -> AsyncIterator[SqliteConversati
 
 
 async def test_a_short_reply_is_found_by_the_question_it_answers(
-    log: SqliteConversationLog,
+    log: ConversationLog,
 ) -> None:
     await log.append(THREAD, [priya(QUESTION), marco(REPLY)], scope=str(C1), link=LINK_Q)
     await log.append("slack/C1/other", [priya("lunch is at noon")], scope=str(C1))
@@ -73,7 +81,7 @@ async def test_a_short_reply_is_found_by_the_question_it_answers(
 
 
 async def test_a_reply_logged_later_is_found_by_the_question_before_it(
-    log: SqliteConversationLog, clock: FakeClock
+    log: ConversationLog, clock: FakeClock
 ) -> None:
     await log.append(THREAD, [priya(QUESTION)], scope=str(C1), link=LINK_Q)
     assert await log.search("8443", IN_C1) == []
@@ -90,7 +98,7 @@ async def test_a_reply_logged_later_is_found_by_the_question_before_it(
     assert by_number[0].created_at == "2026-11-02T09:03:00.000000Z"
 
 
-async def test_context_reaches_only_the_message_after(log: SqliteConversationLog) -> None:
+async def test_context_reaches_only_the_message_after(log: ConversationLog) -> None:
     await log.append(THREAD, [priya(QUESTION), marco(REPLY), priya("thanks"),
                               marco("deploys freeze on friday")], scope=str(C1))  # fmt: skip
 
@@ -99,7 +107,7 @@ async def test_context_reaches_only_the_message_after(log: SqliteConversationLog
     assert set(contents(hits)) == {QUESTION, REPLY}
 
 
-async def test_what_did_marco_say_finds_his_message_by_author(log: SqliteConversationLog) -> None:
+async def test_what_did_marco_say_finds_his_message_by_author(log: ConversationLog) -> None:
     await log.append(THREAD, [priya("the release is blocked on the migration"),
                               priya("anyone know the new timeline?")], scope=str(C1))  # fmt: skip
     await log.append("slack/C1/t2", [marco("ship it on thursday")], scope=str(C1), link=LINK_R)
@@ -134,7 +142,7 @@ NASTY = [
 
 
 @pytest.mark.parametrize("query", NASTY)
-async def test_any_text_is_a_valid_message_query(log: SqliteConversationLog, query: str) -> None:
+async def test_any_text_is_a_valid_message_query(log: ConversationLog, query: str) -> None:
     await log.append(THREAD, [priya(QUESTION), marco(REPLY)], scope=str(C1))
 
     hits = await log.search(query, IN_C1)
@@ -144,7 +152,7 @@ async def test_any_text_is_a_valid_message_query(log: SqliteConversationLog, que
     assert set(contents(hits)) <= {QUESTION, REPLY}
 
 
-async def test_messages_logged_without_a_scope_are_history_only(log: SqliteConversationLog) -> None:
+async def test_messages_logged_without_a_scope_are_history_only(log: ConversationLog) -> None:
     await log.append(THREAD, [priya(QUESTION), marco(REPLY)])
 
     assert await log.search("gateway port", IN_C1) == []
@@ -152,7 +160,7 @@ async def test_messages_logged_without_a_scope_are_history_only(log: SqliteConve
     assert len((await log.fetch_history(THREAD)).entries) == 2
 
 
-async def test_a_channel_never_reads_another_channel_or_any_dm(log: SqliteConversationLog) -> None:
+async def test_a_channel_never_reads_another_channel_or_any_dm(log: ConversationLog) -> None:
     said = "the gateway port is 8443"
     await log.append("slack/C1/t", [priya(f"C1: {said}")], scope=str(C1))
     await log.append("slack/C2/t", [priya(f"C2: {said}")], scope=str(C2))
@@ -224,7 +232,8 @@ async def test_older_messages_are_indexed_once_after_the_upgrade(
         await db.close()
 
 
-async def test_messages_without_index_rows_are_indexed(log: SqliteConversationLog) -> None:
+async def test_messages_without_index_rows_are_indexed(sqlite_log: SqliteConversationLog) -> None:
+    log = sqlite_log
     await log.append("slack/C1/t0", [priya("first thread")], scope=str(C1))
     # Rows written without the index, as by a lorebot older than message search.
     async with log.db.write() as conn:
