@@ -1,0 +1,288 @@
+"""lorebot's words-only note recall against a plain FTS5 query, on REALTALK and the ops set.
+
+REALTALK (`benchmarks/data/realtalk_eval/`, written by `make_realtalk_eval.py`) is real
+conversations nobody on the project wrote, with its authors' memory questions and their
+evidence turns; the ops set (`benchmarks/data/ops_eval/`, `make_ops_eval.py`) is the one
+`recall_eval.py` measures. Each half of each set gets its own store, built as
+`recall_eval.py` builds it: every turn imported as a note with lorebot's `import_drafts`
+into SQLite in a temporary folder. A REALTALK conversation is one scope and each of its
+questions is searched in that scope alone; an ops question is searched over every channel
+of its half, as `recall_eval.py` does. Top 10, for:
+
+- plain FTS5 (the reference): an FTS5 table with `tokenize='porter unicode61'` over the
+  notes' (summary, body), ranked by `bm25()` with equal column weights, queried with the
+  question's words ORed after dropping common English stopwords (NLTK's list below), or
+  all of its words when only stopwords are left;
+- lorebot words: `NoteStore.search(question, k=10)`, no vectors.
+
+hit@5, hit@10 and MRR@10 count the first evidence turn found (`recall_eval.score`).
+
+    python benchmarks/public_eval.py                 # both sets, both halves
+    python benchmarks/public_eval.py --set realtalk --json results.json
+    python benchmarks/public_eval.py --ranks         # questions lorebot ranks lower
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import recall_eval
+from recall_eval import Question, Score, first_rank, score
+
+from memory import NoteDraft, Scope, explicit
+from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.fts import quote
+from memory.sqlite.notes import SqliteNoteStore
+from memory.types import Category
+from memory.visibility import Visibility
+
+REALTALK = Path(__file__).resolve().parent / "data" / "realtalk_eval"
+K = recall_eval.K
+HALVES = {"first": "dev", "second": "test"}
+PLAIN, LOREBOT = "plain FTS5 (reference)", "lorebot words"
+_WORD = re.compile(r"\w+")
+
+# NLTK's English stopword list (nltk.corpus.stopwords.words("english")), the common
+# choice; lorebot's own list is not used, so the reference owes nothing to lorebot.
+_ENGLISH_STOPWORD_TEXT = """
+    i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
+    yourselves he him his himself she she's her hers herself it it's its itself they them
+    their theirs themselves what which who whom this that that'll these those am is are was
+    were be been being have has had having do does did doing a an the and but if or because
+    as until while of at by for with about against between into through during before after
+    above below to from up down in out on off over under again further then once here there
+    when where why how all any both each few more most other some such no nor not only own
+    same so than too very s t can will just don don't should should've now d ll m o re ve y
+    ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven
+    haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn
+    shouldn't wasn wasn't weren weren't won won't wouldn wouldn't
+"""
+ENGLISH_STOPWORDS = frozenset(_ENGLISH_STOPWORD_TEXT.split())
+
+
+def plain_match(text: str) -> str | None:
+    """The question's words, lowercased, quoted and ORed, common English stopwords left
+    out (all words when nothing else is left)."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    kept = [w for w in words if w not in ENGLISH_STOPWORDS] or words
+    return " OR ".join(quote(w) for w in kept) or None
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A question and the scopes it is searched in."""
+
+    question: Question
+    scopes: tuple[Scope, ...]
+
+
+@dataclass(frozen=True)
+class Half:
+    """One half of a set: its notes (each with the key of its turn) and its questions."""
+
+    name: str
+    notes: list[tuple[str, NoteDraft]]
+    asked: list[Asked]
+
+
+# --- the sets --------------------------------------------------------------------------
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def realtalk_scope(conversation: str) -> Scope:
+    return Scope.parse(f"channel:realtalk/{conversation}")
+
+
+def realtalk_half(half: str) -> Half:
+    """A half of REALTALK: one scope per conversation, each question asked in its own."""
+    notes: list[tuple[str, NoteDraft]] = []
+    numbers: dict[str, int] = {}
+    for turn in read_jsonl(REALTALK / "turns.jsonl"):
+        if turn["half"] != half:
+            continue
+        number = numbers[turn["conversation"]] = numbers.get(turn["conversation"], 0) + 1
+        draft = NoteDraft(
+            scope=realtalk_scope(turn["conversation"]), topic=f"turn{number:05d}",
+            summary=turn["summary"], body=turn["body"], category=Category.FACT,
+            author=turn["speaker"], source=turn["id"],
+        )  # fmt: skip
+        notes.append((turn["id"], draft))
+    asked = [
+        Asked(
+            Question(q["id"], f"category {q['category']}", q["question"], frozenset(q["evidence"])),
+            (realtalk_scope(q["conversation"]),),
+        )
+        for q in read_jsonl(REALTALK / "questions.jsonl")
+        if q["half"] == half
+    ]
+    return Half(half, notes, asked)
+
+
+def ops_half(half: str) -> Half:
+    """A half of the ops set, notes as `recall_eval.note_of` makes them, every question
+    asked over all channels of the half."""
+    turns = [t for t in recall_eval.read_jsonl("turns.jsonl") if t["half"] == half]
+    notes = [(str(t["id"]), recall_eval.note_of(t)) for t in turns]
+    scopes = tuple(sorted({d.scope for _, d in notes}, key=str))
+    asked = [
+        Asked(Question(q["id"], q["kind"], q["question"], frozenset(q["evidence"])), scopes)
+        for q in recall_eval.read_jsonl("questions.jsonl")
+        if q["half"] == half
+    ]
+    return Half(half, notes, asked)
+
+
+SETS: dict[str, Callable[[str], Half]] = {"realtalk": realtalk_half, "ops": ops_half}
+
+
+# --- the store and the two rankings ----------------------------------------------------
+
+
+Ranker = Callable[[Asked], Awaitable[list[str]]]
+
+
+@dataclass
+class Store:
+    db: SqliteDatabase
+    notes: SqliteNoteStore
+    key: dict[int, str]  # note id -> turn key
+
+
+async def build(half: Half, path: Path) -> Store:
+    """lorebot's store of the half's notes, and the plain reference table beside it."""
+    db = await SqliteDatabase.open(path)
+    notes = SqliteNoteStore(db)
+    await notes.import_drafts([d for _, d in half.notes], actor="bench")
+    async with db.conn.execute("SELECT id, source FROM notes") as cursor:
+        key = {int(r[0]): str(r[1]) for r in await cursor.fetchall()}
+    async with db.write() as conn:
+        await conn.execute(
+            "CREATE VIRTUAL TABLE plain_ref USING fts5(summary, body, scope UNINDEXED, "
+            "tokenize = 'porter unicode61')"
+        )
+        await conn.execute(
+            "INSERT INTO plain_ref (rowid, summary, body, scope) "
+            "SELECT id, summary, body, scope FROM notes"
+        )
+    return Store(db, notes, key)
+
+
+def rankers(store: Store) -> dict[str, Ranker]:
+    visibility: dict[tuple[Scope, ...], Visibility] = {}
+
+    async def plain(a: Asked) -> list[str]:
+        match = plain_match(a.question.text)
+        if match is None:
+            return []
+        scopes = [str(s) for s in a.scopes]
+        marks = ", ".join("?" for _ in scopes)
+        async with store.db.conn.execute(
+            "SELECT rowid FROM plain_ref WHERE plain_ref MATCH ? "
+            f"AND scope IN ({marks}) ORDER BY bm25(plain_ref, 1.0, 1.0) LIMIT ?",
+            (match, *scopes, K),
+        ) as cursor:
+            return [store.key[int(r[0])] for r in await cursor.fetchall()]
+
+    async def lorebot(a: Asked) -> list[str]:
+        seen = visibility.setdefault(a.scopes, explicit(a.scopes))
+        hits = await store.notes.search(a.question.text, seen, k=K, bump=False, snippets=False)
+        return [store.key[h.note.id] for h in hits]
+
+    return {PLAIN: plain, LOREBOT: lorebot}
+
+
+# --- report -----------------------------------------------------------------------------
+
+
+async def run_half(name: str, half: Half, workdir: Path, ranks: bool) -> dict[str, Any]:
+    store = await build(half, workdir / f"{name}-{half.name}.db")
+    try:
+        found = {label: [await rank(a) for a in half.asked] for label, rank in
+                 rankers(store).items()}  # fmt: skip
+    finally:
+        await store.db.close()
+    qs = [a.question for a in half.asked]
+    scores = {label: score(lists, qs) for label, lists in found.items()}
+    report: dict[str, Any] = {
+        "turns": len(half.notes), "questions": len(qs),
+        **{label: scores[label].__dict__ for label in scores},
+    }  # fmt: skip
+    lower = [
+        (q.id, ref, ours)
+        for q, p, lb in zip(qs, found[PLAIN], found[LOREBOT], strict=True)
+        if (ref := first_rank(p, q)) is not None
+        and ((ours := first_rank(lb, q)) is None or ours > ref)
+    ]
+    higher = sum(
+        1
+        for q, p, lb in zip(qs, found[PLAIN], found[LOREBOT], strict=True)
+        if (ours := first_rank(lb, q)) is not None
+        and ((ref := first_rank(p, q)) is None or ref > ours)
+    )
+    report["lower"], report["higher"] = len(lower), higher
+    if ranks:
+        report["lower questions"] = [{"id": i, "plain": r, "lorebot": o} for i, r, o in lower]
+        texts = {q.id: q.text for q in qs}
+        print(f"\n{name} {half.name}: {len(lower)} questions ranked lower by lorebot, "
+              f"{higher} higher (rank of the first evidence turn, plain -> lorebot)")  # fmt: skip
+        for i, r, o in lower:
+            print(f"  {i}: {r} -> {o or '-'}  {texts[i]}")
+    return report
+
+
+def print_table(report: dict[str, Any]) -> None:
+    print("\n| set | half | turns | questions | ranking | hit@5 | hit@10 | MRR@10 | "
+          "lower / higher |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for set_name, halves in report.items():
+        for half, r in halves.items():
+            for label in (PLAIN, LOREBOT):
+                s = Score(**r[label])
+                moved = f"{r['lower']} / {r['higher']}" if label == LOREBOT else ""
+                print(f"| {set_name} | {half} | {r['turns']} | {r['questions']} | {label} | "
+                      f"{s.hit5:.1%} | {s.hit10:.1%} | {s.mrr:.3f} | {moved} |")  # fmt: skip
+
+
+async def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", choices=[*SETS, "both"], default="both")
+    parser.add_argument("--half", choices=[*HALVES, "both"], default="both")
+    parser.add_argument("--ranks", action="store_true",
+                        help="list the questions lorebot ranks lower than plain FTS5")  # fmt: skip
+    parser.add_argument("--json", type=Path, help="write the figures here too")
+    args = parser.parse_args(argv)
+    if args.set in ("realtalk", "both") and not (REALTALK / "turns.jsonl").exists():
+        print(f"{REALTALK} is empty: run benchmarks/make_realtalk_eval.py on a copy of "
+              "REALTALK first", file=sys.stderr)  # fmt: skip
+        return 1
+    sets = list(SETS) if args.set == "both" else [args.set]
+    halves = list(HALVES) if args.half == "both" else [args.half]
+    report: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="lorebot-public-eval-") as tmp:
+        for set_name in sets:
+            for half in halves:
+                data = SETS[set_name](HALVES[half])
+                report.setdefault(set_name, {})[half] = await run_half(
+                    set_name, data, Path(tmp), args.ranks
+                )
+    print_table(report)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
