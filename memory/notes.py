@@ -24,11 +24,13 @@ DEFAULT_MAX_NOTE_BYTES = 4096
 
 @dataclass(frozen=True, slots=True)
 class ImportResult:
-    """How many notes an import created, updated and left as they were."""
+    """How many notes an import created, updated and left as they were, and its change set
+    (None when it changed nothing)."""
 
     created: int
     updated: int
     unchanged: int
+    change_id: int | None = None
 
 
 class NoteStore(Protocol):
@@ -155,7 +157,8 @@ class NoteStore(Protocol):
         ...
 
     async def revert(self, change_id: int, *, actor: str, reason: str = "") -> Change:
-        """Restore the note a change touched to its state before that change."""
+        """Restore the note a change touched to its state before that change; for a change
+        of many notes (an import), each of its notes that no later change touched."""
         ...
 
     async def undo(self, actor: str, *, visibility: Visibility | None = None) -> Change:
@@ -171,8 +174,9 @@ class NoteStore(Protocol):
         labels: Sequence[str] = (),
         progress: Callable[[int, int], None] | None = None,
     ) -> ImportResult:
-        """Save many notes in one transaction: all of them or, on any error, none. Each
-        change still gets its change set."""
+        """Save many notes in one transaction: all of them or, on any error, none. The
+        import is one change set of all the notes it created or updated (none when it
+        changed nothing); reverting it reverts them all."""
         ...
 
     async def purge_expired(self) -> int:

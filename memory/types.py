@@ -189,11 +189,14 @@ class Note:
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One confirmed change to one note, with the state before and after."""
+    """One confirmed change: to one note, with the state before and after, or to many (an
+    import, or the revert of one), with no scope or topic of its own and `notes` counting
+    them. Read as one scope's history, a change of many notes has that `scope` and counts
+    only that scope's notes; as one note's history, that note's `topic` and `before`."""
 
     id: int
-    scope: Scope
-    topic: str
+    scope: Scope | None
+    topic: str | None
     action: str
     before: dict[str, object] | None
     after: dict[str, object] | None
@@ -202,6 +205,7 @@ class Change:
     proposal_id: int | None
     created_at: datetime
     reverted_by: int | None
+    notes: int | None = None  # a change of many notes: how many (None: a change of one)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.cli.common import cli_actor, iso_z, open_store, print_json
+from bot.cli.notes_history import cmd_history, cmd_revert, cmd_undo
 from bot.cli.notes_search import cmd_search
 from bot.errors import UserError
 from memory.errors import InvalidInput
@@ -16,7 +17,7 @@ from memory.errors import InvalidInput
 if TYPE_CHECKING:
     from bot.config.settings import Settings
     from bot.storage import StoreSettings
-    from memory import Change, Note
+    from memory import Note
     from memory.types import Category, Scope
 
 # The note categories `notes add` takes, as memory.types.Category names them (a test keeps
@@ -108,19 +109,24 @@ def add_parser(commands: Any) -> None:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print a JSON array, one object per change: id, scope, topic, action, by, at, "
-        "reason, proposal_id, reverted_by, summary_before, summary_after",
+        help="print a JSON array, one object per change: id, scope, topic, action, notes "
+        "(of an import: how many; else null), by, at, reason, proposal_id, reverted_by, "
+        "summary_before, summary_after",
     )
     p.set_defaults(command=cmd_history)
 
-    p = sub.add_parser("revert", help="restore a note to its state before a change")
+    p = sub.add_parser(
+        "revert", help="restore a note (or an import's notes) to its state before a change"
+    )
     p.add_argument("change_id", type=int, help="the change's number, as `notes history` shows")
     p.set_defaults(command=cmd_revert)
 
     p = sub.add_parser("undo", help="revert your latest change")
     p.set_defaults(command=cmd_undo)
 
-    p = sub.add_parser("import", help="import JSON Lines or an export folder (all or nothing)")
+    p = sub.add_parser(
+        "import", help="import JSON Lines or an export folder (all or nothing, one change)"
+    )
     p.add_argument(
         "source", type=Path, metavar="FILE|DIR", help="a JSON Lines file, or a folder from export"
     )
@@ -307,56 +313,6 @@ async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _change_json(change: Change) -> dict[str, Any]:
-    before, after = change.before or {}, change.after or {}
-    return {
-        "id": change.id,
-        "scope": str(change.scope),
-        "topic": change.topic,
-        "action": change.action,
-        "by": change.actor,
-        "at": iso_z(change.created_at),
-        "reason": change.reason,
-        "proposal_id": change.proposal_id,
-        "reverted_by": change.reverted_by,
-        "summary_before": before.get("summary"),
-        "summary_after": after.get("summary"),
-    }
-
-
-async def cmd_history(args: argparse.Namespace, settings: Settings) -> int:
-    async with open_store(settings) as store:
-        changes = await store.fetch_history(args.scope, args.topic, limit=args.n)
-    if args.json:
-        print_json([_change_json(c) for c in changes])
-        return 0
-    if not changes:
-        print("no changes")
-    for change in changes:
-        reverted = f"  (reverted by {change.reverted_by})" if change.reverted_by else ""
-        why = f"  — {change.reason}" if change.reason else ""
-        print(
-            f"{change.id:>6}  {change.created_at:%Y-%m-%d %H:%M}Z  {change.action:<7} "
-            f"{change.scope} / {change.topic}  by {change.actor}{why}{reverted}"
-        )
-    return 0
-
-
-async def cmd_revert(args: argparse.Namespace, settings: Settings) -> int:
-    async with open_store(settings) as store:
-        change = await store.revert(args.change_id, actor=cli_actor())
-    state = "removed" if change.after is None else "restored"
-    print(f"{state} {change.scope} / {change.topic} (change {change.id})")
-    return 0
-
-
-async def cmd_undo(args: argparse.Namespace, settings: Settings) -> int:
-    async with open_store(settings) as store:
-        change = await store.undo(cli_actor())
-    print(f"undid {change.reason.removeprefix('undo of ')}: {change.scope} / {change.topic}")
-    return 0
-
-
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from bot.cli.progress import progress_bar
     from memory.transfer import import_notes
@@ -364,9 +320,10 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     async with open_store(settings) as store:
         with progress_bar("note") as progress:  # a large file takes seconds to write
             result = await import_notes(store, args.source, actor=cli_actor(), progress=progress)
+    change = "" if result.change_id is None else f" (change {result.change_id})"
     print(
         f"imported {args.source}: {result.created} new, {result.updated} updated, "
-        f"{result.unchanged} unchanged"
+        f"{result.unchanged} unchanged{change}"
     )
     return 0
 

@@ -314,6 +314,9 @@ class Router:
         except NotFound:
             await say("There is no change of yours to undo here.")
             return
+        if change.scope is None or change.topic is None:  # an import, all in this view
+            await say(f"↩️ Undone: {change.reason.removeprefix('undo of ')}, {change.notes} notes.")
+            return
         what = "Removed" if change.after is None else "Restored"
         where = scope_label(change.scope, ctx.conversation)
         await say(f"↩️ Undone. {what} `{change.topic}` in {where}.")

@@ -64,6 +64,10 @@ class DigestJob:
     async def changes(self, channel: Scope, start: datetime, end: datetime) -> list[str]:
         lines = []
         for change in await self.ctx.notes.fetch_changes_between(channel, start, end):
+            if change.topic is None:  # an import (or its revert): this channel's notes of it
+                what = "imported" if change.action == "import" else "reverted"
+                lines.append(f"• {what}: {change.notes} notes (change {change.id})")
+                continue
             state = change.after or change.before or {}
             summary = state.get("summary", "")
             category = state.get("category", "")

@@ -94,7 +94,12 @@ class ReflectionJob:
         ]  # fmt: skip
         # Both writes describe the same day; the log is written last, so a failure before it
         # leaves the run to be retried in full (lesson saves are idempotent per topic).
+        # Saved one by one, in one transaction: each lesson is a change of its own, which
+        # the digest names (an import would be one change of them all).
+        notes = self.ctx.notes
         if drafts:
-            await self.ctx.notes.import_drafts(drafts, actor="lorebot")
+            async with notes.db.transaction() as tx:
+                for draft in drafts:
+                    await notes.save_in(tx, notes.validate(draft), "lorebot", "reflection", None)
         await self.ctx.daily_logs.write(scope, day, reflection.log.strip())
         return f"logged {day}, {len(drafts)} lessons"

@@ -1,5 +1,6 @@
 """Bulk import of note drafts: one transaction, written in chunks on the writer's thread
-while the next chunk is validated, each change still with its change set."""
+while the next chunk is validated, and one change set of many notes: an item per note
+created or updated, keeping its state before."""
 
 from __future__ import annotations
 
@@ -22,10 +23,11 @@ from memory.sqlite.bulk_writes import (
 )
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.note_sql import (
-    CHANGE_ROW_VALUES,
     INDEX_NOTES,
-    INSERT_CHANGE,
+    INSERT_ITEM,
+    INSERT_MANY_CHANGE,
     INSERT_NOTE,
+    ITEM_ROW_VALUES,
     NOTE_ROW_VALUES,
     STATE_VALUES,
     UPSERT_NOTE,
@@ -53,22 +55,27 @@ async def import_drafts(
     counts = {"create": 0, "update": 0, "unchanged": 0}
     # A topic repeated in the file updates a note this import created; the update
     # trigger would unindex text the chunk's index below has not indexed yet, so those
-    # rows are written after every chunk, in file order.
+    # rows are written after every chunk, in file order. A note gets one item, at its first
+    # line: its state before the import.
     created: set[tuple[str, str]] = set()
+    touched: set[tuple[str, str]] = set()
     repeats: list[tuple[object, ...]] = []
     with quick_gil_handoffs():
         async with db.write() as conn, import_page_cache(conn):
+            cursor = await conn.execute(INSERT_MANY_CHANGE, ("import", actor, "", now))
+            change_id = cursor.lastrowid
+            assert change_id is not None
             states = await _states(conn, [(scope_text(d.scope), d.topic) for d in drafts])
             writes: list[asyncio.Future[None]] = []
             try:
                 for start in range(0, len(drafts), _IMPORT_CHUNK):
                     chunk = drafts[start : start + _IMPORT_CHUNK]
-                    new, updated, changes = _import_rows(
-                        chunk, start, labels, states, validate, actor, now, counts, created,
-                        repeats,
+                    new, updated, items = _import_rows(
+                        chunk, start, labels, states, validate, actor, now, counts, change_id,
+                        created, touched, repeats,
                     )  # fmt: skip
                     write = functools.partial(
-                        _store_import_chunk, new=new, updated=updated, changes=changes
+                        _store_import_chunk, new=new, updated=updated, items=items
                     )
                     written = on_writer_thread(conn, write)
                     if progress is not None:
@@ -83,7 +90,11 @@ async def import_drafts(
                 write_done.result()  # raise the first failed write, if any
             if repeats:
                 await conn.executemany(UPSERT_NOTE, repeats)
-    return ImportResult(counts["create"], counts["update"], counts["unchanged"])
+            if not touched:  # nothing changed: no change set either
+                await conn.execute("DELETE FROM note_changes WHERE id = ?", (change_id,))
+    return ImportResult(
+        counts["create"], counts["update"], counts["unchanged"], change_id if touched else None
+    )
 
 
 def _import_rows(
@@ -95,14 +106,16 @@ def _import_rows(
     actor: str,
     now: str,
     counts: dict[str, int],
+    change_id: int,
     created: set[tuple[str, str]],
+    touched: set[tuple[str, str]],
     repeats: list[tuple[object, ...]],
 ) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]], list[tuple[object, ...]]]:
-    """Validate one chunk and build its rows: new notes, updated notes and change sets;
-    the note rows of topics this import already created go to `repeats` instead."""
+    """Validate one chunk and build its rows: new notes, updated notes and the change's
+    items; the note rows of topics this import already created go to `repeats` instead."""
     new: list[tuple[object, ...]] = []
     updated: list[tuple[object, ...]] = []
-    changes: list[tuple[object, ...]] = []
+    items: list[tuple[object, ...]] = []
     for number, item in enumerate(chunk, start=offset):
         try:
             draft = validate(item)
@@ -116,10 +129,8 @@ def _import_rows(
             counts["unchanged"] += 1
             continue
         states[key] = after
-        action = "create" if before is None else "update"
-        counts[action] += 1
-        keys = scope_keys(draft.scope, draft.private)
-        row = (*key, keys, *STATE_VALUES(after))
+        counts["create" if before is None else "update"] += 1
+        row = (*key, scope_keys(draft.scope, draft.private), *STATE_VALUES(after))
         if key in created:
             repeats.append(row)
         elif before is None:
@@ -127,9 +138,10 @@ def _import_rows(
             created.add(key)
         else:
             updated.append(row)
-        changes.append((*key, action, rows.dump_state(before), rows.dump_state(after),
-                        actor, "import", None, now))  # fmt: skip
-    return new, updated, changes
+        if key not in touched:
+            touched.add(key)
+            items.append((change_id, *key, rows.dump_state(before)))
+    return new, updated, items
 
 
 async def _states(
@@ -163,7 +175,7 @@ def _store_import_chunk(
     raw: Any,
     new: list[tuple[object, ...]],
     updated: list[tuple[object, ...]],
-    changes: list[tuple[object, ...]],
+    items: list[tuple[object, ...]],
 ) -> None:
     """Write one chunk of an import and index its new notes, on the writer's own thread:
     a few statements, each of which runs without the GIL. New notes are plain inserts,
@@ -171,7 +183,7 @@ def _store_import_chunk(
     last = int(raw.execute("SELECT coalesce(max(id), 0) FROM notes").fetchone()[0])
     for sql, found, columns in ((INSERT_NOTE, new, NOTE_ROW_VALUES),
                                 (UPSERT_NOTE, updated, NOTE_ROW_VALUES),
-                                (INSERT_CHANGE, changes, CHANGE_ROW_VALUES)):  # fmt: skip
+                                (INSERT_ITEM, items, ITEM_ROW_VALUES)):  # fmt: skip
         step = rows_per_statement(raw, columns)
         for start in range(0, len(found), step):
             part = found[start : start + step]

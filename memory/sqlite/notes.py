@@ -24,10 +24,11 @@ from memory.notes import DEFAULT_MAX_NOTE_BYTES, ImportResult
 from memory.ranking import Method
 from memory.sqlite import note_changes, note_import, rows
 from memory.sqlite.database import SqliteDatabase, connection_of, to_db_time
+from memory.sqlite.many_changes import revert_many
 from memory.sqlite.note_changes import record_change
 from memory.sqlite.note_indexes import ScopeIndexes
 from memory.sqlite.note_search import NoteSearch
-from memory.sqlite.note_sql import LIVE, change_visibility_sql, visibility_sql
+from memory.sqlite.note_sql import LIVE, visibility_sql
 from memory.sqlite.note_writes import fetch_row, state_after, write_state
 from memory.sqlite.term_stats import TermStats
 from memory.sqlite.vectors import SqliteVectorIndex
@@ -255,12 +256,21 @@ class SqliteNoteStore:
     async def revert(self, change_id: int, *, actor: str, reason: str = "") -> Change:
         """Restore the note a change touched to its state before that change.
 
-        Refused when the note changed again since, so a revert never clobbers later work."""
+        Refused when the note changed again since, so a revert never clobbers later work; a
+        change of many notes (an import) restores those no later change touched
+        (`many_changes.revert_many`)."""
         target = await self.fetch_change(change_id)
         if target.reverted_by is not None:
             raise Conflict(
                 f"change {change_id} was already reverted by change {target.reverted_by}"
             )
+        reason = reason or f"revert of change {change_id}"
+        if target.scope is None or target.topic is None:  # a change of many notes
+            async with self.db.write() as conn:
+                self._changed()
+                now = to_db_time(self.clock())
+                new_id = await revert_many(conn, change_id, actor, reason, now)
+            return await self.fetch_change(new_id)
         async with self.db.write() as conn:
             row = await fetch_row(conn, target.scope, target.topic)
             current = None if row is None else rows.state_of(row)
@@ -281,7 +291,7 @@ class SqliteNoteStore:
                 )
             new_id = await record_change(
                 conn, self.clock, target.scope, target.topic, "revert", current, target.before,
-                actor, reason or f"revert of change {change_id}", None,
+                actor, reason, None,
             )  # fmt: skip
             await conn.execute(
                 "UPDATE note_changes SET reverted_by = ? WHERE id = ?", (new_id, change_id)
@@ -292,20 +302,10 @@ class SqliteNoteStore:
         """Revert the latest change `actor` made that is not itself a revert or reverted,
         optionally only among the changes `visibility` may see: in its public-only scopes,
         a change that touched a private note is invisible, so undo never reaches it."""
-        scope_filter, params = "", [actor]
-        if visibility is not None:
-            scope_filter, seen = change_visibility_sql(visibility)
-            scope_filter = f"AND ({scope_filter})"
-            params += list(seen)
-        async with self.db.conn.execute(
-            "SELECT id FROM note_changes WHERE actor = ? AND action != 'revert' "
-            f"AND reverted_by IS NULL {scope_filter} ORDER BY id DESC LIMIT 1",
-            params,
-        ) as cursor:
-            row = await cursor.fetchone()
-        if row is None:
+        latest = await note_changes.latest_undoable(self.db, actor, visibility)
+        if latest is None:
             raise NotFound("there is nothing of yours to undo")
-        return await self.revert(row[0], actor=actor, reason=f"undo of change {row[0]}")
+        return await self.revert(latest, actor=actor, reason=f"undo of change {latest}")
 
     async def import_drafts(
         self,
@@ -315,8 +315,9 @@ class SqliteNoteStore:
         labels: Sequence[str] = (),
         progress: Callable[[int, int], None] | None = None,
     ) -> ImportResult:
-        """Save many notes in one transaction: all of them or, on any error, none. Each
-        change still gets its change set.
+        """Save many notes in one transaction: all of them or, on any error, none. The
+        import is one change set of all the notes it created or updated (none when it
+        changed nothing).
 
         Each chunk is written, by a few statements that run without the GIL, while the
         next chunk is validated. `labels` name where each draft came from (e.g. a file and

@@ -68,11 +68,13 @@ def content_fingerprint(state: Mapping[str, object] | None) -> str | None:
 
 
 def change_from_row(row: sqlite3.Row) -> Change:
+    """A change from its row, or from a history view of one (`note_changes.py`), whose
+    `notes` column counts the notes of a change of many (NULL: a change of one note)."""
     created = from_db_time(row["created_at"])
     assert created is not None
     return Change(
         id=row["id"],
-        scope=Scope.parse(row["scope"]),
+        scope=None if row["scope"] is None else Scope.parse(row["scope"]),
         topic=row["topic"],
         action=row["action"],
         before=None if row["before_json"] is None else json.loads(row["before_json"]),
@@ -82,6 +84,7 @@ def change_from_row(row: sqlite3.Row) -> Change:
         proposal_id=row["proposal_id"],
         created_at=created,
         reverted_by=row["reverted_by"],
+        notes=row["notes"],
     )
 
 

@@ -68,14 +68,14 @@ def test_a_topic_repeated_in_one_file_is_created_then_updated_in_file_order(
     assert search(capsys, "giraffe") == []
     assert search(capsys, "vpn") == [("vpn", "the VPN gateway is vpn-2")]
     _, history, _ = run(capsys, "notes", "history", "--scope", SCOPE, "--topic", "staging-db")
-    assert [line.split()[3] for line in history.splitlines()] == ["update", "create"]
+    assert [line.split()[3] for line in history.splitlines()] == ["import"]
     fts_is_consistent(env)
 
-    # Each change has its change set: reverting the update brings the first text back.
-    update_id = history.split()[0]
-    assert run(capsys, "notes", "revert", update_id)[0] == 0
-    assert search(capsys, "giraffe") == [("staging-db", "staging is on giraffe")]
-    assert search(capsys, "zebra") == []
+    # The import is one change: reverting it removes both notes, the repeated one too.
+    import_id = history.split()[0]
+    assert run(capsys, "notes", "revert", import_id)[0] == 0
+    assert search(capsys, "giraffe") == [] and search(capsys, "zebra") == []
+    assert search(capsys, "vpn") == []
     fts_is_consistent(env)
 
 

@@ -70,32 +70,40 @@ TRICKY = [
 ]
 
 
-async def test_imported_change_sets_are_the_text_a_single_save_writes(
+async def test_an_imports_states_before_are_the_text_a_single_save_writes(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    """An import writes each change set itself; its text must be byte for byte what
-    `notes add` writes for the same note, so history, revert and backups read both alike."""
+    """An import writes the state before of each note it updates itself; its text must be
+    byte for byte what `notes add` writes for the same note, so history, revert and
+    backups read both alike."""
     lines = [
         {"scope": "channel:slack/C1", "topic": f"tricky-{n}", "summary": f"tricky {n}",
          "body": text, "category": "fact", "pinned": n % 2 == 0, "private": n == 3,
          "author": "user:slack/U1", "source": "https://example.slack.com/x/\"y\""}
         for n, text in enumerate(TRICKY)
     ]  # fmt: skip
-    source = tmp_path / "notes.jsonl"
-    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    second.write_text(
+        "".join(json.dumps({**line, "summary": "changed"}) + "\n" for line in lines),
+        encoding="utf-8",
+    )
     written = []
     for name in ("imported", "saved"):
         db = await SqliteDatabase.open(tmp_path / f"{name}.db")
         try:
             store = SqliteNoteStore(db, clock=clock)
-            if name == "imported":
-                await import_notes(store, source, actor="cli")
-            for item in [] if name == "imported" else read_source(source):
+            for item in read_source(first):
                 await store.save(item.draft, actor="cli")
-            async with db.conn.execute(
-                "SELECT before_json, after_json FROM note_changes ORDER BY id"
-            ) as cur:
-                written.append([tuple(row) for row in await cur.fetchall()])
+            if name == "imported":
+                await import_notes(store, second, actor="cli")
+                sql = "SELECT before_json FROM note_change_items"
+            else:
+                for item in read_source(second):
+                    await store.save(item.draft, actor="cli")
+                sql = "SELECT before_json FROM note_changes WHERE action = 'update'"
+            async with db.conn.execute(sql) as cur:
+                written.append(sorted(row[0] for row in await cur.fetchall()))
         finally:
             await db.close()
     assert written[0] == written[1]
