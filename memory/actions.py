@@ -54,7 +54,7 @@ class Allowance:
     server_id: str = ""  # the server's identity when it was granted
 
 
-def action_from_row(row: Mapping[str, Any], time: Callable[[Any], datetime | None]) -> Action:
+def action_from_row(row: Any, time: Callable[[Any], datetime | None]) -> Action:
     """An `actions` row as an `Action`; `time` reads the engine's time columns."""
     created_at = time(row["created_at"])
     assert created_at is not None

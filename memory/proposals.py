@@ -4,12 +4,19 @@ happens exactly once."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from memory.errors import InvalidInput
+from memory.note_states import content_fingerprint
 from memory.types import Category, NoteDraft, Scope
+
+if TYPE_CHECKING:
+    from memory.database import Transaction
+    from memory.notes import NoteStore
 
 # A note that changed after its card was shown is not touched: the person approved what
 # the card said, not what the note became. The message names no content.
@@ -70,6 +77,63 @@ def draft_from_payload(payload: Mapping[str, Any]) -> NoteDraft:
         private=bool(payload.get("private", False)),
         source=payload.get("source", ""),
         author=payload.get("author", ""),
+    )
+
+
+async def apply_proposal(notes: NoteStore, tx: Transaction, proposal: Proposal) -> str:
+    """Carry out an approved proposal's note change inside the decision's transaction, on
+    any engine; the outcome shown on its card. `InvalidInput` (`STALE`) when the note is no
+    longer as the card showed it."""
+    reason = f"proposal {proposal.id}"
+    if proposal.kind == NOTE_SAVE:
+        draft = notes.validate(draft_from_payload(proposal.payload))
+        current = await notes.state_in(tx, draft.scope, draft.topic)
+        _check_unchanged(proposal.payload, current)
+        if current is not None and current["private"] and not draft.private:
+            # A private note never becomes public from a card; only its owner, in a DM.
+            raise InvalidInput(STALE)
+        result = await notes.save_in(tx, draft, proposal.requester, reason, proposal.id)
+        if result.change_id is None:
+            return "unchanged"
+        return "created" if result.created else "updated"
+    if proposal.kind == NOTE_FORGET:
+        scope = Scope.parse(proposal.payload["scope"])
+        topic = proposal.payload["topic"]
+        current = await notes.state_in(tx, scope, topic)
+        if current is not None:
+            _check_unchanged(proposal.payload, current)
+        await notes.forget_in(tx, scope, topic, proposal.requester, reason, proposal.id)
+        return "forgotten"
+    return "approved"
+
+
+def _check_unchanged(payload: Mapping[str, Any], current: Mapping[str, object] | None) -> None:
+    """Raise `InvalidInput` when the note is no longer as the card showed it. Proposals
+    made before cards recorded the note's state carry no `expect` and are not checked."""
+    if "expect" in payload and payload["expect"] != content_fingerprint(current):
+        raise InvalidInput(STALE)
+
+
+def proposal_from_row(row: Any, time: Callable[[Any], datetime | None]) -> Proposal:
+    """A `proposals` row as a `Proposal`; `time` reads the engine's time columns."""
+    created = time(row["created_at"])
+    expires = time(row["expires_at"])
+    assert created is not None and expires is not None
+    return Proposal(
+        id=row["id"],
+        kind=row["kind"],
+        status=row["status"],
+        requester=row["requester"],
+        platform=row["platform"],
+        conversation=json.loads(row["conversation_json"]),
+        card_message_id=row["card_message_id"],
+        payload=json.loads(row["payload_json"]),
+        created_at=created,
+        expires_at=expires,
+        decided_by=row["decided_by"],
+        outcome=row["outcome"],
+        followed_up=row["followed_up_at"] is not None,
+        decided_at=time(row["decided_at"]),
     )
 
 

@@ -36,6 +36,10 @@ CONTENT_WEIGHT = 1.0
 BEFORE_WEIGHT = 0.75
 AFTER_WEIGHT = 0.5
 AUTHOR_WEIGHT = 1.0
+# bm25's term-frequency saturation and length normalisation, FTS5's fixed values: an
+# engine that computes bm25 itself (PostgreSQL) uses these so both rank alike.
+BM25_K1 = 1.2
+BM25_B = 0.75
 # Candidates each ranking brings to a fusion.
 FUSION_POOL = 20
 
@@ -87,6 +91,18 @@ def term_overlap(query: str, text: str) -> float:
         return 0.0
     present = {_stem(w.lower()) for w in _WORD_RE.findall(text)}
     return len(wanted & present) / len(wanted)
+
+
+def column_weights(weights: Sequence[float]) -> list[float]:
+    """`weights` scaled so the heaviest is 1 (all kept as they are when none is above 0).
+
+    FTS5 adds a column's weight for every occurrence before bm25 saturates the count and
+    marks long texts down. A weight above 1 counts one mention as several: it uses up the
+    saturation at once, so a repeated word gains little over a single one and a long text
+    is marked down less than plain bm25 marks it. At most 1, the heaviest column counts
+    words as plain bm25 does, and the others count them less."""
+    top = max(weights, default=0.0)
+    return [w / top for w in weights] if top > 0 else list(weights)
 
 
 # --- fusion ---------------------------------------------------------------------------

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.bm25 import column_weights
-from memory.ranking import query_terms
+from memory.ranking import column_weights, query_terms
 
 
 def quote(term: str) -> str:

@@ -13,19 +13,10 @@ from typing import Any
 
 import aiosqlite
 
-from memory.database import Transaction
 from memory.errors import Conflict, InvalidInput, NotFound
-from memory.proposals import (
-    NOTE_FORGET,
-    NOTE_SAVE,
-    STALE,
-    Proposal,
-    draft_from_payload,
-)
+from memory.proposals import Proposal, apply_proposal, proposal_from_row
 from memory.sqlite.database import connection_of, from_db_time, to_db_time
 from memory.sqlite.notes import SqliteNoteStore
-from memory.sqlite.rows import content_fingerprint
-from memory.types import Scope
 
 _log = logging.getLogger(__name__)
 
@@ -108,7 +99,7 @@ class SqliteProposalStore:
                 conn = connection_of(tx)
                 proposal = await self._claim(conn, proposal_id, approve, decided_by, now)
                 if approve:
-                    outcome = await self._apply(tx, proposal)
+                    outcome = await apply_proposal(self.notes, tx, proposal)
                     await conn.execute(
                         "UPDATE proposals SET outcome = ? WHERE id = ?", (outcome, proposal.id)
                     )
@@ -198,29 +189,6 @@ class SqliteProposalStore:
             raise Conflict(f"proposal {proposal_id} expired at {current[0].expires_at:%H:%M}Z")
         raise Conflict(f"proposal {proposal_id} was already {current[0].status}")
 
-    async def _apply(self, tx: Transaction, proposal: Proposal) -> str:
-        reason = f"proposal {proposal.id}"
-        if proposal.kind == NOTE_SAVE:
-            draft = self.notes.validate(draft_from_payload(proposal.payload))
-            current = await self.notes.state_in(tx, draft.scope, draft.topic)
-            _check_unchanged(proposal.payload, current)
-            if current is not None and current["private"] and not draft.private:
-                # A private note never becomes public from a card; only its owner, in a DM.
-                raise InvalidInput(STALE)
-            result = await self.notes.save_in(tx, draft, proposal.requester, reason, proposal.id)
-            if result.change_id is None:
-                return "unchanged"
-            return "created" if result.created else "updated"
-        if proposal.kind == NOTE_FORGET:
-            scope = Scope.parse(proposal.payload["scope"])
-            topic = proposal.payload["topic"]
-            current = await self.notes.state_in(tx, scope, topic)
-            if current is not None:
-                _check_unchanged(proposal.payload, current)
-            await self.notes.forget_in(tx, scope, topic, proposal.requester, reason, proposal.id)
-            return "forgotten"
-        return "approved"
-
     async def _select(
         self,
         where: str,
@@ -230,33 +198,4 @@ class SqliteProposalStore:
         async with (conn or self.db.conn).execute(
             f"SELECT * FROM proposals {where}", params
         ) as cursor:
-            return [_proposal_from_row(row) for row in await cursor.fetchall()]
-
-
-def _check_unchanged(payload: Mapping[str, Any], current: Mapping[str, object] | None) -> None:
-    """Raise `InvalidInput` when the note is no longer as the card showed it. Proposals
-    made before cards recorded the note's state carry no `expect` and are not checked."""
-    if "expect" in payload and payload["expect"] != content_fingerprint(current):
-        raise InvalidInput(STALE)
-
-
-def _proposal_from_row(row: Any) -> Proposal:
-    created = from_db_time(row["created_at"])
-    expires = from_db_time(row["expires_at"])
-    assert created is not None and expires is not None
-    return Proposal(
-        id=row["id"],
-        kind=row["kind"],
-        status=row["status"],
-        requester=row["requester"],
-        platform=row["platform"],
-        conversation=json.loads(row["conversation_json"]),
-        card_message_id=row["card_message_id"],
-        payload=json.loads(row["payload_json"]),
-        created_at=created,
-        expires_at=expires,
-        decided_by=row["decided_by"],
-        outcome=row["outcome"],
-        followed_up=row["followed_up_at"] is not None,
-        decided_at=from_db_time(row["decided_at"]),
-    )
+            return [proposal_from_row(row, from_db_time) for row in await cursor.fetchall()]

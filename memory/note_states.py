@@ -1,0 +1,74 @@
+"""A note's state as change sets keep it, on every engine: the columns, their JSON form
+(times as fixed-width UTC text, flags as 0 or 1), what counts as its content, and the
+fingerprint a card is checked against. Two engines holding the same state write the same
+change set, so a database copied from one to the other keeps its history as it was."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from memory.clock import to_utc_text
+
+if TYPE_CHECKING:
+    from memory.types import NoteDraft
+
+# The columns a change set records; restoring them restores the note exactly.
+STATE_COLUMNS = (
+    "summary", "body", "category", "private", "pinned", "author", "source", "confidence",
+    "created_at", "updated_at", "expires_at",
+)  # fmt: skip
+# What counts as the note's content when checking that a revert still applies.
+CONTENT_COLUMNS = ("summary", "body", "category", "private", "pinned", "expires_at")
+TIME_COLUMNS = ("created_at", "updated_at", "expires_at")
+FLAG_COLUMNS = ("private", "pinned")
+
+
+def same_content(a: Mapping[str, object] | None, b: Mapping[str, object] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return all(a.get(c) == b.get(c) for c in CONTENT_COLUMNS)
+
+
+def content_fingerprint(state: Mapping[str, object] | None) -> str | None:
+    """A short hash of a note's content, so a card can be checked against the note later;
+    None for a note that does not exist."""
+    if state is None:
+        return None
+    content = json.dumps([state.get(c) for c in CONTENT_COLUMNS], ensure_ascii=False)
+    return hashlib.sha256(content.encode()).hexdigest()[:24]
+
+
+# Keys keep STATE_COLUMNS order; compact separators keep change sets small. One encoder for
+# all: `json.dumps` with options builds a new one per call, a fifth of its time.
+_STATE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def dump_state(state: Mapping[str, object] | None) -> str | None:
+    return None if state is None else _STATE_ENCODER.encode(state)
+
+
+def load_state(text: str | None) -> dict[str, object] | None:
+    return None if text is None else dict(json.loads(text))
+
+
+def state_after(
+    draft: NoteDraft, before: Mapping[str, object] | None, actor: str, now: str
+) -> dict[str, object]:
+    """The state a save of `draft` at `now` (UTC text) leaves, keeping the creation time
+    of `before`."""
+    return {
+        "summary": draft.summary,
+        "body": draft.body,
+        "category": draft.category.value,
+        "private": int(draft.private),
+        "pinned": int(draft.pinned),
+        "author": draft.author or actor,
+        "source": draft.source,
+        "confidence": draft.confidence,
+        "created_at": now if before is None else before["created_at"],
+        "updated_at": now,
+        "expires_at": None if draft.expires_at is None else to_utc_text(draft.expires_at),
+    }
