@@ -1,4 +1,5 @@
-"""The tables that hold the vectors of notes and messages, and the texts that are embedded.
+"""The tables that hold the vectors of notes and messages, and the texts that are embedded
+(`memory.embeddings` says what text each item gives, the same on every engine).
 
 Vectors are stored as sqlite-vec int8 vectors (each scaled to its largest component;
 cosine distance does not mind the scale) in ordinary tables clustered by scope, one pair of
@@ -12,45 +13,19 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import aiosqlite
 
 from memory.embedder import Embedder
+from memory.embeddings import BATCH_SIZE as BATCH_SIZE
+from memory.embeddings import EMBED_MAX_CHARS as EMBED_MAX_CHARS
+from memory.embeddings import PREVIOUS_CHARS as PREVIOUS_CHARS
+from memory.embeddings import EmbeddingState as EmbeddingState
+from memory.embeddings import batch_mismatch
+from memory.embeddings import message_text as message_text
+from memory.embeddings import note_text as note_text
 from memory.errors import EmbeddingMismatch
 from memory.vectors import KINDS, NOTE
-
-BATCH_SIZE = 32
-# How much of a note or message is embedded; small embedding models read ~512 tokens.
-EMBED_MAX_CHARS = 2000
-# Characters of the previous message a message carries, in its vector and word index.
-PREVIOUS_CHARS = 400
-
-
-@dataclass(frozen=True, slots=True)
-class EmbeddingState:
-    """The model the stored vectors come from, and the generation of their tables."""
-
-    model: str
-    dim: int
-    generation: int
-
-    def table(self, kind: str) -> str:
-        return f"vec_{kind}s_{self.generation}"
-
-    def describe(self) -> str:
-        return f"{self.model} ({self.dim} dimensions)"
-
-
-def note_text(topic: str, summary: str, body: str) -> str:
-    return f"{topic.replace('-', ' ')}: {summary}\n{body}".strip()[:EMBED_MAX_CHARS]
-
-
-def message_text(content: str, before: str | None = None) -> str:
-    """A message is embedded after the one before it, so a short reply ("yep, 8443")
-    carries what it answers (+5 points of hit@10 in benchmarks/recall_quality.py)."""
-    text = f"{before[:PREVIOUS_CHARS]}\n{content}" if before else content
-    return text.strip()[:EMBED_MAX_CHARS]
 
 
 def serialize(vector: Sequence[float]) -> bytes:
@@ -139,10 +114,7 @@ async def store_vectors(
     await conn.executemany(f"DELETE FROM {table} WHERE id = ?", [(i,) for i in ids])
     for vector in vectors.values():
         if len(vector) != state.dim:
-            raise EmbeddingMismatch(
-                f"the embedding model returned {len(vector)} dimensions, but the store holds "
-                f"vectors of {state.describe()}: run `lorebot notes reembed`"
-            )
+            raise EmbeddingMismatch(batch_mismatch(state, len(vector)))
     await conn.executemany(
         f"INSERT INTO {table} (scope, id, private, embedding) VALUES (?, ?, ?, ?)",
         [(items[i][0], i, items[i][1], serialize(v)) for i, v in vectors.items()],

@@ -22,12 +22,18 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from memory.embedder import Embedder
-from memory.errors import EmbedderUnavailable, EmbeddingMismatch, StoreError
+from memory.embeddings import (
+    BATCH_SIZE,
+    COVERAGE_RECOUNT_S,
+    EMBED_MAX_CHARS,
+    QUERY_CACHE_SIZE,
+    EmbeddingState,
+    mismatch,
+    retry_after,
+)
+from memory.errors import EmbeddingMismatch, StoreError
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.vector_tables import (
-    BATCH_SIZE,
-    EMBED_MAX_CHARS,
-    EmbeddingState,
     create_tables,
     embed_items,
     read_state,
@@ -42,23 +48,10 @@ from memory.visibility import Visibility
 
 _log = logging.getLogger(__name__)
 
-QUERY_CACHE_SIZE = 256  # recent query vectors kept (about 1.5 KB each at 384 dimensions)
-# How long to wait after a failure when the embedder does not say (its `retry_after`).
-RETRY_S = 30.0
-# While items wait for their vector, how often a turn's coverage figures are counted again:
-# counting is a scan of every note (or message), too slow for every turn of a large store.
-COVERAGE_RECOUNT_S = 30.0
-
 
 def _counted(kind: str) -> tuple[str, str]:
     """The table of `kind` and the condition of its items that get a vector."""
     return ("notes", "1") if kind == NOTE else ("messages", "scope != ''")
-
-
-def retry_after(exc: StoreError) -> float:
-    """Seconds to wait before asking the embedder again after `exc`."""
-    delay = exc.retry_after if isinstance(exc, EmbedderUnavailable) else None
-    return RETRY_S if delay is None else delay
 
 
 class SqliteVectorIndex:
@@ -107,7 +100,7 @@ class SqliteVectorIndex:
             return
         wanted = self.embedder.model
         if stored is not None and stored.model != wanted:
-            raise EmbeddingMismatch(_mismatch(stored, wanted))
+            raise EmbeddingMismatch(mismatch(stored, wanted))
         if stored is not None and not probe_dimension:
             self.state = stored
             return
@@ -120,7 +113,7 @@ class SqliteVectorIndex:
         self._dimension_checked = True
         if stored is not None:
             if stored.dim != dim:
-                raise EmbeddingMismatch(_mismatch(stored, wanted, dim))
+                raise EmbeddingMismatch(mismatch(stored, wanted, dim))
             self.state = stored
             return
         self.state = await self._set_up(EmbeddingState(wanted, dim, 1))
@@ -155,7 +148,7 @@ class SqliteVectorIndex:
             self._query_backoff_until = time.monotonic() + delay
             return None
         if len(vector) != self.state.dim:
-            problem = _mismatch(self.state, self.embedder.model, len(vector))
+            problem = mismatch(self.state, self.embedder.model, len(vector))
             if not self._dimension_checked:
                 raise EmbeddingMismatch(problem)  # the stored dimension was taken on trust
             _log.error(problem)
@@ -300,20 +293,3 @@ class SqliteVectorIndex:
                 delay = retry_after(exc)
                 _log.warning("embedding paused for %.0f s: %s", delay, exc)
             await asyncio.sleep(delay)
-
-
-def _mismatch(stored: EmbeddingState, model: str, dim: int | None = None) -> str:
-    if model == stored.model:  # the same name answers with another dimension
-        return (
-            f"the stored vectors were made by {stored.describe()}, but {model} now returns "
-            f"{dim} dimensions (was it replaced in Ollama?). Nothing was changed. Run "
-            "`lorebot notes reembed` to re-embed every note and message with it (it can be "
-            "interrupted and resumed)"
-        )
-    configured = model if dim is None else f"{model} ({dim} dimensions)"
-    return (
-        f"the stored vectors were made by {stored.describe()}, but ollama.embed_model is "
-        f"{configured}. Nothing was changed. Either set ollama.embed_model back to "
-        f"{stored.model}, or run `lorebot notes reembed` to re-embed every note and message "
-        "with the new model (it can be interrupted and resumed)"
-    )
