@@ -17,7 +17,14 @@ from memory.sqlite.notes import SqliteNoteStore
 from tests.fakes.ollama import fake_ollama  # noqa: F401  (fixture)
 from tests.support.clock import FakeClock
 from tests.support.connections import describe, opened, recording_await, still_open, stop_left
-from tests.support.engines import database_at, engine, engine_stores, open_again  # noqa: F401
+from tests.support.engines import (  # noqa: F401  (fixtures)
+    cli_database,
+    database_at,
+    engine,
+    engine_stores,
+    open_again,
+)
+from tests.support.harness import on_each_engine  # noqa: F401  (fixture)
 from tests.support.llama import llama_chat, llama_embed  # noqa: F401  (fixtures)
 from tests.support.postgres import pg_url, postgres_server  # noqa: F401  (fixtures)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.support.paths import ROOT
 
-ENGINES = (ROOT / "memory" / "sqlite",)
+ENGINES = (ROOT / "memory" / "sqlite", ROOT / "memory" / "postgres")
 STATEMENT = re.compile(
     r"\b(SELECT\s.*\bFROM\b|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
     r"CREATE\s+(TABLE|INDEX|VIRTUAL|TRIGGER)|PRAGMA\s+\w+|BEGIN\s+IMMEDIATE)",
@@ -40,4 +40,7 @@ def test_no_module_outside_an_engine_package_holds_sql() -> None:
         if not any(path.is_relative_to(engine) for engine in ENGINES)
         for where in sql_in(path)
     ]
-    assert found == [], "move this SQL into memory/sqlite/: " + ", ".join(found)
+    assert found == [], (
+        "move this SQL into an engine package (memory/sqlite/, memory/postgres/): "
+        + ", ".join(found)
+    )

@@ -28,7 +28,11 @@ class PostgresActionLog:
     """Records actions and allowances."""
 
     def __init__(
-        self, db: PostgresDatabase, *, clock: Clock = utc_now, secrets: Iterable[str] = ()
+        self,
+        db: PostgresDatabase,
+        *,
+        clock: Clock = utc_now,
+        secrets: Iterable[str] = (),
     ) -> None:
         self.db = db
         self.clock = clock
@@ -67,7 +71,8 @@ class PostgresActionLog:
     async def attach_proposal(self, action_id: int, proposal_id: int) -> None:
         async with self.db.write() as conn:
             await conn.execute(
-                "UPDATE actions SET proposal_id = %s WHERE id = %s", (proposal_id, action_id)
+                "UPDATE actions SET proposal_id = %s WHERE id = %s",
+                (proposal_id, action_id),
             )
 
     async def start(self, action_id: int, decided_by: str | None = None) -> Action:

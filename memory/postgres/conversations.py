@@ -23,7 +23,7 @@ from memory.conversations import (
     PastMessage,
 )
 from memory.postgres.database import Connection, PostgresDatabase
-from memory.postgres.words import bm25_sql, document_sql, weights_params
+from memory.postgres.words import bm25_sql, document_sql, weights_params, word_count_sql
 from memory.ranking import fuse, ranking_terms
 from memory.redaction import redact
 from memory.vectors import MESSAGE, VectorIndex
@@ -35,27 +35,32 @@ _NEIGHBOUR = (
     "coalesce((SELECT left(o.content, {chars}) FROM messages AS o WHERE o.conversation = "
     "m.conversation AND o.scope = m.scope AND o.id {op} m.id ORDER BY o.id {order} LIMIT 1), '')"
 )
-_WORDS = document_sql(
-    "m.content",
-    _NEIGHBOUR.format(chars=NEIGHBOUR_CHARS, op="<", order="DESC"),
-    _NEIGHBOUR.format(chars=NEIGHBOUR_CHARS, op=">", order="ASC"),
-    "m.author_name",
+_FIELDS = ("m.content", "n.before", "n.after", "m.author_name")
+_NEIGHBOURS = (
+    f"CROSS JOIN LATERAL (SELECT {_NEIGHBOUR.format(chars=NEIGHBOUR_CHARS, op='<', order='DESC')}"
+    f" AS before, {_NEIGHBOUR.format(chars=NEIGHBOUR_CHARS, op='>', order='ASC')} AS after) AS n"
 )
-# (Re-)index the messages with id >= %(first)s in the scoped conversations `%(keys)s`
-# (conversation || ' ' || scope), and in each the message just before the first of them.
+# (Re-)index the messages with id >= %(first)s, and in each of their conversations the
+# message just before the first of them (its next message changed).
 _INDEX = f"""
-INSERT INTO message_words (message_id, scope, words)
-SELECT m.id, m.scope, {_WORDS} FROM messages AS m
+INSERT INTO message_words (message_id, scope, words, word_count)
+SELECT m.id, m.scope, {document_sql(*_FIELDS)}, {word_count_sql(*_FIELDS)}
+FROM messages AS m {_NEIGHBOURS}
 WHERE m.scope != '' AND (m.id >= %(first)s OR m.id IN (
     SELECT (SELECT max(p.id) FROM messages AS p WHERE p.conversation = g.conversation
         AND p.scope = g.scope AND p.id < %(first)s)
     FROM (SELECT DISTINCT conversation, scope FROM messages
         WHERE id >= %(first)s AND scope != '') AS g
 ))
-ON CONFLICT (message_id) DO UPDATE SET words = excluded.words
+ON CONFLICT (message_id) DO UPDATE SET words = excluded.words, word_count = excluded.word_count
 """
 _MESSAGE_WEIGHTS = weights_params(
-    (ranking.CONTENT_WEIGHT, ranking.BEFORE_WEIGHT, ranking.AFTER_WEIGHT, ranking.AUTHOR_WEIGHT)
+    (
+        ranking.CONTENT_WEIGHT,
+        ranking.BEFORE_WEIGHT,
+        ranking.AFTER_WEIGHT,
+        ranking.AUTHOR_WEIGHT,
+    )
 )
 _SEARCH = bm25_sql("message_words", "scope = ANY(%(scopes)s)", id_column="message_id")
 
@@ -65,14 +70,23 @@ class PostgresConversationLog:
     stored with credentials and the bot's configured secrets redacted."""
 
     def __init__(
-        self, db: PostgresDatabase, *, clock: Clock = utc_now, secrets: Iterable[str] = ()
+        self,
+        db: PostgresDatabase,
+        *,
+        clock: Clock = utc_now,
+        secrets: Iterable[str] = (),
     ) -> None:
         self.db = db
         self.clock = clock
         self.secrets = tuple(secrets)
 
     async def append(
-        self, conversation: str, entries: Sequence[LogEntry], *, scope: str = "", link: str = ""
+        self,
+        conversation: str,
+        entries: Sequence[LogEntry],
+        *,
+        scope: str = "",
+        link: str = "",
     ) -> None:
         """Add messages to a conversation and to the message search index, in one
         transaction, credentials redacted."""
@@ -96,7 +110,7 @@ class PostgresConversationLog:
                 assert row is not None
                 first = row["id"] if first is None else first
             if scope and first is not None:
-                await _index_from(conn, first)
+                await index_messages_from(conn, first)
 
     async def import_messages(self, messages: Iterable[PastMessage]) -> int:
         """Add past messages in one transaction (COPY into a staging table, then every
@@ -128,7 +142,7 @@ class PostgresConversationLog:
             new = cursor.rowcount
             if new:
                 first = await _scalar(conn, "SELECT min(id) FROM messages WHERE id > %s", (start,))
-                await _index_from(conn, int(first))
+                await index_messages_from(conn, int(first))
         return max(new, 0)
 
     async def search(
@@ -150,7 +164,12 @@ class PostgresConversationLog:
         terms = " ".join(ranking_terms(query))
         keyword: list[tuple[int, float]] = []
         if terms:
-            params = {"text": terms, "limit": pool, "scopes": scopes, **_MESSAGE_WEIGHTS}
+            params = {
+                "text": terms,
+                "limit": pool,
+                "scopes": scopes,
+                **_MESSAGE_WEIGHTS,
+            }
             keyword = [(r["id"], float(r["score"])) for r in await self.db.rows(_SEARCH, params)]
         near: list[tuple[int, float]] = []
         if vector is not None and vectors is not None:
@@ -202,7 +221,7 @@ class PostgresConversationLog:
                 "WHERE id >= %s AND scope != ''",
                 (first,),
             )
-            await _index_from(conn, int(first))
+            await index_messages_from(conn, int(first))
         return int(count)
 
     async def fetch_history(self, conversation: str, limit: int = 60) -> History:
@@ -263,7 +282,7 @@ class PostgresConversationLog:
         return int(count or 0)
 
 
-async def _index_from(conn: Connection, first: int) -> None:
+async def index_messages_from(conn: Connection, first: int) -> None:
     """Index every scoped message from id `first` on, and the message before each
     conversation's first of them (its next message changed)."""
     await conn.execute(_INDEX, {"first": first})

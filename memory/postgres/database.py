@@ -89,6 +89,17 @@ class PostgresDatabase:
     ) -> PostgresDatabase:
         """Connect, then create or migrate lorebot's schema (unless not `create`, which
         refuses a database without one). A newer schema is refused and left untouched."""
+        # One connection first: a server that is down or refuses lorebot is said at once,
+        # in libpq's words, rather than by the pool retrying until its timeout.
+        try:
+            first = await psycopg.AsyncConnection.connect(
+                url, connect_timeout=max(1, round(connect_timeout_s))
+            )
+        except psycopg.Error as exc:
+            raise StoreUnavailable(
+                f"cannot reach PostgreSQL at {shown_url(url)}: {_first_line(exc)}"
+            ) from None
+        await first.close()
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             url,
             min_size=1,
@@ -104,8 +115,7 @@ class PostgresDatabase:
         except PoolTimeout as exc:
             await pool.close()
             raise StoreUnavailable(
-                f"cannot reach PostgreSQL at {shown_url(url)} within {connect_timeout_s:g} s: "
-                f"{await _last_error(url)}"
+                f"cannot reach PostgreSQL at {shown_url(url)} within {connect_timeout_s:g} s"
             ) from exc
         db = cls(pool, url)
         try:
@@ -179,7 +189,7 @@ class PostgresDatabase:
         async with self.connection() as conn:
             return await (await conn.execute(sql, params)).fetchall()
 
-    async def scalar(self, sql: str, params: tuple[object, ...] = ()) -> Any:
+    async def scalar(self, sql: str, params: tuple[object, ...] | dict[str, Any] = ()) -> Any:
         async with self.connection() as conn:
             row = await (await conn.execute(sql, params)).fetchone()
         return None if row is None else next(iter(row.values()))
@@ -219,12 +229,16 @@ class PostgresDatabase:
 
 
 def backup_advice(url: str, target: Path) -> str:
-    """What to run instead of `lorebot backup` on PostgreSQL."""
-    return (
+    """What to run instead of `lorebot backup` or `restore` on PostgreSQL: its own tools."""
+    where = shown_url(url)
+    advice = (
         "lorebot keeps its memory in PostgreSQL here, whose own tools back it up: "
-        f"pg_dump --format=custom --file={target} '{shown_url(url)}' "
-        "(restore with pg_restore --clean --if-exists --dbname=URL FILE)"
+        f"pg_dump --format=custom --file={target} '{where}' (and to restore: "
+        f"pg_restore --clean --if-exists --dbname='{where}' {target})"
     )
+    if "***" in where:
+        advice += "; they read the password from PGPASSWORD or ~/.pgpass"
+    return advice
 
 
 async def _one(conn: Connection, sql: str) -> dict[str, Any]:
@@ -246,10 +260,7 @@ def _libpq() -> str:
     return f"{version // 10000}.{version % 10000}"
 
 
-async def _last_error(url: str) -> str:
-    """Why a connection fails, in libpq's words (the pool only says it timed out)."""
-    try:
-        async with await psycopg.AsyncConnection.connect(url, connect_timeout=3):
-            return "the server answered only now"
-    except psycopg.Error as exc:
-        return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+def _first_line(exc: BaseException) -> str:
+    """The first line of libpq's message (which never holds the password)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -21,7 +21,11 @@ class PostgresEventLog:
     """Stores and reads captured actions."""
 
     def __init__(
-        self, db: PostgresDatabase, *, clock: Clock = utc_now, secrets: Iterable[str] = ()
+        self,
+        db: PostgresDatabase,
+        *,
+        clock: Clock = utc_now,
+        secrets: Iterable[str] = (),
     ) -> None:
         self.db = db
         self.clock = clock

@@ -68,7 +68,8 @@ class PostgresJobRuns:
             clauses.append("status = %s")
             params.append(status)
         runs = await self._select(
-            f"WHERE {' AND '.join(clauses)} ORDER BY period DESC, id DESC LIMIT 1", tuple(params)
+            f"WHERE {' AND '.join(clauses)} ORDER BY period DESC, id DESC LIMIT 1",
+            tuple(params),
         )
         return runs[0] if runs else None
 

@@ -20,7 +20,11 @@ class PostgresLiveReplies:
         self.clock = clock
 
     async def record(
-        self, platform: str, conversation: Mapping[str, Any], message_id: str, shown: str
+        self,
+        platform: str,
+        conversation: Mapping[str, Any],
+        message_id: str,
+        shown: str,
     ) -> None:
         """Note what the reply `message_id` shows now."""
         async with self.db.write() as conn:

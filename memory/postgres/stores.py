@@ -1,12 +1,16 @@
-"""Every PostgreSQL store of one database, each built on first use, as on SQLite."""
+"""Every PostgreSQL store of one database: notes, the conversation log and vectors at once,
+the others on first use, as on SQLite."""
 
 from __future__ import annotations
 
 import functools
 from typing import TYPE_CHECKING
 
+from memory.embedder import Embedder
 from memory.postgres.conversations import PostgresConversationLog
 from memory.postgres.database import PostgresDatabase
+from memory.postgres.notes import PostgresNoteStore
+from memory.postgres.vectors import PostgresVectorIndex
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
@@ -16,6 +20,7 @@ if TYPE_CHECKING:
     from memory.postgres.events import PostgresEventLog
     from memory.postgres.job_runs import PostgresJobRuns
     from memory.postgres.live_replies import PostgresLiveReplies
+    from memory.postgres.proposals import PostgresProposalStore
     from memory.postgres.seen_events import PostgresSeenEvents
     from memory.postgres.slips import PostgresModelSlips
 
@@ -23,10 +28,28 @@ if TYPE_CHECKING:
 class PostgresStores:
     """The stores of one PostgreSQL database."""
 
-    def __init__(self, db: PostgresDatabase, options: StoreOptions) -> None:
+    def __init__(
+        self, db: PostgresDatabase, options: StoreOptions, embedder: Embedder | None = None
+    ) -> None:
         self.db = db
         self.options = options
+        self.vectors = PostgresVectorIndex(db, embedder)
         self.log = PostgresConversationLog(db, clock=options.clock, secrets=options.secrets)
+        self.notes = PostgresNoteStore(
+            db,
+            clock=options.clock,
+            max_note_bytes=options.max_note_bytes,
+            index_max_lines=options.index_max_lines,
+            index_max_bytes=options.index_max_bytes,
+            vectors=self.vectors,
+            secrets=options.secrets,
+        )
+
+    @functools.cached_property
+    def proposals(self) -> PostgresProposalStore:
+        from memory.postgres.proposals import PostgresProposalStore
+
+        return PostgresProposalStore(self.notes)
 
     @functools.cached_property
     def actions(self) -> PostgresActionLog:
@@ -78,3 +101,20 @@ class PostgresStores:
 
     async def close(self) -> None:
         await self.db.close()
+        aclose = getattr(self.vectors.embedder, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+async def open_stores(
+    url: str,
+    options: StoreOptions,
+    *,
+    embedder: Embedder | None = None,
+    pool_size: int = 5,
+    create: bool = True,
+) -> PostgresStores:
+    """Connect to the PostgreSQL database at `url`, create or migrate lorebot's schema
+    (unless not `create`), and open its stores."""
+    db = await PostgresDatabase.open(url, pool_size=pool_size, create=create)
+    return PostgresStores(db, options, embedder)

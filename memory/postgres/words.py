@@ -5,8 +5,8 @@ Every field is a weight label of one `tsvector` (a note's topic A, summary B, bo
 message's content A, the message before B, after C, author D). Per document and query
 word, each occurrence adds its field's weight (`memory.ranking`); bm25 saturates that sum
 and marks long documents down; a word's idf comes from the number of documents holding it
-(an index lookup per word). A document's length is its number of distinct words, which is
-what a `tsvector` keeps.
+(an index lookup per word). A document's length is its number of words (`word_count`,
+kept beside its `tsvector`), as FTS5 counts a row's tokens.
 
 The text search configuration `lorebot` is PostgreSQL's English stemmer without a stopword
 list: as on SQLite (porter), common words are indexed, and bm25 weighs them by how rare
@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memory.bm25 import K1 as BM25_K1
-from memory.bm25 import B as BM25_B
-from memory.bm25 import column_weights
+from memory.ranking import BM25_B, BM25_K1, column_weights
 
 # The configuration every `tsvector` of lorebot is made with (created by the baseline).
 CONFIG = "lorebot"
@@ -37,7 +35,7 @@ WITH q AS (
     SELECT DISTINCT lexeme FROM unnest(to_tsvector('{CONFIG}', %(text)s))
     WHERE strpos(lexeme, '''') = 0 AND strpos(lexeme, '\\') = 0
 ), stats AS (
-    SELECT count(*)::float8 AS docs, greatest(avg(length(words)), 1)::float8 AS avgdl
+    SELECT count(*)::float8 AS docs, greatest(avg(word_count), 1)::float8 AS avgdl
     FROM {table}
 ), idf AS (
     SELECT q.lexeme, greatest(ln((stats.docs - d.df + 0.5) / (d.df + 0.5)), 1e-6) AS idf
@@ -45,7 +43,7 @@ WITH q AS (
         SELECT count(*)::float8 AS df FROM {table} WHERE words @@ quote_literal(q.lexeme)::tsquery
     ) AS d
 ), found AS (
-    SELECT {id_column} AS id, words, length(words)::float8 AS dl FROM {table}
+    SELECT {id_column} AS id, words, word_count::float8 AS dl FROM {table}
     WHERE words @@ (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM q)
     AND ({filters})
 )
@@ -71,8 +69,15 @@ def weights_params(weights: Sequence[float]) -> dict[str, float]:
 
 
 def document_sql(*fields: str) -> str:
-    """A `tsvector` of the SQL expressions `fields`, labelled A, B, … in order."""
+    """A `tsvector` of the SQL expressions `fields` (split into words as on SQLite),
+    labelled A, B, … in order."""
     return " || ".join(
-        f"setweight(to_tsvector('{CONFIG}', {field}), '{label}')"
+        f"setweight(to_tsvector('{CONFIG}', lorebot_words({field})), '{label}')"
         for field, label in zip(fields, LABELS, strict=False)
     )
+
+
+def word_count_sql(*fields: str) -> str:
+    """How many words the SQL expressions `fields` hold together (bm25's length)."""
+    joined = " || ' ' || ".join(fields)
+    return f"lorebot_word_count({joined})"

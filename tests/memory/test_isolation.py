@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory import NoteDraft, Scope, Viewer, visibility_for
-from memory.sqlite.database import SqliteDatabase
-from memory.sqlite.notes import SqliteNoteStore
+from memory.stores import StoreOptions
+from tests.support.engines import open_engine
 
 USERS = [Scope.parse(f"user:slack/U{n}") for n in range(3)]
 CHANNELS = [Scope.parse(f"channel:slack/C{n}") for n in range(3)]
@@ -56,10 +57,15 @@ def may_read(viewer: Viewer, scope: Scope, private: bool) -> bool:
     return scope == viewer.channel or (scope == viewer.speaker and not private)
 
 
-async def check(specs: list[Spec], viewer: Viewer, word: str) -> None:
-    db = await SqliteDatabase.open(":memory:")
+async def check(
+    specs: list[Spec], viewer: Viewer, word: str, engine: str, where: str | Path
+) -> None:
+    stores = await open_engine(engine, ":memory:" if engine == "sqlite" else where, StoreOptions())
     try:
-        store = SqliteNoteStore(db)
+        store = stores.notes
+        if engine == "postgresql":  # one database for every example: emptied first
+            async with stores.db.write() as conn:
+                await conn.execute("TRUNCATE notes, note_changes, note_change_items")
         for spec in specs:
             await store.save(
                 NoteDraft(spec.scope, spec.topic, f"about {spec.word}", private=spec.private),
@@ -87,10 +93,16 @@ async def check(specs: list[Spec], viewer: Viewer, word: str) -> None:
         }
         assert shown == readable
     finally:
-        await db.close()
+        await stores.close()
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(specs=notes, viewer=viewers, word=st.sampled_from(WORDS))
-def test_reads_never_cross_scopes(specs: list[Spec], viewer: Viewer, word: str) -> None:
-    asyncio.run(check(specs, viewer, word))
+def test_reads_never_cross_scopes(
+    specs: list[Spec], viewer: Viewer, word: str, engine: str, database_at: str | Path
+) -> None:
+    asyncio.run(check(specs, viewer, word, engine, database_at))

@@ -1,10 +1,13 @@
-"""The note store: saves, change sets, indexes and their caps, expiry, schema safety."""
+"""The note store: saves, change sets, indexes and their caps, expiry, schema safety (on
+both engines, but for what only SQLite has: its file, its pragmas, its deferred writes)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,20 +22,38 @@ from memory import (
     Viewer,
     visibility_for,
 )
+from memory.notes import NoteStore
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.migrations import SCHEMA_VERSION
 from memory.sqlite.notes import SqliteNoteStore
 from tests.support.clock import FakeClock
+from tests.support.engines import OpenAgain
 
 CHANNEL = Scope.parse("channel:slack/C1")
 ALICE = Scope.parse("user:slack/UALICE")
+
+
+@pytest.fixture
+def store(engine_stores: Any) -> NoteStore:
+    """The note store on each engine."""
+    notes: NoteStore = engine_stores.notes
+    return notes
+
+
+@pytest.fixture
+async def sqlite_store(db_path: Path, clock: FakeClock) -> AsyncIterator[SqliteNoteStore]:
+    db = await SqliteDatabase.open(db_path)
+    try:
+        yield SqliteNoteStore(db, clock=clock)
+    finally:
+        await db.close()
 
 
 def draft(topic: str = "staging-db", summary: str = "staging DB is pg-stage-2", **kw: object):
     return NoteDraft(scope=kw.pop("scope", CHANNEL), topic=topic, summary=summary, **kw)  # type: ignore[arg-type]
 
 
-async def test_save_then_update_then_identical_save_changes_nothing(store: SqliteNoteStore) -> None:
+async def test_save_then_update_then_identical_save_changes_nothing(store: NoteStore) -> None:
     first = await store.save(draft(body="host pg-stage-2"), actor="alice")
     assert first.created and first.change_id is not None
     second = await store.save(draft(summary="staging DB is pg-stage-3"), actor="alice")
@@ -43,7 +64,7 @@ async def test_save_then_update_then_identical_save_changes_nothing(store: Sqlit
     assert [c.action for c in await store.fetch_history()] == ["update", "create"]
 
 
-async def test_revert_restores_exactly_and_forget_is_revertible(store: SqliteNoteStore) -> None:
+async def test_revert_restores_exactly_and_forget_is_revertible(store: NoteStore) -> None:
     await store.save(draft(body="v1 body", category=Category.DECISION, pinned=True), actor="a")
     original = await store.fetch(CHANNEL, "staging-db")
     update = await store.save(draft(summary="changed", body="v2"), actor="a")
@@ -63,7 +84,7 @@ async def test_revert_restores_exactly_and_forget_is_revertible(store: SqliteNot
     assert back is not None and back.body == "v1 body"
 
 
-async def test_revert_refuses_when_the_note_changed_since(store: SqliteNoteStore) -> None:
+async def test_revert_refuses_when_the_note_changed_since(store: NoteStore) -> None:
     first = await store.save(draft(), actor="a")
     await store.save(draft(summary="newer"), actor="b")
     assert first.change_id is not None
@@ -72,7 +93,7 @@ async def test_revert_refuses_when_the_note_changed_since(store: SqliteNoteStore
     assert (await store.fetch(CHANNEL, "staging-db")).summary == "newer"  # type: ignore[union-attr]
 
 
-async def test_revert_twice_is_refused(store: SqliteNoteStore) -> None:
+async def test_revert_twice_is_refused(store: NoteStore) -> None:
     result = await store.save(draft(), actor="a")
     assert result.change_id is not None
     await store.revert(result.change_id, actor="a")
@@ -80,7 +101,7 @@ async def test_revert_twice_is_refused(store: SqliteNoteStore) -> None:
         await store.revert(result.change_id, actor="a")
 
 
-async def test_undo_reverts_only_the_persons_latest_change(store: SqliteNoteStore) -> None:
+async def test_undo_reverts_only_the_persons_latest_change(store: NoteStore) -> None:
     await store.save(draft("one", "first"), actor="alice")
     await store.save(draft("two", "second"), actor="alice")
     await store.save(draft("bobs", "bob's note"), actor="bob")
@@ -93,7 +114,7 @@ async def test_undo_reverts_only_the_persons_latest_change(store: SqliteNoteStor
         await store.undo("alice")
 
 
-async def test_unknown_note_and_change_are_clear_errors(store: SqliteNoteStore) -> None:
+async def test_unknown_note_and_change_are_clear_errors(store: NoteStore) -> None:
     with pytest.raises(NotFound, match="no note 'nope'"):
         await store.forget(CHANNEL, "nope", actor="a")
     with pytest.raises(NotFound, match="no change 99"):
@@ -101,7 +122,7 @@ async def test_unknown_note_and_change_are_clear_errors(store: SqliteNoteStore) 
 
 
 async def test_oversized_note_is_refused_with_how_to_split_and_nothing_changes(
-    store: SqliteNoteStore,
+    store: NoteStore,
 ) -> None:
     with pytest.raises(InvalidInput, match=r"split it into smaller notes .*runbook-part-1"):
         await store.save(draft("runbook", body="x" * (store.max_note_bytes + 1)), actor="a")
@@ -114,7 +135,7 @@ async def test_oversized_note_is_refused_with_how_to_split_and_nothing_changes(
     [("Bad Topic", "ok"), ("-lead", "ok"), ("a--b", "ok"), ("x" * 65, "ok"), ("ok", "  ")],
 )
 async def test_invalid_topic_or_empty_summary_is_refused(
-    store: SqliteNoteStore, topic: str, summary: str
+    store: NoteStore, topic: str, summary: str
 ) -> None:
     with pytest.raises(InvalidInput):
         await store.save(draft(topic, summary), actor="a")
@@ -122,7 +143,7 @@ async def test_invalid_topic_or_empty_summary_is_refused(
 
 
 async def test_index_caps_at_40_lines_newest_first_and_reports_who_left(
-    store: SqliteNoteStore, clock: FakeClock
+    store: NoteStore, clock: FakeClock
 ) -> None:
     for n in range(40):
         clock.advance(minutes=1)
@@ -143,7 +164,7 @@ async def test_index_caps_at_40_lines_newest_first_and_reports_who_left(
     assert hits[0].note.topic == "note-00"
 
 
-async def test_pinned_notes_stay_in_a_full_index(store: SqliteNoteStore, clock: FakeClock) -> None:
+async def test_pinned_notes_stay_in_a_full_index(store: NoteStore, clock: FakeClock) -> None:
     await store.save(draft("pinned-rule", "always first", pinned=True), actor="a")
     for n in range(45):
         clock.advance(minutes=1)
@@ -151,7 +172,7 @@ async def test_pinned_notes_stay_in_a_full_index(store: SqliteNoteStore, clock: 
     assert "- pinned-rule: always first" in (await store.index(CHANNEL)).lines
 
 
-async def test_index_caps_at_2_kib(store: SqliteNoteStore, clock: FakeClock) -> None:
+async def test_index_caps_at_2_kib(store: NoteStore, clock: FakeClock) -> None:
     for n in range(20):
         clock.advance(minutes=1)
         await store.save(draft(f"long-{n:02d}", "y" * 190), actor="a")
@@ -160,7 +181,7 @@ async def test_index_caps_at_2_kib(store: SqliteNoteStore, clock: FakeClock) -> 
     assert len(index.lines) + index.hidden == 20 and index.hidden > 0
 
 
-async def test_all_indexes_of_a_turn_fit_in_6_kib(store: SqliteNoteStore, clock: FakeClock) -> None:
+async def test_all_indexes_of_a_turn_fit_in_6_kib(store: NoteStore, clock: FakeClock) -> None:
     team = Scope.parse("team:slack/T1")
     for scope in (CHANNEL, ALICE, team):
         for n in range(15):
@@ -173,7 +194,7 @@ async def test_all_indexes_of_a_turn_fit_in_6_kib(store: SqliteNoteStore, clock:
     assert any(i.hidden for i in indexes)
 
 
-async def test_index_is_byte_identical_until_a_note_changes(store: SqliteNoteStore) -> None:
+async def test_index_is_byte_identical_until_a_note_changes(store: NoteStore) -> None:
     await store.save(draft("a-topic", "alpha"), actor="a")
     await store.save(draft("b-topic", "beta"), actor="a")
     viewer = visibility_for(Viewer(ALICE, CHANNEL))
@@ -184,7 +205,7 @@ async def test_index_is_byte_identical_until_a_note_changes(store: SqliteNoteSto
     assert [i.render() for i in await store.indexes_for(viewer)] != first
 
 
-async def test_recall_ranks_snippets_and_bumps_access(store: SqliteNoteStore) -> None:
+async def test_recall_ranks_snippets_and_bumps_access(store: NoteStore) -> None:
     await store.save(draft("staging-db", "staging database host", body="pg-stage-2"), actor="a")
     await store.save(draft("lunch", "team lunch on fridays", body="pizza"), actor="a")
     viewer = visibility_for(Viewer(ALICE, CHANNEL))
@@ -196,7 +217,7 @@ async def test_recall_ranks_snippets_and_bumps_access(store: SqliteNoteStore) ->
 
 
 async def test_expired_notes_are_not_recalled_and_are_purged(
-    store: SqliteNoteStore, clock: FakeClock
+    store: NoteStore, clock: FakeClock
 ) -> None:
     await store.save(
         draft("lesson", "check disk first", expires_at=clock.now + timedelta(days=30)),
@@ -245,28 +266,21 @@ async def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) ->
 
 
 async def test_cached_indexes_follow_writes_from_another_connection(
-    db_path: Path, clock: FakeClock
+    store: NoteStore, open_again: OpenAgain
 ) -> None:
-    first_db, second_db = await SqliteDatabase.open(db_path), await SqliteDatabase.open(db_path)
-    try:
-        first, second = (
-            SqliteNoteStore(first_db, clock=clock),
-            SqliteNoteStore(second_db, clock=clock),
-        )
-        await first.save(draft("a-topic", "alpha"), actor="a")
-        assert (await first.index(CHANNEL)).lines == ("- a-topic: alpha",)
-        await second.save(draft("b-topic", "beta"), actor="cli")  # e.g. `lorebot notes add`
-        assert (await first.index(CHANNEL)).lines == ("- a-topic: alpha", "- b-topic: beta")
-        await first.forget(CHANNEL, "a-topic", actor="a")
-        assert (await first.index(CHANNEL)).lines == ("- b-topic: beta",)
-    finally:
-        await first_db.close()
-        await second_db.close()
+    first, second = store, (await open_again()).notes  # e.g. `lorebot notes add`, a replica
+    await first.save(draft("a-topic", "alpha"), actor="a")
+    assert (await first.index(CHANNEL)).lines == ("- a-topic: alpha",)
+    await second.save(draft("b-topic", "beta"), actor="cli")
+    assert (await first.index(CHANNEL)).lines == ("- a-topic: alpha", "- b-topic: beta")
+    await first.forget(CHANNEL, "a-topic", actor="a")
+    assert (await first.index(CHANNEL)).lines == ("- b-topic: beta",)
 
 
 async def test_access_counts_are_written_with_the_next_transaction(
-    store: SqliteNoteStore, db_path: Path
+    sqlite_store: SqliteNoteStore, db_path: Path
 ) -> None:
+    store = sqlite_store
     await store.save(draft(), actor="a")
     viewer = visibility_for(Viewer(ALICE, CHANNEL))
     await store.search("staging", viewer)

@@ -3,15 +3,26 @@ not even compete for a channel's search results."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from memory import NoteDraft, Scope, Viewer, visibility_for
-from memory.sqlite.notes import SqliteNoteStore
+from memory.notes import NoteStore
 
 ALICE = Scope.parse("user:slack/U1")
 CHANNEL = Scope.parse("channel:slack/C1")
 
 
+@pytest.fixture
+def store(engine_stores: Any) -> NoteStore:
+    """The note store on each engine."""
+    notes: NoteStore = engine_stores.notes
+    return notes
+
+
 async def test_private_notes_never_crowd_a_channel_note_out_of_channel_search(
-    store: SqliteNoteStore,
+    store: NoteStore,
 ) -> None:
     """Many private notes that match better must not take the places a channel's search
     has, or the channel's own note would go missing."""

@@ -73,3 +73,12 @@ async def open_again(
     finally:
         for stores in opened:
             await stores.close()
+
+
+@pytest.fixture
+def cli_database(engine: str, database_at: str | Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The command line's database on each engine: on PostgreSQL through
+    LOREBOT_DATABASE__URL, as an operator sets it (ask for it after `env`)."""
+    if engine == "postgresql":
+        monkeypatch.setenv("LOREBOT_DATABASE__URL", str(database_at))
+    return engine

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,10 +17,34 @@ from tests.fakes.adapter import RecordingAdapter, Sent
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 
+# The PostgreSQL database the bots of a test use instead of SQLite (`on_each_engine`).
+_postgresql_url: list[str] = []
+
+
+@pytest.fixture
+def on_each_engine(
+    engine: str, database_at: str | Path, request: pytest.FixtureRequest
+) -> Iterator[str]:
+    """Run the test once on SQLite and once on PostgreSQL: every bot it starts with
+    `make_settings` keeps its memory in the test's database on that engine, and so does
+    the command line of a test that asks for `env`."""
+    if engine == "postgresql":
+        _postgresql_url.append(str(database_at))
+        if "env" in request.fixturenames:
+            request.getfixturevalue("env")  # first: it clears every LOREBOT_ variable
+            request.getfixturevalue("monkeypatch").setenv("LOREBOT_DATABASE__URL", str(database_at))
+    try:
+        yield engine
+    finally:
+        _postgresql_url.clear()
+
 
 def make_settings(path: Path, ollama_url: str, **sections: dict[str, Any]) -> Settings:
+    database = {"path": path, **sections.pop("database", {})}
+    if _postgresql_url:
+        database.setdefault("url", _postgresql_url[-1])
     values: dict[str, Any] = {
-        "database": {"path": path, **sections.pop("database", {})},
+        "database": database,
         "ollama": {"host": ollama_url, "timeout_s": 2.0, **sections.pop("ollama", {})},
         "bot": {"admins": ["user:test/UADMIN"], **sections.pop("bot", {})},
         "jobs": {"enabled": False, **sections.pop("jobs", {})},

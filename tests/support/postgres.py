@@ -67,6 +67,10 @@ class PostgresServer:
     def stop(self) -> None:
         self._ctl("stop")
 
+    def start_again(self) -> None:
+        """Start the server after `stop`, on the same port and data."""
+        self._ctl("start")
+
     def restart(self) -> None:
         """Stop and start the server, as an operator's restart would: every connection
         of lorebot's pool is cut."""

@@ -18,6 +18,8 @@ from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
 
+pytestmark = pytest.mark.usefixtures("on_each_engine")  # storage on both engines
+
 CHANNEL = Scope.parse("channel:test/C1")
 
 

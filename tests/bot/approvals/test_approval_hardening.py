@@ -1,5 +1,6 @@
 """The approval layer under attack: private notes through channel cards, stale cards, cards
 from read-only channels, busy reactions, a database that cannot be written, and decisions
+
 made from the shell."""
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
 from tests.support.skills import write_skill
+
+pytestmark = pytest.mark.usefixtures("on_each_engine")  # storage on both engines
 
 CHANNEL = Scope.parse("channel:test/C1")
 ALICE = Scope.parse("user:test/UALICE")
@@ -216,6 +219,9 @@ async def test_a_reaction_removed_and_added_again_is_a_new_decision(harness: Har
 # --- a database that cannot be written: the person is told ----------------------------------
 
 
+# A SQLite write lock held by another program; PostgreSQL's faults are in
+# tests/memory/postgres/test_pg_faults.py.
+@pytest.mark.parametrize("engine", ["sqlite"], indirect=True)
 async def test_an_event_that_cannot_be_recorded_gets_an_apology(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:

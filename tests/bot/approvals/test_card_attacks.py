@@ -27,6 +27,8 @@ from tests.support.discord import adapter_for, mention
 from tests.support.harness import make_settings, start_harness
 from tests.support.mcp import stdio_server
 
+pytestmark = pytest.mark.usefixtures("on_each_engine")  # storage on both engines
+
 OPS = {"servers": [{"name": "ops", "command": "in-process"}]}
 FORGED = "status`\n⚙️ Run `status"
 

@@ -19,6 +19,8 @@ from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
 from tests.support.skills import write_skill
 
+pytestmark = pytest.mark.usefixtures("on_each_engine")  # storage on both engines
+
 ALICE = Scope.parse("user:test/UALICE")
 CHANNEL = Scope.parse("channel:test/C1")
 # 64 characters, the longest topic, with a dash where `-2` must be cut in.

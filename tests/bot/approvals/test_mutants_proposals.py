@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from adapters.base import APPROVE
 from tests.support.harness import Harness
+
+pytestmark = pytest.mark.usefixtures("on_each_engine")  # storage on both engines
 
 
 async def test_a_reaction_on_an_ordinary_reply_is_ignored(harness: Harness) -> None:

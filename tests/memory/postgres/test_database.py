@@ -125,6 +125,7 @@ async def test_the_schema_has_the_tables_and_columns_of_sqlite(
         await lite.close()
     assert sqlite - postgres == {"notes.scope_keys"}  # the FTS5 scope tokens of SQLite
     assert postgres - sqlite == {
-        "lorebot_schema.only_row", "lorebot_schema.version", "notes.words",
+        "lorebot_schema.only_row", "lorebot_schema.version", "notes.words", "notes.word_count",
         "message_words.message_id", "message_words.scope", "message_words.words",
+        "message_words.word_count",
     }  # fmt: skip

@@ -1,0 +1,115 @@
+"""Bulk import of note drafts on PostgreSQL: validated here, then one transaction of a few
+statements whatever the count: the notes COPY'd into a staging table and upserted from it,
+and one change of many notes whose items (each note's state before) are COPY'd too."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from memory.clock import to_utc_text
+from memory.errors import InvalidInput
+from memory.note_states import STATE_COLUMNS, dump_state, same_content, state_after
+from memory.notes import ImportResult
+from memory.postgres.database import Connection, PostgresDatabase
+from memory.postgres.note_changes import INSERT_MANY_CHANGE
+from memory.postgres.note_rows import state_of, state_values
+from memory.types import NoteDraft
+
+Key = tuple[str, str]
+_PROGRESS_EVERY = 1000
+_STAGED = f"scope, topic, {', '.join(STATE_COLUMNS)}"
+_UPSERT_STAGED = (
+    f"INSERT INTO notes ({_STAGED}) SELECT {_STAGED} FROM staged_notes ORDER BY ord "
+    "ON CONFLICT (scope, topic) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in STATE_COLUMNS)
+)
+
+
+async def import_drafts(
+    db: PostgresDatabase,
+    drafts: Sequence[NoteDraft],
+    validate: Callable[[NoteDraft], NoteDraft],
+    *,
+    actor: str,
+    now: datetime,
+    labels: Sequence[str],
+    progress: Callable[[int, int], None] | None,
+) -> ImportResult:
+    """`NoteStore.import_drafts` on PostgreSQL: all or nothing, one change of many notes
+    (none when nothing changed)."""
+    checked = [_validated(validate, d, n, labels) for n, d in enumerate(drafts)]
+    async with db.write() as conn:
+        stored = await _states(conn, {(str(d.scope), d.topic) for d in checked})
+        final, items, counts = _plan(checked, stored, actor, to_utc_text(now))
+        if not final:
+            return ImportResult(0, 0, counts["unchanged"])
+        cursor = await conn.execute(INSERT_MANY_CHANGE, ("import", actor, "", now))
+        row = await cursor.fetchone()
+        assert row is not None
+        change_id = int(row["id"])
+        await conn.execute(
+            "CREATE TEMPORARY TABLE staged_notes (ord bigserial, LIKE notes INCLUDING DEFAULTS) "
+            "ON COMMIT DROP"
+        )
+        # LIKE copies the id and the word index as plain columns: neither is staged.
+        await conn.execute("ALTER TABLE staged_notes DROP COLUMN id, DROP COLUMN words")
+        async with conn.cursor().copy(f"COPY staged_notes ({_STAGED}) FROM STDIN") as copy:
+            for written, (key, state) in enumerate(final.items(), start=1):
+                await copy.write_row((*key, *state_values(state)))
+                if progress is not None and written % _PROGRESS_EVERY == 0:
+                    progress(written, len(final))
+        await conn.execute(_UPSERT_STAGED)
+        async with conn.cursor().copy(
+            "COPY note_change_items (change_id, scope, topic, before_json) FROM STDIN"
+        ) as copy:
+            for key, before in items.items():
+                await copy.write_row((change_id, *key, dump_state(before)))
+        if progress is not None:
+            progress(len(final), len(final))
+    return ImportResult(counts["create"], counts["update"], counts["unchanged"], change_id)
+
+
+def _validated(
+    validate: Callable[[NoteDraft], NoteDraft], draft: NoteDraft, number: int, labels: Sequence[str]
+) -> NoteDraft:
+    try:
+        return validate(draft)
+    except InvalidInput as exc:
+        label = labels[number] if number < len(labels) else f"note {number + 1}"
+        raise InvalidInput(f"{label}: {exc}") from None
+
+
+def _plan(
+    drafts: Sequence[NoteDraft], stored: dict[Key, dict[str, object]], actor: str, now: str
+) -> tuple[dict[Key, dict[str, object]], dict[Key, dict[str, object] | None], dict[str, int]]:
+    """The state each touched note ends in (the last of its lines wins), each touched
+    note's state before the import, and the counts, as SQLite's import counts them."""
+    counts = {"create": 0, "update": 0, "unchanged": 0}
+    states: dict[Key, dict[str, object]] = dict(stored)
+    final: dict[Key, dict[str, object]] = {}
+    items: dict[Key, dict[str, object] | None] = {}
+    for draft in drafts:
+        key = (str(draft.scope), draft.topic)
+        before = states.get(key)
+        after = state_after(draft, before, actor, now)
+        if before is not None and same_content(before, after):
+            counts["unchanged"] += 1
+            continue
+        counts["create" if before is None else "update"] += 1
+        states[key] = final[key] = after
+        items.setdefault(key, stored.get(key))
+    return final, items, counts
+
+
+async def _states(conn: Connection, keys: set[Key]) -> dict[Key, dict[str, object]]:
+    """The stored states of many notes in one query."""
+    if not keys:
+        return {}
+    scopes, topics = zip(*keys, strict=True)
+    cursor = await conn.execute(
+        "SELECT n.* FROM notes AS n JOIN unnest(%s::text[], %s::text[]) AS k (scope, topic) "
+        "ON n.scope = k.scope AND n.topic = k.topic",
+        (list(scopes), list(topics)),
+    )
+    return {(r["scope"], r["topic"]): state_of(r) for r in await cursor.fetchall()}

@@ -1,0 +1,109 @@
+"""Note search on PostgreSQL: bm25 over the notes' `tsvector` (`words.bm25_sql`) within what
+the conversation may read, fused with the nearest vectors when they are on, and the
+snippets (`ts_headline`) that show why a note matched. Weights and fusion come from
+`memory.ranking`, as on SQLite."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from memory.clock import Clock
+from memory.postgres.database import PostgresDatabase
+from memory.postgres.note_rows import NOTE_COLUMNS, note_from_row
+from memory.postgres.words import CONFIG, bm25_sql, weights_params
+from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, ranking_terms
+from memory.types import Note, SearchHit
+from memory.vectors import NOTE, VectorIndex
+from memory.visibility import Visibility
+
+# Who may read a note, as named parameters `full` and `public` (lists of scopes).
+VISIBLE = "(scope = ANY(%(full)s) OR (scope = ANY(%(public)s) AND NOT private))"
+LIVE = "(expires_at IS NULL OR expires_at > %(now)s)"
+_RANKED = bm25_sql("notes", f"{VISIBLE} AND {LIVE}")
+_WEIGHTS = weights_params(NOTE_WEIGHTS)
+_QUERY = f"""(SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS q
+    FROM unnest(to_tsvector('{CONFIG}', %(text)s))
+    WHERE strpos(lexeme, '''') = 0 AND strpos(lexeme, '\\') = 0)"""
+_SHOWN = "'StartSel=**, StopSel=**, MaxWords=16, MinWords=6, MaxFragments=1'"
+# As SQLite's snippet(): the field that matched (the summary first), its words marked.
+_SNIPPETS = f"""
+SELECT id, CASE
+    WHEN to_tsvector('{CONFIG}', summary) @@ q THEN ts_headline('{CONFIG}', summary, q, {_SHOWN})
+    WHEN to_tsvector('{CONFIG}', body) @@ q THEN ts_headline('{CONFIG}', body, q, {_SHOWN})
+    ELSE ts_headline('{CONFIG}', replace(topic, '-', ' '), q, {_SHOWN}) END AS snippet
+FROM notes, {_QUERY} AS query WHERE id = ANY(%(ids)s)
+"""
+
+
+def visibility_params(visibility: Visibility) -> dict[str, list[str]]:
+    return {
+        "full": [str(s) for s in visibility.full],
+        "public": [str(s) for s in visibility.public_only],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSearch:
+    """One search over the notes of a PostgreSQL database."""
+
+    db: PostgresDatabase
+    clock: Clock
+    vectors: VectorIndex | None
+    fusion: Method
+
+    async def top(
+        self,
+        query: str,
+        visibility: Visibility,
+        k: int,
+        snippets: bool,
+        vector: Sequence[float] | None,
+    ) -> list[SearchHit]:
+        """Top-k notes (k > 0) for `query` among what `visibility` may read, best first."""
+        terms = " ".join(ranking_terms(query))
+        if vector is None and self.vectors is not None and self.vectors.enabled:
+            vector = await self.vectors.query_vector(query)
+        pool = max(k * 4, FUSION_POOL) if vector is not None else k
+        keyword = await self._ranked(terms, visibility, pool) if terms else []
+        near: list[tuple[int, float]] = []
+        if vector is not None and self.vectors is not None:
+            near = await self.vectors.nearest(NOTE, vector, visibility, pool)
+        ranked = fuse(keyword, near, self.fusion)
+        notes = await self._visible_by_id([i for i, _ in ranked], visibility)
+        found = [(notes[i], score) for i, score in ranked if i in notes][:k]
+        marked = await self._snippets(terms, [n.id for n, _ in found]) if snippets else {}
+        # A note found by its vector alone shows its summary; by words, where they are.
+        return [
+            SearchHit(note, score, marked.get(note.id) or (note.summary if near else ""))
+            for note, score in found
+        ]
+
+    async def _ranked(self, terms: str, visibility: Visibility, k: int) -> list[tuple[int, float]]:
+        params = {
+            "text": terms, "limit": k, "now": self.clock(), **visibility_params(visibility),
+            **_WEIGHTS,
+        }  # fmt: skip
+        return [(r["id"], float(r["score"])) for r in await self.db.rows(_RANKED, params)]
+
+    async def _visible_by_id(self, ids: list[int], visibility: Visibility) -> dict[int, Note]:
+        """The live notes among `ids` that `visibility` may read, by id."""
+        if not ids:
+            return {}
+        params: dict[str, Any] = {
+            "ids": ids,
+            "now": self.clock(),
+            **visibility_params(visibility),
+        }
+        found = await self.db.rows(
+            f"SELECT {NOTE_COLUMNS} FROM notes WHERE id = ANY(%(ids)s) AND {VISIBLE} AND {LIVE}",
+            params,
+        )
+        return {r["id"]: note_from_row(r) for r in found}
+
+    async def _snippets(self, terms: str, ids: list[int]) -> dict[int, str]:
+        if not ids or not terms:
+            return {}
+        found = await self.db.rows(_SNIPPETS, {"text": terms, "ids": ids})
+        return {r["id"]: r["snippet"] for r in found if "**" in (r["snippet"] or "")}
