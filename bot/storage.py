@@ -1,7 +1,8 @@
-"""The one place lorebot picks its storage engine from the settings: every store of the
-database opened the same way for the daemon and the command line (with the driver's
-self-test, and the vector index when an embedding model is set), and the database alone
-for backups and `doctor`. Only this module of `bot` knows an engine's package."""
+"""The one place lorebot picks its storage engine from the settings: PostgreSQL when
+`database.url` is set, else SQLite at `database.path`. Every store of the database is
+opened the same way for the daemon and the command line (with the driver's self-test, and
+the vector index when an embedding model is set), and the database alone for backups and
+`doctor`. Only this module of `bot` knows an engine's package."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.config.paths import old_database_hint
 from bot.errors import UserError
@@ -84,9 +85,29 @@ def _api_key(settings: StoreSettings) -> str | None:
     return settings.openai.key() if isinstance(settings, Settings) else None
 
 
+def database_url(settings: StoreSettings) -> str | None:
+    """The PostgreSQL URL when lorebot keeps its memory there, else None (SQLite). A
+    settings snapshot is never taken while one is set, so it always means SQLite."""
+    url = getattr(settings.database, "url", None)
+    return None if url is None else str(url.get_secret_value())
+
+
+def database_label(settings: StoreSettings) -> str:
+    """Where the memory is, as messages name it (a PostgreSQL URL without its password)."""
+    url = database_url(settings)
+    if url is None:
+        return str(settings.database.path)
+    from memory.postgres.database import shown_url
+
+    return shown_url(url)
+
+
 def check_database(settings: StoreSettings, *, create: bool) -> None:
     """Stop with one line when the database is not where a command needs it: an older
-    lorebot's `./lorebot.db` waits to be moved, or (unless `create`) none exists yet."""
+    lorebot's `./lorebot.db` waits to be moved, or (unless `create`) none exists yet.
+    PostgreSQL says so itself when the database is opened."""
+    if database_url(settings) is not None:
+        return
     path = settings.database.path
     hint = old_database_hint(path)
     if hint is not None:
@@ -140,13 +161,22 @@ async def open_memory(
         index_max_bytes=settings.memory.index_max_bytes,
         secrets=tuple(settings.secrets()),
     )
-    stores = await open_stores(
-        settings.database.path,
-        options,
-        embedder=embedder,
-        busy_timeout_ms=settings.database.busy_timeout_ms,
-        create=create,
-    )
+    url = database_url(settings)
+    stores: Stores
+    if url is not None:
+        open_postgres = _postgres_engine().open_stores
+        pool_size = getattr(settings.database, "pool_size", 5)
+        stores = await open_postgres(
+            url, options, embedder=embedder, pool_size=pool_size, create=create
+        )
+    else:
+        stores = await open_stores(
+            settings.database.path,
+            options,
+            embedder=embedder,
+            busy_timeout_ms=settings.database.busy_timeout_ms,
+            create=create,
+        )
     try:
         await stores.log.index_older_messages()
         if prepare:
@@ -158,9 +188,42 @@ async def open_memory(
 
 
 async def open_database(path: Path | str, *, create: bool = True) -> Database:
-    """The database at `path` alone (a backup's source or target; `doctor`'s check, which
-    passes ":memory:" to test the driver where there is no database yet)."""
+    """The SQLite database at `path` alone (a backup's source or target; `doctor`'s check,
+    which passes ":memory:" to test the driver where there is no database yet)."""
     return await SqliteDatabase.open(path, create=create)
+
+
+async def open_postgresql(settings: Settings, *, create: bool = False) -> Database:
+    """The PostgreSQL database of `database.url` alone (`doctor`, `db copy`)."""
+    url = database_url(settings)
+    assert url is not None
+    engine = _postgres_engine()
+    db: Database = await engine.PostgresDatabase.open(
+        url, pool_size=min(settings.database.pool_size, 2), create=create
+    )
+    return db
+
+
+def postgresql_backup_advice(settings: StoreSettings, target: Path | None = None) -> str:
+    """What to run instead of `lorebot backup`/`restore` when the memory is in PostgreSQL:
+    its own tools, with the exact command."""
+    url = database_url(settings)
+    assert url is not None
+    from memory.postgres.database import backup_advice
+
+    return backup_advice(url, target or Path("lorebot.dump"))
+
+
+def _postgres_engine() -> Any:
+    """The PostgreSQL engine's module, or a `UserError` saying how to install its driver."""
+    try:
+        from memory.postgres import stores
+    except ImportError as exc:
+        raise UserError(
+            f"database.url names PostgreSQL, whose driver is not installed ({exc.name}): "
+            "pip install 'lorebot[postgresql]'"
+        ) from None
+    return stores
 
 
 def inspect_backup(path: Path) -> Health:
@@ -192,3 +255,34 @@ async def reembed_store(
     if not isinstance(stores.db, SqliteDatabase):
         raise UserError(f"re-embedding is not available on {stores.db.engine}")
     return await reembed(stores.db, embedder, batch_size=batch_size, progress=progress)
+
+
+async def copy_to_postgresql(
+    settings: Settings,
+    url: str,
+    *,
+    replace: bool,
+    progress: Callable[[str, int], None] | None = None,
+) -> tuple[str, str, list[Any]]:
+    """Copy the SQLite database of the settings into the PostgreSQL database at `url`
+    (`lorebot db copy`): both at the newest schema first. Returns the source, the target
+    as shown, and the rows copied per table (`Copied`)."""
+    from memory.sqlite.table_source import SqliteTableSource
+
+    engine = _postgres_engine()
+    from memory.postgres.database import shown_url
+    from memory.postgres.table_load import load_tables
+
+    check_database(settings, create=False)
+    source = await SqliteDatabase.open(settings.database.path, create=False)
+    try:
+        target = await engine.PostgresDatabase.open(url, pool_size=1)
+        try:
+            copied = await load_tables(
+                target, SqliteTableSource(source), replace=replace, progress=progress
+            )
+        finally:
+            await target.close()
+    finally:
+        await source.close()
+    return str(settings.database.path), shown_url(url), copied

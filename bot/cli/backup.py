@@ -64,8 +64,14 @@ def _cannot_write(target: Path, reason: str) -> UserError:
 
 
 async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.storage import open_database
+    from bot.storage import database_url, open_database, postgresql_backup_advice
 
+    if database_url(settings) is not None:
+        dest = Path(args.dest)
+        folder = args.dest.endswith(os.sep) or os.path.isdir(dest)  # noqa: ASYNC240 (a stat)
+        raise UserError(
+            postgresql_backup_advice(settings, dest / "lorebot.dump" if folder else dest)
+        )
     database = settings.database.path
     target = _backup_target(database, args.dest, datetime.now(UTC))
     _check_writable(target.path, database)
@@ -107,7 +113,10 @@ def _check_backup(source: Path) -> int:
 
 async def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
     from bot.daemon.lockfile import DatabaseLock
-    from bot.storage import open_database
+    from bot.storage import database_url, open_database, postgresql_backup_advice
+
+    if database_url(settings) is not None:
+        raise UserError(postgresql_backup_advice(settings, args.source))
 
     target = settings.database.path
     if DatabaseLock(target).held_elsewhere():

@@ -59,9 +59,11 @@ def print_json_report(checks: list[Check]) -> None:
 
 
 async def check_database(settings: Settings) -> list[Check]:
-    from bot.storage import known_schema, open_database
+    from bot.storage import database_url, known_schema, open_database
     from memory import StoreError
 
+    if database_url(settings) is not None:
+        return await check_postgresql(settings)
     path = settings.database.path
     # Doctor only reads: without a database it checks the driver on a throwaway one.
     exists = path.exists()
@@ -85,6 +87,36 @@ async def check_database(settings: Settings) -> list[Check]:
                       "restore a backup with `lorebot restore SRC`")]  # fmt: skip
     return [Check(True, "database", f"{path}: integrity ok, schema {version}/{known_schema()}, "
                   f"FTS5 works, {notes} notes")]  # fmt: skip
+
+
+async def check_postgresql(settings: Settings) -> list[Check]:
+    """The PostgreSQL server: its version, lorebot's schema, the notes, the extensions."""
+    from bot.storage import database_label, known_schema, open_postgresql
+    from memory import StoreError
+
+    where = database_label(settings)
+    try:
+        db = await open_postgresql(settings, create=False)
+    except StoreError as exc:
+        fix = "check LOREBOT_DATABASE__URL, and that the server runs and lets lorebot in"
+        if "there is no lorebot database" in str(exc):
+            fix = "`lorebot run` or `lorebot chat` creates lorebot's tables in it"
+        return [Check(False, "database", str(exc), fix)]
+    try:
+        health = await db.fetch_health()
+        engine = db.engine
+        extensions = dict(getattr(db, "extensions", {}))
+    finally:
+        await db.close()
+    listed = ", ".join(f"{name} {version}" for name, version in sorted(extensions.items()))
+    checks = [Check(True, "database", f"{engine} at {where}: schema "
+                    f"{health.schema}/{known_schema()}, full-text works, {health.notes} notes; "
+                    f"extensions: {listed or 'none'}")]  # fmt: skip
+    if "vector" not in extensions:
+        checks.append(Check(True, "pgvector", "not installed on this server: recall is by "
+                            "words alone (install pgvector and lorebot enables it at the "
+                            "next start)"))  # fmt: skip
+    return checks
 
 
 async def check_model(settings: Settings) -> list[Check]:
@@ -121,7 +153,7 @@ async def check_vectors(settings: Settings) -> list[Check]:
     server = settings.model_server
     if not server.embed_model:
         return [Check(True, "vectors", f"off (no {server.backend}.embed_model); {engine_name()}")]
-    if not settings.database.path.exists():
+    if not _database_exists(settings):
         return [Check(True, "vectors", f"{server.embed_model}; no database yet")]
     try:
         memory = await open_memory(settings, create=False)
@@ -132,8 +164,13 @@ async def check_vectors(settings: Settings) -> list[Check]:
         return [Check(False, "vectors", str(exc), "pip install sqlite-vec pysqlite3-binary")]
     try:
         state, waiting = memory.vectors.state, await memory.vectors.pending()
+        unavailable: str | None = getattr(memory.vectors, "unavailable", None)
     finally:
         await memory.close()
+    if unavailable is not None:
+        return [Check(False, "vectors", f"{server.embed_model} is set, but {unavailable}",
+                      "install pgvector on the PostgreSQL server, or unset "
+                      f"{server.backend}.embed_model")]  # fmt: skip
     if state is None:
         fix = (f"ollama pull {server.embed_model}" if server.backend == "ollama"
                else f"serve {server.embed_model} at {server.url}")  # fmt: skip
@@ -153,7 +190,7 @@ async def check_slips(settings: Settings) -> list[Check]:
     from memory import StoreError
     from memory.clock import utc_now
 
-    if not settings.database.path.exists():
+    if not _database_exists(settings):
         return [Check(True, "model slips", "none yet (no database)")]
     try:
         memory = await open_memory(settings, create=False, prepare=False)
@@ -169,6 +206,13 @@ async def check_slips(settings: Settings) -> list[Check]:
     listed = ", ".join(f"{kind} {counts[kind]}" for kind in known)
     return [Check(True, "model slips", f"in the last day: {listed} (a larger model slips "
                   "less; `lorebot_model_slips_total` counts them live)")]  # fmt: skip
+
+
+def _database_exists(settings: Settings) -> bool:
+    """Whether there is a database to look into (on PostgreSQL, opening it tells)."""
+    from bot.storage import database_url
+
+    return database_url(settings) is not None or settings.database.path.exists()
 
 
 async def check_skills(settings: Settings) -> list[Check]:

@@ -106,8 +106,8 @@ def save(config_option: Path | None, settings: Settings) -> None:
     """Keep `settings` for the next command with the same inputs; a cache folder that
     cannot be written (a read-only home under systemd) only costs that speed."""
     key = inputs_key(config_option)
-    if key is None or settings.openai.api_key is not None:
-        return  # an API key is never written to a cache: the next command loads in full
+    if key is None or settings.openai.api_key is not None or settings.database.url is not None:
+        return  # a key or a database URL is never written to a cache: the next loads in full
     text = json.dumps({"key": key, "settings": _to_json(SettingsSnapshot.of(settings))})
     target = snapshot_file()
     try:

@@ -27,7 +27,7 @@ def test_version_and_help(env: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_walkthrough_add_search_isolation_undo_export_import(
-    env: Path, capsys: pytest.CaptureFixture[str]
+    env: Path, cli_database: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = run(capsys, "notes", "add", "channel:slack/C1", "staging-db",
                        "staging DB is pg-stage-2", "--body", "pg-stage-2.internal")  # fmt: skip

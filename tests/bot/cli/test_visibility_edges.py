@@ -13,6 +13,8 @@ from memory import NoteDraft, Scope
 from tests.fakes.adapter import PLATFORM
 from tests.support.harness import Harness
 
+pytestmark = pytest.mark.usefixtures("on_each_engine")  # storage on both engines
+
 ALICE = Scope.parse(f"user:{PLATFORM}/UALICE")
 TEAM = Scope.parse(f"team:{PLATFORM}/T1")
 
