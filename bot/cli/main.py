@@ -16,6 +16,7 @@ from bot.cli import actions as actions_cli
 from bot.cli import backup as backup_cli
 from bot.cli import chat as chat_cli
 from bot.cli import config as config_cli
+from bot.cli import db as db_cli
 from bot.cli import doctor as doctor_cli
 from bot.cli import history as history_cli
 from bot.cli import jobs as jobs_cli
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     skills_cli.add_parser(commands)
     jobs_cli.add_parser(commands)
     backup_cli.add_parsers(commands)
+    db_cli.add_parser(commands)
     actions_cli.add_parser(commands)
     doctor_cli.add_parser(commands)
     config_cli.add_parser(commands)
