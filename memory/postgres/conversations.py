@@ -23,7 +23,13 @@ from memory.conversations import (
     PastMessage,
 )
 from memory.postgres.database import Connection, PostgresDatabase
-from memory.postgres.words import bm25_sql, document_sql, weights_params, word_count_sql
+from memory.postgres.words import (
+    TableStats,
+    bm25_sql,
+    document_sql,
+    weights_params,
+    word_count_sql,
+)
 from memory.ranking import fuse, ranking_terms
 from memory.redaction import redact
 from memory.vectors import MESSAGE, VectorIndex
@@ -79,6 +85,7 @@ class PostgresConversationLog:
         self.db = db
         self.clock = clock
         self.secrets = tuple(secrets)
+        self.word_stats = TableStats(db, "message_words")
 
     async def append(
         self,
@@ -110,6 +117,7 @@ class PostgresConversationLog:
                 assert row is not None
                 first = row["id"] if first is None else first
             if scope and first is not None:
+                self.word_stats.clear()
                 await index_messages_from(conn, first)
 
     async def import_messages(self, messages: Iterable[PastMessage]) -> int:
@@ -142,6 +150,7 @@ class PostgresConversationLog:
             new = cursor.rowcount
             if new:
                 first = await _scalar(conn, "SELECT min(id) FROM messages WHERE id > %s", (start,))
+                self.word_stats.clear()
                 await index_messages_from(conn, int(first))
         return max(new, 0)
 
@@ -169,6 +178,7 @@ class PostgresConversationLog:
                 "limit": pool,
                 "scopes": scopes,
                 **_MESSAGE_WEIGHTS,
+                **await self.word_stats.params(),
             }
             keyword = [(r["id"], float(r["score"])) for r in await self.db.rows(_SEARCH, params)]
         near: list[tuple[int, float]] = []
@@ -221,6 +231,7 @@ class PostgresConversationLog:
                 "WHERE id >= %s AND scope != ''",
                 (first,),
             )
+            self.word_stats.clear()
             await index_messages_from(conn, int(first))
         return int(count)
 

@@ -1,14 +1,17 @@
 """Bulk import of note drafts on PostgreSQL: validated here, then one transaction of a few
-statements whatever the count: the notes COPY'd into a staging table and upserted from it,
-and one change of many notes whose items (each note's state before) are COPY'd too."""
+statements whatever the count: new notes COPY'd into the table, updated ones COPY'd into a
+staging table and upserted from it, and one change of many notes whose items (each note's
+state before) are COPY'd too."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+import psycopg
+
 from memory.clock import to_utc_text
-from memory.errors import InvalidInput
+from memory.errors import Conflict, InvalidInput
 from memory.note_states import STATE_COLUMNS, dump_state, same_content, state_after
 from memory.notes import ImportResult
 from memory.postgres.database import Connection, PostgresDatabase
@@ -48,18 +51,30 @@ async def import_drafts(
         row = await cursor.fetchone()
         assert row is not None
         change_id = int(row["id"])
-        await conn.execute(
-            "CREATE TEMPORARY TABLE staged_notes (ord bigserial, LIKE notes INCLUDING DEFAULTS) "
-            "ON COMMIT DROP"
-        )
-        # LIKE copies the id and the word index as plain columns: neither is staged.
-        await conn.execute("ALTER TABLE staged_notes DROP COLUMN id, DROP COLUMN words")
-        async with conn.cursor().copy(f"COPY staged_notes ({_STAGED}) FROM STDIN") as copy:
-            for written, (key, state) in enumerate(final.items(), start=1):
-                await copy.write_row((*key, *state_values(state)))
-                if progress is not None and written % _PROGRESS_EVERY == 0:
-                    progress(written, len(final))
-        await conn.execute(_UPSERT_STAGED)
+        new = [(key, state) for key, state in final.items() if key not in stored]
+        updated = [(key, state) for key, state in final.items() if key in stored]
+        written = 0
+
+        def wrote() -> None:
+            nonlocal written
+            written += 1
+            if progress is not None and written % _PROGRESS_EVERY == 0:
+                progress(written, len(final))
+
+        try:
+            # New notes straight into the table: the server indexes them while the next
+            # rows are still being sent.
+            async with conn.cursor().copy(f"COPY notes ({_STAGED}) FROM STDIN") as copy:
+                for key, state in new:
+                    await copy.write_row((*key, *state_values(state)))
+                    wrote()
+        except psycopg.errors.UniqueViolation:
+            raise Conflict(
+                "a note of this import was saved by someone else while it ran; nothing was "
+                "imported: run it again"
+            ) from None
+        if updated:
+            await _upsert(conn, updated, wrote)
         async with conn.cursor().copy(
             "COPY note_change_items (change_id, scope, topic, before_json) FROM STDIN"
         ) as copy:
@@ -68,6 +83,25 @@ async def import_drafts(
         if progress is not None:
             progress(len(final), len(final))
     return ImportResult(counts["create"], counts["update"], counts["unchanged"], change_id)
+
+
+async def _upsert(
+    conn: Connection, updated: list[tuple[Key, dict[str, object]]], wrote: Callable[[], None]
+) -> None:
+    """Update existing notes from a staging table, in one statement."""
+    await conn.execute(
+        "CREATE TEMPORARY TABLE staged_notes (ord bigserial, LIKE notes INCLUDING DEFAULTS) "
+        "ON COMMIT DROP"
+    )
+    # LIKE copies the id and the word index as plain columns: none of them is staged.
+    await conn.execute(
+        "ALTER TABLE staged_notes DROP COLUMN id, DROP COLUMN words, DROP COLUMN word_count"
+    )
+    async with conn.cursor().copy(f"COPY staged_notes ({_STAGED}) FROM STDIN") as copy:
+        for key, state in updated:
+            await copy.write_row((*key, *state_values(state)))
+            wrote()
+    await conn.execute(_UPSERT_STAGED)
 
 
 def _validated(

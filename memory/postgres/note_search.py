@@ -12,7 +12,7 @@ from typing import Any
 from memory.clock import Clock
 from memory.postgres.database import PostgresDatabase
 from memory.postgres.note_rows import NOTE_COLUMNS, note_from_row
-from memory.postgres.words import CONFIG, bm25_sql, weights_params
+from memory.postgres.words import CONFIG, TableStats, bm25_sql, weights_params
 from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, ranking_terms
 from memory.types import Note, SearchHit
 from memory.vectors import NOTE, VectorIndex
@@ -52,6 +52,7 @@ class NoteSearch:
     clock: Clock
     vectors: VectorIndex | None
     fusion: Method
+    stats: TableStats
 
     async def top(
         self,
@@ -83,7 +84,7 @@ class NoteSearch:
     async def _ranked(self, terms: str, visibility: Visibility, k: int) -> list[tuple[int, float]]:
         params = {
             "text": terms, "limit": k, "now": self.clock(), **visibility_params(visibility),
-            **_WEIGHTS,
+            **_WEIGHTS, **await self.stats.params(),
         }  # fmt: skip
         return [(r["id"], float(r["score"])) for r in await self.db.rows(_RANKED, params)]
 

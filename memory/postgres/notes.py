@@ -29,6 +29,7 @@ from memory.postgres import note_changes, note_import
 from memory.postgres.database import Connection, PostgresDatabase, connection_of
 from memory.postgres.note_rows import NOTE_COLUMNS, note_from_row, state_of, write_state
 from memory.postgres.note_search import LIVE, VISIBLE, NoteSearch, visibility_params
+from memory.postgres.words import TableStats
 from memory.ranking import Method
 from memory.types import (
     Change,
@@ -70,6 +71,8 @@ class PostgresNoteStore:
         self.vectors = vectors
         self.fusion: Method = fusion
         self._caps = {"max_lines": index_max_lines, "max_bytes": index_max_bytes}
+        # Cleared by every write here, so this process ranks by what it just wrote.
+        self.word_stats = TableStats(db, "notes")
 
     def validate(self, draft: NoteDraft) -> NoteDraft:
         """Check a draft before anything is stored; raise `InvalidInput` saying why."""
@@ -165,7 +168,7 @@ class PostgresNoteStore:
         SQLite: bm25 by words, fused with the nearest vectors when they are on)."""
         if k <= 0:
             return []
-        search = NoteSearch(self.db, self.clock, self.vectors, self.fusion)
+        search = NoteSearch(self.db, self.clock, self.vectors, self.fusion, self.word_stats)
         found = await search.top(query, visibility, k, snippets, vector)
         if bump:
             await self._bump([hit.note for hit in found])
@@ -212,6 +215,7 @@ class PostgresNoteStore:
     ) -> SaveResult:
         """`save` inside the caller's transaction; `draft` must be validated."""
         conn = connection_of(tx)
+        self.word_stats.clear()
         before_index = await self._build_index(conn, draft.scope, False)
         before = await _state(conn, draft.scope, draft.topic, lock=True)
         after = state_after(draft, before, actor, to_utc_text(self.clock()))
@@ -263,6 +267,7 @@ class PostgresNoteStore:
     ) -> int:
         """`forget` inside the caller's transaction; returns the change id."""
         conn = connection_of(tx)
+        self.word_stats.clear()
         cursor = await conn.execute(
             "DELETE FROM notes WHERE scope = %s AND topic = %s RETURNING *",
             (str(scope), topic),
@@ -278,6 +283,7 @@ class PostgresNoteStore:
     async def revert(self, change_id: int, *, actor: str, reason: str = "") -> Change:
         """Restore what a change touched to its state before it; refused when it changed
         again since, so a revert never clobbers later work."""
+        self.word_stats.clear()
         async with self.db.write() as conn:
             new_id = await note_changes.revert(conn, self.clock, change_id, actor, reason)
         return await self.fetch_change(new_id)
@@ -300,6 +306,7 @@ class PostgresNoteStore:
     ) -> ImportResult:
         """Save many notes in one transaction, all or none, as one change of many notes
         (`note_changes.import_drafts`: COPY, then one statement per table)."""
+        self.word_stats.clear()
         return await note_import.import_drafts(
             self.db, drafts, self.validate, actor=actor, now=self.clock(), labels=labels,
             progress=progress,
@@ -307,6 +314,7 @@ class PostgresNoteStore:
 
     async def purge_expired(self) -> int:
         """Delete notes past their expiry; their last state stays in the change sets."""
+        self.word_stats.clear()
         async with self.db.write() as conn:
             cursor = await conn.execute(
                 "DELETE FROM notes WHERE expires_at IS NOT NULL AND expires_at <= %s RETURNING *",

@@ -16,9 +16,19 @@ as `tsquery` syntax.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from memory.ranking import BM25_B, BM25_K1, column_weights
+
+if TYPE_CHECKING:
+    from memory.postgres.database import PostgresDatabase
+
+# How long the count of a table's documents and their mean length are used before they are
+# counted again (a scan of the table, which would be half of a search's time), unless this
+# process wrote to the table meanwhile. Another replica's writes shift them by little.
+STATS_FOR_S = 10.0
 
 # The configuration every `tsvector` of lorebot is made with (created by the baseline).
 CONFIG = "lorebot"
@@ -28,21 +38,21 @@ LABELS = "ABCD"
 def bm25_sql(table: str, filters: str, *, id_column: str = "id") -> str:
     """A query of (id, score) for the documents of `table` (with a `words` column) that
     hold a word of `%(text)s` and pass `filters`, best first, at most `%(limit)s`. It takes
-    the named parameters `text`, `limit`, `w_a`…`w_d` (from `weights_params`) and those of
-    `filters`. Scores are negative, lower better, as bm25() gives them on SQLite."""
+    the named parameters `text`, `limit`, `w_a`…`w_d` (from `weights_params`), `docs` and
+    `avgdl` (from `TableStats`) and those of `filters`. Scores are negative, lower better,
+    as bm25() gives them on SQLite."""
     return f"""
 WITH q AS (
     SELECT DISTINCT lexeme FROM unnest(to_tsvector('{CONFIG}', %(text)s))
     WHERE strpos(lexeme, '''') = 0 AND strpos(lexeme, '\\') = 0
 ), stats AS (
-    SELECT count(*)::float8 AS docs, greatest(avg(word_count), 1)::float8 AS avgdl
-    FROM {table}
-), idf AS (
+    SELECT %(docs)s::float8 AS docs, %(avgdl)s::float8 AS avgdl
+), idf AS MATERIALIZED (
     SELECT q.lexeme, greatest(ln((stats.docs - d.df + 0.5) / (d.df + 0.5)), 1e-6) AS idf
     FROM q CROSS JOIN stats CROSS JOIN LATERAL (
         SELECT count(*)::float8 AS df FROM {table} WHERE words @@ quote_literal(q.lexeme)::tsquery
     ) AS d
-), found AS (
+), found AS MATERIALIZED (
     SELECT {id_column} AS id, words, word_count::float8 AS dl FROM {table}
     WHERE words @@ (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM q)
     AND ({filters})
@@ -81,3 +91,26 @@ def word_count_sql(*fields: str) -> str:
     """How many words the SQL expressions `fields` hold together (bm25's length)."""
     joined = " || ' ' || ".join(fields)
     return f"lorebot_word_count({joined})"
+
+
+class TableStats:
+    """The number of documents of a word-indexed table and their mean length in words,
+    as bm25 needs them: counted again after `STATS_FOR_S` or after `clear` (a write)."""
+
+    def __init__(self, db: PostgresDatabase, table: str) -> None:
+        self.db = db
+        self.table = table
+        self._counted: tuple[float, dict[str, float]] | None = None
+
+    def clear(self) -> None:
+        self._counted = None
+
+    async def params(self) -> dict[str, float]:
+        now = time.monotonic()
+        if self._counted is None or now - self._counted[0] > STATS_FOR_S:
+            [row] = await self.db.rows(
+                "SELECT count(*)::float8 AS docs, greatest(avg(word_count), 1)::float8 "
+                f"AS avgdl FROM {self.table}"
+            )
+            self._counted = (now, {"docs": row["docs"], "avgdl": row["avgdl"]})
+        return self._counted[1]
