@@ -49,6 +49,8 @@ REALTALK = Path(__file__).resolve().parent / "data" / "realtalk_eval"
 K = recall_eval.K
 HALVES = {"first": "dev", "second": "test"}
 PLAIN, LOREBOT = "plain FTS5 (reference)", "lorebot words"
+# lorebot's words-only recall on PostgreSQL (`--postgresql`), the same notes imported there.
+ON_POSTGRESQL = "lorebot words, PostgreSQL"
 _WORD = re.compile(r"\w+")
 
 # NLTK's English stopword list (nltk.corpus.stopwords.words("english")), the common
@@ -159,6 +161,8 @@ class Store:
     db: SqliteDatabase
     notes: SqliteNoteStore
     key: dict[int, str]  # note id -> turn key
+    postgresql: Any = None  # the same notes in PostgreSQL's stores, with `--postgresql`
+    pg_key: dict[int, str] | None = None
 
 
 async def build(half: Half, path: Path) -> Store:
@@ -178,6 +182,17 @@ async def build(half: Half, path: Path) -> Store:
             "SELECT id, summary, body, scope FROM notes"
         )
     return Store(db, notes, key)
+
+
+async def add_postgresql(store: Store, half: Half, url: str) -> None:
+    """The half's notes imported into an empty PostgreSQL database as well."""
+    from memory.postgres.stores import open_stores
+    from memory.stores import StoreOptions
+
+    stores = await open_stores(url, StoreOptions(), pool_size=2)
+    await stores.notes.import_drafts([d for _, d in half.notes], actor="bench")
+    found = await stores.db.rows("SELECT id, source FROM notes")
+    store.postgresql, store.pg_key = stores, {int(r["id"]): str(r["source"]) for r in found}
 
 
 def rankers(store: Store) -> dict[str, Ranker]:
@@ -201,19 +216,36 @@ def rankers(store: Store) -> dict[str, Ranker]:
         hits = await store.notes.search(a.question.text, seen, k=K, bump=False, snippets=False)
         return [store.key[h.note.id] for h in hits]
 
-    return {PLAIN: plain, LOREBOT: lorebot}
+    async def on_postgresql(a: Asked) -> list[str]:
+        assert store.postgresql is not None and store.pg_key is not None
+        seen = visibility.setdefault(a.scopes, explicit(a.scopes))
+        hits = await store.postgresql.notes.search(
+            a.question.text, seen, k=K, bump=False, snippets=False
+        )
+        return [store.pg_key[h.note.id] for h in hits]
+
+    found: dict[str, Ranker] = {PLAIN: plain, LOREBOT: lorebot}
+    if store.postgresql is not None:
+        found[ON_POSTGRESQL] = on_postgresql
+    return found
 
 
 # --- report -----------------------------------------------------------------------------
 
 
-async def run_half(name: str, half: Half, workdir: Path, ranks: bool) -> dict[str, Any]:
+async def run_half(
+    name: str, half: Half, workdir: Path, ranks: bool, pg_url: str | None = None
+) -> dict[str, Any]:
     store = await build(half, workdir / f"{name}-{half.name}.db")
     try:
+        if pg_url is not None:
+            await add_postgresql(store, half, pg_url)
         found = {label: [await rank(a) for a in half.asked] for label, rank in
                  rankers(store).items()}  # fmt: skip
     finally:
         await store.db.close()
+        if store.postgresql is not None:
+            await store.postgresql.close()
     qs = [a.question for a in half.asked]
     scores = {label: score(lists, qs) for label, lists in found.items()}
     report: dict[str, Any] = {
@@ -249,11 +281,26 @@ def print_table(report: dict[str, Any]) -> None:
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for set_name, halves in report.items():
         for half, r in halves.items():
-            for label in (PLAIN, LOREBOT):
+            for label in (PLAIN, LOREBOT, ON_POSTGRESQL):
+                if label not in r:
+                    continue
                 s = Score(**r[label])
                 moved = f"{r['lower']} / {r['higher']}" if label == LOREBOT else ""
                 print(f"| {set_name} | {half} | {r['turns']} | {r['questions']} | {label} | "
                       f"{s.hit5:.1%} | {s.hit10:.1%} | {s.mrr:.3f} | {moved} |")  # fmt: skip
+
+
+def start_postgresql(workdir: Path) -> Any:
+    """A private PostgreSQL server for the run (tests/support/postgres.py's)."""
+    import os
+
+    from tests.support.postgres import PostgresServer, server_programs
+
+    programs = server_programs()
+    if programs is None:
+        raise SystemExit("--postgresql needs Debian's PostgreSQL: apt-get install postgresql")
+    os.chmod(workdir, 0o755)
+    return PostgresServer(workdir / "postgres").start(programs)
 
 
 async def main(argv: Sequence[str] | None = None) -> int:
@@ -263,6 +310,12 @@ async def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ranks", action="store_true",
                         help="list the questions lorebot ranks lower than plain FTS5")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument(
+        "--postgresql",
+        action="store_true",
+        help="rank the same notes on PostgreSQL too (a private server of Debian's "
+        "PostgreSQL, started for the run)",
+    )
     args = parser.parse_args(argv)
     if args.set in ("realtalk", "both") and not (REALTALK / "turns.jsonl").exists():
         print(f"{REALTALK} is empty: run benchmarks/make_realtalk_eval.py on a copy of "
@@ -272,12 +325,18 @@ async def main(argv: Sequence[str] | None = None) -> int:
     halves = list(HALVES) if args.half == "both" else [args.half]
     report: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="lorebot-public-eval-") as tmp:
-        for set_name in sets:
-            for half in halves:
-                data = SETS[set_name](HALVES[half])
-                report.setdefault(set_name, {})[half] = await run_half(
-                    set_name, data, Path(tmp), args.ranks
-                )
+        server = start_postgresql(Path(tmp)) if args.postgresql else None
+        try:
+            for set_name in sets:
+                for half in halves:
+                    data = SETS[set_name](HALVES[half])
+                    pg_url = None if server is None else server.new_database()
+                    report.setdefault(set_name, {})[half] = await run_half(
+                        set_name, data, Path(tmp), args.ranks, pg_url
+                    )
+        finally:
+            if server is not None:
+                server.stop()
     print_table(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
