@@ -7,10 +7,10 @@ from typing import Any
 
 import aiosqlite
 
+from memory.note_states import state_after as state_after  # shared by the engines
 from memory.sqlite import rows
-from memory.sqlite.database import to_db_time
 from memory.sqlite.note_sql import INDEX_NOTES, UPSERT_NOTE
-from memory.types import NoteDraft, Scope
+from memory.types import Scope
 from memory.visibility import scope_keys
 
 
@@ -21,25 +21,6 @@ async def fetch_row(conn: aiosqlite.Connection, scope: Scope, topic: str) -> Any
     ) as cursor:
         row: Any | None = await cursor.fetchone()
     return row
-
-
-def state_after(
-    draft: NoteDraft, before: dict[str, object] | None, actor: str, now: str
-) -> dict[str, object]:
-    """The state a save of `draft` leaves, keeping the creation time of `before`."""
-    return {
-        "summary": draft.summary,
-        "body": draft.body,
-        "category": draft.category.value,
-        "private": int(draft.private),
-        "pinned": int(draft.pinned),
-        "author": draft.author or actor,
-        "source": draft.source,
-        "confidence": draft.confidence,
-        "created_at": now if before is None else before["created_at"],
-        "updated_at": now,
-        "expires_at": None if draft.expires_at is None else to_db_time(draft.expires_at),
-    }
 
 
 async def write_state(

@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
-from collections.abc import Mapping
 
+# The states change sets keep are alike on every engine (`memory.note_states`).
+from memory.note_states import (
+    CONTENT_COLUMNS,
+    STATE_COLUMNS,
+    content_fingerprint,
+    dump_state,
+    same_content,
+)
 from memory.sqlite.database import from_db_time
 from memory.types import Category, Change, Note, Scope
-
-# The columns a change set records; restoring them restores the note exactly.
-STATE_COLUMNS = (
-    "summary", "body", "category", "private", "pinned", "author", "source", "confidence",
-    "created_at", "updated_at", "expires_at",
-)  # fmt: skip
-# What counts as the note's content when checking that a revert still applies.
-CONTENT_COLUMNS = ("summary", "body", "category", "private", "pinned", "expires_at")
 
 NOTE_COLUMNS = (
     "id, scope, topic, summary, body, category, private, pinned, author, source, confidence, "
@@ -52,21 +50,6 @@ def state_of(row: sqlite3.Row) -> dict[str, object]:
     return {column: row[column] for column in STATE_COLUMNS}
 
 
-def same_content(a: Mapping[str, object] | None, b: Mapping[str, object] | None) -> bool:
-    if a is None or b is None:
-        return a is b
-    return all(a.get(c) == b.get(c) for c in CONTENT_COLUMNS)
-
-
-def content_fingerprint(state: Mapping[str, object] | None) -> str | None:
-    """A short hash of a note's content, so a card can be checked against the note later;
-    None for a note that does not exist."""
-    if state is None:
-        return None
-    content = json.dumps([state.get(c) for c in CONTENT_COLUMNS], ensure_ascii=False)
-    return hashlib.sha256(content.encode()).hexdigest()[:24]
-
-
 def change_from_row(row: sqlite3.Row) -> Change:
     """A change from its row, or from a history view of one (`note_changes.py`), whose
     `notes` column counts the notes of a change of many (NULL: a change of one note)."""
@@ -88,10 +71,7 @@ def change_from_row(row: sqlite3.Row) -> Change:
     )
 
 
-# Keys keep STATE_COLUMNS order; compact separators keep change sets small. One encoder for
-# all: `json.dumps` with options builds a new one per call, a fifth of its time.
-_STATE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
-def dump_state(state: Mapping[str, object] | None) -> str | None:
-    return None if state is None else _STATE_ENCODER.encode(state)
+__all__ = [
+    "CONTENT_COLUMNS", "STATE_COLUMNS", "change_from_row", "content_fingerprint", "dump_state",
+    "note_from_row", "same_content", "state_of",
+]  # fmt: skip
