@@ -11,8 +11,8 @@ of its half, as `recall_eval.py` does. Top 10, for:
 
 - plain FTS5 (the reference): an FTS5 table with `tokenize='porter unicode61'` over the
   notes' (summary, body), ranked by `bm25()` with equal column weights, queried with the
-  question's words ORed after dropping common English stopwords (NLTK's list below), or
-  all of its words when only stopwords are left;
+  question's words ORed after dropping common English stopwords (NLTK's list, as
+  `memory.ranking` keeps it), or all of its words when only stopwords are left;
 - lorebot words: `NoteStore.search(question, k=10)`, no vectors.
 
 hit@5, hit@10 and MRR@10 count the first evidence turn found (`recall_eval.score`).
@@ -39,6 +39,7 @@ import recall_eval
 from recall_eval import Question, Score, first_rank, score
 
 from memory import NoteDraft, Scope, explicit
+from memory.ranking import ENGLISH_STOPWORDS
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import quote
 from memory.sqlite.notes import SqliteNoteStore
@@ -52,23 +53,6 @@ PLAIN, LOREBOT = "plain FTS5 (reference)", "lorebot words"
 # lorebot's words-only recall on PostgreSQL (`--postgresql`), the same notes imported there.
 ON_POSTGRESQL = "lorebot words, PostgreSQL"
 _WORD = re.compile(r"\w+")
-
-# NLTK's English stopword list (nltk.corpus.stopwords.words("english")), the common
-# choice; lorebot's own list is not used, so the reference owes nothing to lorebot.
-_ENGLISH_STOPWORD_TEXT = """
-    i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
-    yourselves he him his himself she she's her hers herself it it's its itself they them
-    their theirs themselves what which who whom this that that'll these those am is are was
-    were be been being have has had having do does did doing a an the and but if or because
-    as until while of at by for with about against between into through during before after
-    above below to from up down in out on off over under again further then once here there
-    when where why how all any both each few more most other some such no nor not only own
-    same so than too very s t can will just don don't should should've now d ll m o re ve y
-    ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven
-    haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn
-    shouldn't wasn wasn't weren weren't won won't wouldn wouldn't
-"""
-ENGLISH_STOPWORDS = frozenset(_ENGLISH_STOPWORD_TEXT.split())
 
 
 def plain_match(text: str) -> str | None:

@@ -24,12 +24,31 @@ _STOPWORD_TEXT = """a an and are as at be but by do does for from has have how i
     which who why will with you your"""
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
-# Keyword weights of a note's topic, summary and body, relative to each other: scaled so
-# the heaviest counts a word as plain bm25 does. Chosen by `benchmarks/recall_eval.py
-# --half first --weight-grid`: the best MRR@10 on that half of the weightings at or above
-# plain bm25 at hit@5, hit@10 and MRR@10 there and on recall_quality.py's notes. Every
-# field keeps a weight, so a note found by its topic or body words alone scores.
-NOTE_WEIGHTS = (1.0, 1.5, 1.0)
+# NLTK's English stopword list (nltk.corpus.stopwords.words("english")), which a note
+# search leaves out of its bm25 query: in short notes "what", "did" and "her" are rare
+# enough for bm25 to weigh them, and they pushed out the notes that answer (7 points of
+# hit@10 on REALTALK's first half, benchmarks/public_eval.py).
+_ENGLISH_STOPWORD_TEXT = """
+    i me my myself we our ours ourselves you you're you've you'll you'd your yours yourself
+    yourselves he him his himself she she's her hers herself it it's its itself they them
+    their theirs themselves what which who whom this that that'll these those am is are was
+    were be been being have has had having do does did doing a an the and but if or because
+    as until while of at by for with about against between into through during before after
+    above below to from up down in out on off over under again further then once here there
+    when where why how all any both each few more most other some such no nor not only own
+    same so than too very s t can will just don don't should should've now d ll m o re ve y
+    ain aren aren't couldn couldn't didn didn't doesn doesn't hadn hadn't hasn hasn't haven
+    haven't isn isn't ma mightn mightn't mustn mustn't needn needn't shan shan't shouldn
+    shouldn't wasn wasn't weren weren't won won't wouldn wouldn't
+"""
+ENGLISH_STOPWORDS = frozenset(_ENGLISH_STOPWORD_TEXT.split())
+
+# Keyword weights of a note's topic, summary and body, relative to each other: equal, as
+# plain bm25 counts every column. Chosen by `benchmarks/public_eval.py` on the first halves
+# of the ops set and REALTALK (a grid of topic 0-1 and summary 0.75-1.25): a summary
+# weighed above the body lost 1-3 points of hit@10 on REALTALK, whose summary repeats the
+# turn's first words, and the topic's weight moved nothing on either set.
+NOTE_WEIGHTS = (1.0, 1.0, 1.0)
 # Keyword weights of a message's content, the message before, the message after and the
 # author, relative to each other (benchmarks/recall_eval.py --sweep).
 CONTENT_WEIGHT = 1.0
@@ -68,10 +87,19 @@ def query_terms(text: str) -> list[str]:
     return list(seen)[:MAX_QUERY_TERMS]
 
 
+def note_terms(text: str) -> list[str]:
+    """Distinct lowercase words of `text` for the bm25 ranking of notes: NLTK's English
+    stopwords left out (all words when nothing else is left), at most MAX_QUERY_TERMS."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD_RE.findall(text)))
+    content = [w for w in words if w not in ENGLISH_STOPWORDS] or words
+    return content[:MAX_QUERY_TERMS]
+
+
 def ranking_terms(text: str) -> list[str]:
-    """Distinct lowercase words of `text` for a bm25 ranking, stopwords included: bm25
-    already weighs a common word by how rare it is, and dropping them measured worse than
-    plain bm25 (benchmarks/recall_eval.py). Past MAX_QUERY_TERMS, content words come first."""
+    """Distinct lowercase words of `text` for the bm25 ranking of messages, stopwords
+    included: bm25 already weighs a common word by how rare it is, and a message's
+    neighbours make it long enough that dropping them measured worse
+    (benchmarks/recall_eval.py). Past MAX_QUERY_TERMS, content words come first."""
     words = list(dict.fromkeys(w.lower() for w in _WORD_RE.findall(text)))
     if len(words) <= MAX_QUERY_TERMS:
         return words

@@ -13,7 +13,7 @@ from memory.clock import Clock
 from memory.postgres.database import PostgresDatabase
 from memory.postgres.note_rows import NOTE_COLUMNS, note_from_row
 from memory.postgres.words import CONFIG, TableStats, bm25_sql, weights_params
-from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, ranking_terms
+from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, note_terms
 from memory.types import Note, SearchHit
 from memory.vectors import NOTE, VectorIndex
 from memory.visibility import Visibility
@@ -63,7 +63,7 @@ class NoteSearch:
         vector: Sequence[float] | None,
     ) -> list[SearchHit]:
         """Top-k notes (k > 0) for `query` among what `visibility` may read, best first."""
-        terms = " ".join(ranking_terms(query))
+        terms = " ".join(note_terms(query))
         if vector is None and self.vectors is not None and self.vectors.enabled:
             vector = await self.vectors.query_vector(query)
         pool = max(k * 4, FUSION_POOL) if vector is not None else k

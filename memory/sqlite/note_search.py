@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.clock import Clock
-from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, ranking_terms
+from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, note_terms
 from memory.sqlite import rows
 from memory.sqlite.database import SqliteDatabase, to_db_time
 from memory.sqlite.fts import bm25_call, match_terms
@@ -52,7 +52,7 @@ class NoteSearch:
     ) -> list[SearchHit]:
         """Top-k notes (k > 0) for `query` among what `visibility` may read, best first,
         as `NoteStore.search` describes; reads nothing it would have to write back."""
-        terms = ranking_terms(query)
+        terms = note_terms(query)
         words = _Words(match_terms(await self.term_stats.weighed(terms)), match_terms(terms))
         if vector is None and self.vectors is not None and self.vectors.enabled:
             vector = await self.vectors.query_vector(query)

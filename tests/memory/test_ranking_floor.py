@@ -2,11 +2,13 @@
 
 A small fixed set of an ops channel's notes and questions, imported and searched through
 `lorebot notes import` and `lorebot notes search --json`, scored against a plain bm25
-query (one FTS5 column of the same text, porter, every word of the question ORed). The
-store is padded past 5,000 notes, where large-store shortcuts start, with log lines in
-which "deploy" is common (12%) and "the" is everywhere. Each question is one the plain
-ranking gets right and a shortcut would lose: a common word or a stopword left out of the
-query, or expired notes filling the candidates before the filter.
+query (one FTS5 column of the same text, porter, the question's words ORed after common
+English stopwords). The store is padded past 5,000 notes, where large-store shortcuts
+start, with log lines in which "deploy" is common (12%) and "the" is everywhere. Each
+question is one the plain ranking gets right and a shortcut could lose: a common word
+left out of the query, a note that holds every word among many that hold one, expired
+notes filling the candidates before the filter, or chat lines full of the question's
+stopwords ("what did she say about her …") pushing out the one that answers.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import pytest
 
 from bot.cli.main import main
 from tests.support.ranking import plain_bm25_over
+
+pytestmark = pytest.mark.usefixtures("on_each_engine")  # the floor holds on both engines
 
 SCOPE = "channel:slack/C0OPS"
 K = 10
@@ -72,6 +76,26 @@ NOTES = [
         "Ask in #ops before you restore a dump onto it.",
     ),
     ("freeze-window", "Deploys pause for the holiday code freeze from December 20", ""),
+    ("kate-dog", "Kate: my dog Rex sleeps under the desk", ""),
+    *[
+        (f"chat-{i}", f"what did she say about her {thing} then?", "")
+        for i, thing in enumerate(
+            (
+                "lunch",
+                "trip",
+                "talk",
+                "flat",
+                "course",
+                "band",
+                "bike",
+                "garden",
+                "exam",
+                "car",
+                "team",
+                "plan",
+            )
+        )
+    ],  # fmt: skip
 ]
 # Notes past their expiry that the maintenance job has not purged yet: a search must not
 # return them, nor let them push a live answer out.
@@ -79,9 +103,10 @@ EXPIRED = [(f"old-freeze-{i}", "holiday freeze for deploys", "") for i in range(
 
 QUESTIONS = [
     ("who runs the billing deploy?", "billing-deploy-owner"),
-    ("who is on call this week?", "pager-rotation"),
+    ("who is on call for the platform this week?", "pager-rotation"),
     ("where is the staging database?", "staging-db-host"),
     ("when is the holiday freeze for deploys?", "freeze-window"),
+    ("what did Kate say about her dog?", "kate-dog"),
 ]
 
 SERVICES = ("ledger", "gateway", "indexer", "mailer", "scheduler", "exporter", "resolver")

@@ -19,6 +19,8 @@ import pytest
 from bot.cli.main import main
 from tests.support.ranking import plain_bm25_over
 
+pytestmark = pytest.mark.usefixtures("on_each_engine")  # the floor holds on both engines
+
 SCOPE = "channel:slack/C0DATA"
 K = 5
 QUESTION = "why did the exporter stall after the upgrade?"
@@ -29,16 +31,18 @@ SERVICES = ("ledger", "gateway", "mailer", "indexer", "resolver", "scheduler", "
 
 def notes() -> list[tuple[str, str]]:
     """(topic, summary): six stalls of other services, log lines in which "exporter" is
-    three times as common as "stall", and the answer, which names the exporter twice."""
+    about one and a half times as common as "stall", and the answer, which names the
+    exporter twice (and once more in its topic). Only the answer's topic holds a word of
+    the question."""
     found = [
-        (f"queue-stall-{i}", f"{name}: the {SERVICES[i]} queue had a stall overnight")
+        (f"queue-{i}", f"{name}: the {SERVICES[i]} queue had a stall overnight")
         for i, name in enumerate(PEOPLE)
     ]
     for i in range(200):
         found.append((f"probe-{i}", f"{SERVICES[i % 7]} health probe {i} passed"))
-    for i in range(90):
-        found.append((f"export-{i}", f"exporter batch {i} written to {SERVICES[i % 7]}"))
-    for i in range(30):
+    for i in range(40):
+        found.append((f"batch-{i}", f"exporter batch {i} written to {SERVICES[i % 7]}"))
+    for i in range(20):
         found.append((f"alarm-{i}", f"{SERVICES[i % 7]} stall alarm {i} cleared"))
     found.append((ANSWER, "Omar: the new exporter kept reading the old exporter config"))
     return found
