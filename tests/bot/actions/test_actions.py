@@ -368,3 +368,23 @@ async def test_a_card_decided_after_a_restart_runs_and_the_turn_resumes(
         assert card.current.startswith("✅ Ran `restart` on `ops`")
     finally:
         await second.bot.stop()
+
+
+async def test_the_same_action_again_in_a_turn_shows_no_second_card_and_runs_once(
+    ops: tuple[Harness, Counter[str]],
+) -> None:
+    h, ran = ops
+    call = {"function": {"name": "ops__restart", "arguments": {"service": "web"}}}
+    h.ollama.reply(tool_calls=[call, call])  # twice in one round
+    await h.say("restart web")
+    [card] = h.adapter.cards
+    h.ollama.tool_call("ops__restart", {"service": "web"})  # and again after the decision
+    h.ollama.reply("I restarted web.")
+    await h.react(card, APPROVE)
+    assert ran["restart"] == 1 and len(h.adapter.cards) == 1
+    told = [m["content"] for m in h.ollama.chat_requests[-1]["messages"] if m["role"] == "tool"]
+    assert told[0] == "restarted web"
+    assert all(t.startswith("You already called ops__restart") for t in told[1:]) and told[1:]
+    assert h.adapter.replies == ["I restarted web."]
+    [action] = await h.bot.actions.fetch_recent()
+    assert action.outcome == "ok"
