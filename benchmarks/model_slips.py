@@ -16,6 +16,12 @@ that had one).
 
     python benchmarks/model_slips.py
     python benchmarks/model_slips.py --json /tmp/slips.json
+    python benchmarks/model_slips.py --empty-first
+
+`--empty-first` takes the model's first answer of every turn as empty (no words, no call:
+the answer the issue saw through a stand-in for Ollama's API, which this server's
+function-calling format never gives), so every turn is nudged and the nudge's cost on the
+real model is measured: the extra call and the time it adds.
 
 Run by hand, not in CI (a few minutes on 2 cores). The answers of a 135M model are not
 sensible; only how they fail matters here.
@@ -115,6 +121,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 started = time.perf_counter()
                 call: dict[str, Any] = {"nudged": after_nudge(messages), "result": None}
                 calls.append(call)
+                if args.empty_first and len(calls) == 1:
+                    call["result"], call["s"] = ChatResult(""), 0.0  # as if it came back empty
+                    return call["result"]
                 try:
                     call["result"] = await chat(messages, **kw)
                 except ModelUnavailable as exc:
@@ -191,6 +200,9 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=50, choices=range(1, 51))
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--empty-first", action="store_true", help="take each turn's first answer as empty"
+    )
     args = parser.parse_args()
     result = asyncio.run(run(args))
     print(f"{result['turns']} turns on {MODEL}, every tool offered:")
