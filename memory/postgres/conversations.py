@@ -172,14 +172,9 @@ class PostgresConversationLog:
         pool = max(k * 4, ranking.FUSION_POOL)
         terms = " ".join(ranking_terms(query))
         keyword: list[tuple[int, float]] = []
-        if terms:
-            params = {
-                "text": terms,
-                "limit": pool,
-                "scopes": scopes,
-                **_MESSAGE_WEIGHTS,
-                **await self.word_stats.params(),
-            }
+        words = await self.word_stats.params(terms) if terms else None
+        if words is not None:
+            params = {"limit": pool, "scopes": scopes, **_MESSAGE_WEIGHTS, **words}
             keyword = [(r["id"], float(r["score"])) for r in await self.db.rows(_SEARCH, params)]
         near: list[tuple[int, float]] = []
         if vector is not None and vectors is not None:

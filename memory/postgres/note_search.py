@@ -82,9 +82,11 @@ class NoteSearch:
         ]
 
     async def _ranked(self, terms: str, visibility: Visibility, k: int) -> list[tuple[int, float]]:
+        words = await self.stats.params(terms)
+        if words is None:
+            return []
         params = {
-            "text": terms, "limit": k, "now": self.clock(), **visibility_params(visibility),
-            **_WEIGHTS, **await self.stats.params(),
+            "limit": k, "now": self.clock(), **visibility_params(visibility), **_WEIGHTS, **words,
         }  # fmt: skip
         return [(r["id"], float(r["score"])) for r in await self.db.rows(_RANKED, params)]
 

@@ -5,8 +5,8 @@ Every field is a weight label of one `tsvector` (a note's topic A, summary B, bo
 message's content A, the message before B, after C, author D). Per document and query
 word, each occurrence adds its field's weight (`memory.ranking`); bm25 saturates that sum
 and marks long documents down; a word's idf comes from the number of documents holding it
-(an index lookup per word). A document's length is its number of words (`word_count`,
-kept beside its `tsvector`), as FTS5 counts a row's tokens.
+(an index lookup per word, kept for a while). A document's length is its number of words
+(`word_count`, kept beside its `tsvector`), as FTS5 counts a row's tokens.
 
 The text search configuration `lorebot` is PostgreSQL's English stemmer without a stopword
 list: as on SQLite (porter), common words are indexed, and bm25 weighs them by how rare
@@ -16,18 +16,20 @@ as `tsquery` syntax.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memory.ranking import BM25_B, BM25_K1, column_weights
 
 if TYPE_CHECKING:
     from memory.postgres.database import PostgresDatabase
 
-# How long the count of a table's documents and their mean length are used before they are
-# counted again (a scan of the table, which would be half of a search's time), unless this
-# process wrote to the table meanwhile. Another replica's writes shift them by little.
+# How long the count of a table's documents, their mean length and the number holding each
+# query word are used before they are counted again (a scan of the table and an index
+# lookup per word, most of a search's time), unless this process wrote to the table
+# meanwhile. Another replica's writes shift them by little.
 STATS_FOR_S = 10.0
 
 # The configuration every `tsvector` of lorebot is made with (created by the baseline).
@@ -37,32 +39,28 @@ LABELS = "ABCD"
 
 def bm25_sql(table: str, filters: str, *, id_column: str = "id") -> str:
     """A query of (id, score) for the documents of `table` (with a `words` column) that
-    hold a word of `%(text)s` and pass `filters`, best first, at most `%(limit)s`. It takes
-    the named parameters `text`, `limit`, `w_a`…`w_d` (from `weights_params`), `docs` and
-    `avgdl` (from `TableStats`) and those of `filters`. Scores are negative, lower better,
-    as bm25() gives them on SQLite."""
+    hold one of the words `%(lexemes)s` and pass `filters`, best first, at most
+    `%(limit)s`. It takes the named parameters of `TableStats.params` (the words, their
+    idf, the mean length), `limit`, `w_a`…`w_d` (from `weights_params`) and those of
+    `filters`. Scores are negative, lower better, as bm25() gives them on SQLite."""
     return f"""
 WITH q AS (
-    SELECT DISTINCT lexeme FROM unnest(to_tsvector('{CONFIG}', %(text)s))
-    WHERE strpos(lexeme, '''') = 0 AND strpos(lexeme, '\\') = 0
-), stats AS (
-    SELECT %(docs)s::float8 AS docs, %(avgdl)s::float8 AS avgdl
-), idf AS MATERIALIZED (
-    SELECT q.lexeme, greatest(ln((stats.docs - d.df + 0.5) / (d.df + 0.5)), 1e-6) AS idf
-    FROM q CROSS JOIN stats CROSS JOIN LATERAL (
-        SELECT count(*)::float8 AS df FROM {table} WHERE words @@ quote_literal(q.lexeme)::tsquery
-    ) AS d
+    SELECT * FROM unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS q (lexeme, idf)
 ), found AS MATERIALIZED (
-    SELECT {id_column} AS id, words, word_count::float8 AS dl FROM {table}
+    -- Each document's words cut down to the query's (two ts_delete, in C): unnesting all
+    -- of a document's words would be most of the query's time.
+    SELECT {id_column} AS id, word_count::float8 AS dl,
+        ts_delete(words, tsvector_to_array(ts_delete(words, %(lexemes)s::text[]))) AS words
+    FROM {table}
     WHERE words @@ (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM q)
     AND ({filters})
 )
 SELECT found.id, -sum(
-    idf.idf * f.f * ({BM25_K1} + 1) / (f.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * found.dl
-    / stats.avgdl))
+    q.idf * f.f * ({BM25_K1} + 1) / (f.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * found.dl
+    / %(avgdl)s::float8))
 ) AS score
-FROM found CROSS JOIN stats CROSS JOIN LATERAL unnest(found.words) AS u
-JOIN idf ON idf.lexeme = u.lexeme
+FROM found CROSS JOIN LATERAL unnest(found.words) AS u
+JOIN q ON q.lexeme = u.lexeme
 CROSS JOIN LATERAL (
     SELECT sum(CASE w WHEN 'A' THEN %(w_a)s WHEN 'B' THEN %(w_b)s WHEN 'C' THEN %(w_c)s
         ELSE %(w_d)s END)::float8 AS f
@@ -94,23 +92,56 @@ def word_count_sql(*fields: str) -> str:
 
 
 class TableStats:
-    """The number of documents of a word-indexed table and their mean length in words,
-    as bm25 needs them: counted again after `STATS_FOR_S` or after `clear` (a write)."""
+    """What bm25 needs of a word-indexed table besides its documents: their number and
+    mean length, and how many hold each query word (FTS5 reads that from its index; here
+    it is an index lookup per word, kept). Counted again after `STATS_FOR_S` or after
+    `clear` (a write of this process)."""
+
+    # A query's words as the index holds them; a word with a quote or a backslash is left
+    # out (it would need tsquery escaping, and no English word has one).
+    _LEXEMES = f"""
+        SELECT DISTINCT lexeme FROM unnest(to_tsvector('{CONFIG}', %s))
+        WHERE strpos(lexeme, '''') = 0 AND strpos(lexeme, chr(92)) = 0"""
 
     def __init__(self, db: PostgresDatabase, table: str) -> None:
         self.db = db
         self.table = table
         self._counted: tuple[float, dict[str, float]] | None = None
+        self._holding: dict[str, int] = {}  # documents holding a word, as of `_counted`
 
     def clear(self) -> None:
         self._counted = None
 
-    async def params(self) -> dict[str, float]:
-        now = time.monotonic()
-        if self._counted is None or now - self._counted[0] > STATS_FOR_S:
-            [row] = await self.db.rows(
-                "SELECT count(*)::float8 AS docs, greatest(avg(word_count), 1)::float8 "
-                f"AS avgdl FROM {self.table}"
-            )
-            self._counted = (now, {"docs": row["docs"], "avgdl": row["avgdl"]})
-        return self._counted[1]
+    async def params(self, text: str) -> dict[str, Any] | None:
+        """`bm25_sql`'s parameters for the query `text`: its words, their idf and the
+        table's mean length; None when `text` has no word the index could hold."""
+        async with self.db.connection() as conn:
+            found = await (await conn.execute(self._LEXEMES, (text,))).fetchall()
+            lexemes = sorted(row["lexeme"] for row in found)
+            if not lexemes:
+                return None
+            now = time.monotonic()
+            if self._counted is None or now - self._counted[0] > STATS_FOR_S:
+                totals = await (await conn.execute(
+                    "SELECT count(*)::float8 AS docs, greatest(avg(word_count), 1)::float8 "
+                    f"AS avgdl FROM {self.table}"
+                )).fetchone()  # fmt: skip
+                assert totals is not None
+                self._counted = (now, {"docs": totals["docs"], "avgdl": totals["avgdl"]})
+                self._holding = {}
+            unknown = [lexeme for lexeme in lexemes if lexeme not in self._holding]
+            if unknown:
+                holding = await conn.execute(
+                    f"SELECT l AS lexeme, (SELECT count(*) FROM {self.table} "
+                    "WHERE words @@ quote_literal(l)::tsquery) AS df FROM unnest(%s::text[]) AS l",
+                    (unknown,),
+                )
+                self._holding.update({r["lexeme"]: int(r["df"]) for r in await holding.fetchall()})
+        totals_now = self._counted[1]
+        idf = [bm25_idf(totals_now["docs"], self._holding[lexeme]) for lexeme in lexemes]
+        return {"lexemes": lexemes, "idf": idf, "avgdl": totals_now["avgdl"]}
+
+
+def bm25_idf(docs: float, holding: int) -> float:
+    """FTS5's idf: a word held by half the documents or more weighs almost nothing."""
+    return max(math.log((docs - holding + 0.5) / (holding + 0.5)), 1e-6)
