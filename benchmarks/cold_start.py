@@ -1,6 +1,7 @@
 """Wall time of one-shot commands from a cold process: `lorebot --help` and `notes search`.
 
     python benchmarks/cold_start.py [--runs 10] [--notes 1000] [--embed]
+    python benchmarks/cold_start.py --database-url postgresql://… --json cold.json
 
 Each command runs `--runs` times as a new process (the installed `lorebot` script, with a
 fresh HOME and XDG folders and a database of `--notes` notes); the median and the fastest
@@ -13,12 +14,16 @@ show with `python -X importtime -m bot.cli.main notes search …`.
 answers at once, so what is timed is lorebot's side), and embeds the notes with `notes
 reembed` first. `notes search` then embeds its query: each run asks a new question, so
 that no cache can answer for the model.
+
+`--database-url` runs the commands on that PostgreSQL database (empty: the notes are
+imported into it); `--json` also writes the medians there.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -109,8 +114,12 @@ def _fake_ollama() -> Iterator[str]:
         thread.join(10)
 
 
+MEDIANS_MS: dict[str, float] = {}  # by row, for `--json`
+
+
 def _report(name: str, times: list[float], target_ms: float | None) -> None:
     median = statistics.median(times)
+    MEDIANS_MS[name] = round(median, 1)
     verdict = "" if target_ms is None else "  ok" if median <= target_ms else "  over target"
     target = "" if target_ms is None else f"  target {target_ms:.0f} ms"
     print(f"lorebot {name:<34} median {median:6.1f} ms  fastest {min(times):6.1f} ms"
@@ -122,17 +131,22 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10, help="runs per command (default 10)")
     parser.add_argument("--notes", type=int, default=1000, help="notes in the database")
     parser.add_argument("--embed", action="store_true", help="with an embedding model set")
+    parser.add_argument("--database-url", help="an empty PostgreSQL database to run on")
+    parser.add_argument("--json", type=Path, help="also write the medians here")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="lorebot-cold-"))
+    database = {"LOREBOT_DATABASE__URL": args.database_url} if args.database_url else {}
     try:
         if args.embed:
             with _fake_ollama() as url:
-                _run(home, args, {"LOREBOT_OLLAMA__HOST": url,
-                                  "LOREBOT_OLLAMA__EMBED_MODEL": "all-minilm"})  # fmt: skip
+                embed = {"LOREBOT_OLLAMA__HOST": url, "LOREBOT_OLLAMA__EMBED_MODEL": "all-minilm"}
+                _run(home, args, {**embed, **database})
         else:
-            _run(home, args, {})
+            _run(home, args, database)
     finally:
         shutil.rmtree(home, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps(MEDIANS_MS, indent=2) + "\n")
 
 
 def _run(home: Path, args: argparse.Namespace, extra: dict[str, str]) -> None:
@@ -141,8 +155,9 @@ def _run(home: Path, args: argparse.Namespace, extra: dict[str, str]) -> None:
     search = [*_lorebot(), "notes", "search", "staging proxy host-7",
               "--scope", "channel:slack/C1", "-k", "10"]  # fmt: skip
     print(f"{args.runs} cold runs each, {args.notes} notes, {os.cpu_count()} CPUs"
-          f"{', embedding model set' if extra else ''}")  # fmt: skip
-    if extra:
+          f"{', embedding model set' if args.embed else ''}"
+          f"{', on PostgreSQL' if args.database_url else ''}")  # fmt: skip
+    if args.embed:
         subprocess.run([*_lorebot(), "notes", "reembed"], env=env, check=True,
                        capture_output=True)  # fmt: skip
         _time(search, env, 1)  # the first run fills the OS page cache

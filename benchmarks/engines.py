@@ -1,17 +1,23 @@
 """SQLite and PostgreSQL side by side, in one run on one machine: importing notes (one
-change set per import), and searching them by words.
+change set per import), searching them by words, a turn's own time and a command's start.
 
 Each engine gets the same notes: `--notes` drafts over 50 channel scopes, each a summary
 and a body of words drawn from a fixed vocabulary (seeded, so every run sees the same
 text). An import is `NoteStore.import_drafts` into an empty database, timed `--runs` times
 (a new database each time); the median is reported as notes per second. Searches are
 `NoteStore.search` of `--queries` three-word questions in one channel's view (its notes,
-the team's), words only, k=5, after one warm-up pass; p50 and p95 per search.
+the team's), words only, k=5, after one warm-up pass; p50, p95 and p99 per search.
+
+Then, unless `--no-bot`, the whole bot on each engine, through the benchmarks that measure
+it on SQLite, run as child processes with `--database-url` for PostgreSQL: a turn's own
+time (`turns.py`: `--notes` notes, one conversation at a time, the model's time taken out)
+and a cold `lorebot notes search` (`cold_start.py`, 1,000 notes).
 
 PostgreSQL is a private server of Debian's PostgreSQL started for the run (fsync off, as
 in the tests), on 127.0.0.1: the figures include the round trips of a local socket.
 
     PYTHONPATH=. python benchmarks/engines.py                   # 20k notes, 3 runs
+    PYTHONPATH=. python benchmarks/engines.py --notes 100000 --runs 1
     PYTHONPATH=. python benchmarks/engines.py --notes 50000 --json engines.json
 """
 
@@ -23,6 +29,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -92,6 +99,48 @@ def p95(values: Sequence[float]) -> float:
     return statistics.quantiles(values, n=20)[-1]
 
 
+def p99(values: Sequence[float]) -> float:
+    return statistics.quantiles(values, n=100)[-1]
+
+
+BENCHMARKS = Path(__file__).resolve().parent
+
+
+def bot_figures(args: argparse.Namespace, workdir: Path, urls: Sequence[str]) -> dict[str, float]:
+    """A turn's own time and a cold `notes search` on one engine, from `turns.py` and
+    `cold_start.py` in child processes; on PostgreSQL `urls` holds an empty database for
+    each, on SQLite nothing."""
+    turns, cold = workdir / "turns.json", workdir / "cold.json"
+    on_turns = ["--database-url", urls[0]] if urls else []
+    on_cold = ["--database-url", urls[1]] if urls else []
+    turns_argv = ["--notes", str(args.notes), "--levels", "1", "--turns", "200",
+                  "--latency-turns", "300", "--wide", "0"]  # fmt: skip
+    # turns.py's exit status says whether its own targets hold, not whether it ran.
+    subprocess.run(
+        [
+            sys.executable,
+            str(BENCHMARKS / "turns.py"),
+            *turns_argv,
+            "--json",
+            str(turns),
+            *on_turns,
+        ],
+        check=False,
+        stdout=subprocess.DEVNULL,
+    )
+    subprocess.run(
+        [sys.executable, str(BENCHMARKS / "cold_start.py"), "--json", str(cold), *on_cold],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    latency = json.loads(turns.read_text())["latency"]
+    return {
+        "turn own p50 ms": latency["own_p50_ms"],
+        "turn own p99 ms": latency["own_p99_ms"],
+        "cold notes search ms": json.loads(cold.read_text())["notes search"],
+    }
+
+
 async def run(args: argparse.Namespace, workdir: Path, server: PostgresServer) -> dict[str, Any]:
     notes, asked = drafts(args.notes), questions(args.queries)
     report: dict[str, Any] = {"notes": args.notes, "queries": args.queries, "runs": args.runs}
@@ -109,7 +158,11 @@ async def run(args: argparse.Namespace, workdir: Path, server: PostgresServer) -
             "import runs": rates,
             "search p50 ms": statistics.median(times),
             "search p95 ms": p95(times),
+            "search p99 ms": p99(times),
         }
+        if args.bot:
+            urls = [] if engine == "sqlite" else [server.new_database(), server.new_database()]
+            report[engine] |= bot_figures(args, workdir, urls)
     return report
 
 
@@ -119,8 +172,13 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"\n{counts}, {report['runs']} imports each\n")
     print("| | SQLite | PostgreSQL | PostgreSQL / SQLite |")
     print("| --- | --- | --- | --- |")
-    for key, fmt in (("import notes/s (median)", "{:,.0f}"), ("search p50 ms", "{:.2f}"),
-                     ("search p95 ms", "{:.2f}")):  # fmt: skip
+    rows = [("import notes/s (median)", "{:,.0f}"), ("search p50 ms", "{:.2f}"),
+            ("search p95 ms", "{:.2f}"), ("search p99 ms", "{:.2f}"),
+            ("turn own p50 ms", "{:.2f}"), ("turn own p99 ms", "{:.2f}"),
+            ("cold notes search ms", "{:.0f}")]  # fmt: skip
+    for key, fmt in rows:
+        if key not in lite:
+            continue
         ratio = pg[key] / lite[key]
         print(f"| {key} | {fmt.format(lite[key])} | {fmt.format(pg[key])} | {ratio:.2f}× |")
 
@@ -130,6 +188,8 @@ async def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--notes", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--no-bot", dest="bot", action="store_false",
+                        help="only the store: no turns, no command start")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args(argv)
     programs = server_programs()

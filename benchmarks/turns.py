@@ -620,7 +620,8 @@ class Bench:
         self.text = Text(self.rng)
         self.adapter = BenchAdapter()
         settings = Settings(
-            database={"path": workdir / "turns.db"},
+            # `--database-url`: the same bot on PostgreSQL (an empty database of its own).
+            database={"path": workdir / "turns.db", "url": args.database_url},
             ollama={"host": ollama_url, "model": MODEL, "timeout_s": 5.0},
             bot={"queue_size": 100_000},
             # Only the bundled skills: nothing from this machine's ~/.agents or ~/.config.
@@ -680,7 +681,7 @@ class Bench:
             "generate_s": round(generated, 2),
             "import_s": round(imported, 2),
             "import_per_s": round(notes / imported),
-            "db_mb": round(_db_bytes(self.bot.db.path) / 1e6, 1),
+            "db_mb": round(await _db_bytes(self.bot) / 1e6, 1),
         }
         await self.seed_history(conversations)
         return corpus
@@ -911,7 +912,10 @@ class Bench:
         }
 
 
-def _db_bytes(path: Path) -> int:
+async def _db_bytes(bot: Bot) -> int:
+    path = getattr(bot.db, "path", None)
+    if path is None:  # PostgreSQL
+        return int(await bot.db.scalar("SELECT pg_database_size(current_database())"))
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
 
@@ -1087,6 +1091,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="notes one more conversation sees (channel, team, person); 0: no such case",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--database-url", help="run on this PostgreSQL database (empty) instead of SQLite"
+    )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     return parser.parse_args(argv)
 

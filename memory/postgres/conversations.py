@@ -117,7 +117,7 @@ class PostgresConversationLog:
                 assert row is not None
                 first = row["id"] if first is None else first
             if scope and first is not None:
-                self.word_stats.clear()
+                self.word_stats.added(len(entries))
                 await index_messages_from(conn, first)
 
     async def import_messages(self, messages: Iterable[PastMessage]) -> int:
@@ -175,7 +175,8 @@ class PostgresConversationLog:
         words = await self.word_stats.params(terms) if terms else None
         if words is not None:
             params = {"limit": pool, "scopes": scopes, **_MESSAGE_WEIGHTS, **words}
-            keyword = [(r["id"], float(r["score"])) for r in await self.db.rows(_SEARCH, params)]
+            found = await self.db.rows(_SEARCH, params, prepare=False)
+            keyword = [(r["id"], float(r["score"])) for r in found]
         near: list[tuple[int, float]] = []
         if vector is not None and vectors is not None:
             near = await vectors.nearest(MESSAGE, vector, visibility, pool)

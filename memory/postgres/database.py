@@ -184,10 +184,15 @@ class PostgresDatabase:
             raise StoreUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
 
     async def rows(
-        self, sql: str, params: tuple[object, ...] | dict[str, Any] = ()
+        self,
+        sql: str,
+        params: tuple[object, ...] | dict[str, Any] = (),
+        *,
+        prepare: bool | None = None,
     ) -> list[dict[str, Any]]:
+        """The rows of one statement; `prepare` as psycopg's (None: after a few runs)."""
         async with self.connection() as conn:
-            return await (await conn.execute(sql, params)).fetchall()
+            return await (await conn.execute(sql, params, prepare=prepare)).fetchall()
 
     async def scalar(self, sql: str, params: tuple[object, ...] | dict[str, Any] = ()) -> Any:
         async with self.connection() as conn:

@@ -88,7 +88,8 @@ class NoteSearch:
         params = {
             "limit": k, "now": self.clock(), **visibility_params(visibility), **_WEIGHTS, **words,
         }  # fmt: skip
-        return [(r["id"], float(r["score"])) for r in await self.db.rows(_RANKED, params)]
+        found = await self.db.rows(_RANKED, params, prepare=False)
+        return [(r["id"], float(r["score"])) for r in found]
 
     async def _visible_by_id(self, ids: list[int], visibility: Visibility) -> dict[int, Note]:
         """The live notes among `ids` that `visibility` may read, by id."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from memory.ranking import BM25_B, BM25_K1, column_weights
 
 if TYPE_CHECKING:
-    from memory.postgres.database import PostgresDatabase
+    from memory.postgres.database import Connection, PostgresDatabase
 
 # How long the count of a table's documents, their mean length and the number holding each
 # query word are used before they are counted again (a scan of the table and an index
@@ -42,7 +42,11 @@ def bm25_sql(table: str, filters: str, *, id_column: str = "id") -> str:
     hold one of the words `%(lexemes)s` and pass `filters`, best first, at most
     `%(limit)s`. It takes the named parameters of `TableStats.params` (the words, their
     idf, the mean length), `limit`, `w_a`…`w_d` (from `weights_params`) and those of
-    `filters`. Scores are negative, lower better, as bm25() gives them on SQLite."""
+    `filters`. Scores are negative, lower better, as bm25() gives them on SQLite.
+
+    Run it unprepared (`prepare=False`): the planner then sees the words, and by their
+    share in the statistics chooses between the word index and the filters' indexes (a
+    generic plan would read the word index for every note holding a common word)."""
     return f"""
 WITH q AS (
     SELECT * FROM unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS q (lexeme, idf)
@@ -52,8 +56,7 @@ WITH q AS (
     SELECT {id_column} AS id, word_count::float8 AS dl,
         ts_delete(words, tsvector_to_array(ts_delete(words, %(lexemes)s::text[]))) AS words
     FROM {table}
-    WHERE words @@ (SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM q)
-    AND ({filters})
+    WHERE words @@ %(query)s::tsquery AND ({filters})
 )
 SELECT found.id, -sum(
     q.idf * f.f * ({BM25_K1} + 1) / (f.f + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * found.dl
@@ -93,9 +96,9 @@ def word_count_sql(*fields: str) -> str:
 
 class TableStats:
     """What bm25 needs of a word-indexed table besides its documents: their number and
-    mean length, and how many hold each query word (FTS5 reads that from its index; here
-    it is an index lookup per word, kept). Counted again after `STATS_FOR_S` or after
-    `clear` (a write of this process)."""
+    mean length, and how many hold each query word (FTS5 reads these from its index; here
+    they are a scan and an index lookup per word, kept). Counted again after `STATS_FOR_S`
+    or after `clear` (a write of many documents); `added` keeps them for a few."""
 
     # A query's words as the index holds them; a word with a quote or a backslash is left
     # out (it would need tsquery escaping, and no English word has one).
@@ -106,11 +109,21 @@ class TableStats:
     def __init__(self, db: PostgresDatabase, table: str) -> None:
         self.db = db
         self.table = table
-        self._counted: tuple[float, dict[str, float]] | None = None
-        self._holding: dict[str, int] = {}  # documents holding a word, as of `_counted`
+        self._counted_at: float | None = None
+        self._docs = 0.0
+        self._avgdl = 1.0
+        self._common: dict[str, float] = {}  # the share of documents holding a common word
+        self._holding: dict[str, int] = {}  # documents holding a rarer word, counted
 
     def clear(self) -> None:
-        self._counted = None
+        self._counted_at = None
+
+    def added(self, documents: int) -> None:
+        """`documents` new documents by this process: counted in, without a scan of the
+        table (a turn's messages would cost one each turn); the words they hold are
+        counted again when asked."""
+        self._docs += documents
+        self._holding = {}
 
     async def params(self, text: str) -> dict[str, Any] | None:
         """`bm25_sql`'s parameters for the query `text`: its words, their idf and the
@@ -121,15 +134,10 @@ class TableStats:
             if not lexemes:
                 return None
             now = time.monotonic()
-            if self._counted is None or now - self._counted[0] > STATS_FOR_S:
-                totals = await (await conn.execute(
-                    "SELECT count(*)::float8 AS docs, greatest(avg(word_count), 1)::float8 "
-                    f"AS avgdl FROM {self.table}"
-                )).fetchone()  # fmt: skip
-                assert totals is not None
-                self._counted = (now, {"docs": totals["docs"], "avgdl": totals["avgdl"]})
-                self._holding = {}
-            unknown = [lexeme for lexeme in lexemes if lexeme not in self._holding]
+            if self._counted_at is None or now - self._counted_at > STATS_FOR_S:
+                await self._count(conn)
+                self._counted_at = now
+            unknown = [w for w in lexemes if w not in self._common and w not in self._holding]
             if unknown:
                 holding = await conn.execute(
                     f"SELECT l AS lexeme, (SELECT count(*) FROM {self.table} "
@@ -137,11 +145,41 @@ class TableStats:
                     (unknown,),
                 )
                 self._holding.update({r["lexeme"]: int(r["df"]) for r in await holding.fetchall()})
-        totals_now = self._counted[1]
-        idf = [bm25_idf(totals_now["docs"], self._holding[lexeme]) for lexeme in lexemes]
-        return {"lexemes": lexemes, "idf": idf, "avgdl": totals_now["avgdl"]}
+        idf = [bm25_idf(self._docs, self._held_by(lexeme)) for lexeme in lexemes]
+        # A tsquery of plain lexemes (none holds a quote or a backslash: see _LEXEMES).
+        query = " | ".join(f"'{lexeme}'" for lexeme in lexemes)
+        return {"lexemes": lexemes, "idf": idf, "avgdl": self._avgdl, "query": query}
+
+    def _held_by(self, lexeme: str) -> float:
+        share = self._common.get(lexeme)
+        return self._holding[lexeme] if share is None else share * self._docs
+
+    async def _count(self, conn: Connection) -> None:
+        """The table's documents and mean length; and how many documents hold its most
+        common words, from the statistics ANALYZE keeps (`pg_stats`, from a sample of the
+        table): counting those through the index would read thousands of rows per word,
+        and a sample's share moves their small idf by about a percent."""
+        cursor = await conn.execute(
+            "SELECT count(*)::float8 AS docs, greatest(avg(word_count), 1)::float8 AS avgdl "
+            f"FROM {self.table}"
+        )
+        totals = await cursor.fetchone()
+        assert totals is not None
+        self._docs, self._avgdl, self._holding = totals["docs"], totals["avgdl"], {}
+        cursor = await conn.execute(
+            "SELECT most_common_elems::text::text[] AS words, most_common_elem_freqs AS freqs "
+            "FROM pg_stats WHERE schemaname = current_schema() AND tablename = %s "
+            "AND attname = 'words'",
+            (self.table,),
+        )
+        common = await cursor.fetchone()
+        self._common = {}
+        if common is not None and common["words"] is not None:  # else not analyzed yet
+            # The shares of the words, then the least and the greatest (not paired).
+            self._common = dict(zip(common["words"], common["freqs"], strict=False))
 
 
-def bm25_idf(docs: float, holding: int) -> float:
+def bm25_idf(docs: float, holding: float) -> float:
     """FTS5's idf: a word held by half the documents or more weighs almost nothing."""
+    holding = min(holding, docs)  # counts taken at different moments
     return max(math.log((docs - holding + 0.5) / (holding + 0.5)), 1e-6)
