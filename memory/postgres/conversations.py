@@ -68,7 +68,11 @@ _MESSAGE_WEIGHTS = weights_params(
         ranking.AUTHOR_WEIGHT,
     )
 )
-_SEARCH = bm25_sql("message_words", "scope = ANY(%(scopes)s)", id_column="message_id")
+# A message's length as FTS5 counts it: its words and its scope key.
+_LENGTH = "word_count + 1"
+_SEARCH = bm25_sql(
+    "message_words", "scope = ANY(%(scopes)s)", id_column="message_id", length=_LENGTH
+)
 
 
 class PostgresConversationLog:
@@ -85,7 +89,7 @@ class PostgresConversationLog:
         self.db = db
         self.clock = clock
         self.secrets = tuple(secrets)
-        self.word_stats = TableStats(db, "message_words")
+        self.word_stats = TableStats(db, "message_words", _LENGTH)
 
     async def append(
         self,

@@ -21,7 +21,10 @@ from memory.visibility import Visibility
 # Who may read a note, as named parameters `full` and `public` (lists of scopes).
 VISIBLE = "(scope = ANY(%(full)s) OR (scope = ANY(%(public)s) AND NOT private))"
 LIVE = "(expires_at IS NULL OR expires_at > %(now)s)"
-_RANKED = bm25_sql("notes", f"{VISIBLE} AND {LIVE}")
+# A note's length as FTS5 counts it: its words and the one or two tokens of its scope keys
+# (`memory.visibility.scope_keys`: private notes have one), so both engines rank alike.
+LENGTH = "word_count + CASE WHEN private THEN 1 ELSE 2 END"
+_RANKED = bm25_sql("notes", f"{VISIBLE} AND {LIVE}", length=LENGTH)
 _WEIGHTS = weights_params(NOTE_WEIGHTS)
 _QUERY = f"""(SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS q
     FROM unnest(to_tsvector('{CONFIG}', %(text)s))

@@ -32,17 +32,23 @@ if TYPE_CHECKING:
 # meanwhile. Another replica's writes shift them by little.
 STATS_FOR_S = 10.0
 
+# A word held by at least this many documents by the statistics is not counted through the
+# index: that would read as many rows, and the notes written since ANALYZE move its count
+# by a small share (autovacuum analyzes again after about a tenth of the table changed).
+COUNTED_FROM_STATS = 1000
+
 # The configuration every `tsvector` of lorebot is made with (created by the baseline).
 CONFIG = "lorebot"
 LABELS = "ABCD"
 
 
-def bm25_sql(table: str, filters: str, *, id_column: str = "id") -> str:
+def bm25_sql(table: str, filters: str, *, id_column: str = "id", length: str = "word_count") -> str:
     """A query of (id, score) for the documents of `table` (with a `words` column) that
     hold one of the words `%(lexemes)s` and pass `filters`, best first, at most
     `%(limit)s`. It takes the named parameters of `TableStats.params` (the words, their
     idf, the mean length), `limit`, `w_a`…`w_d` (from `weights_params`) and those of
     `filters`. Scores are negative, lower better, as bm25() gives them on SQLite.
+    `length` is a document's length in tokens (as `TableStats` is given it).
 
     Run it unprepared (`prepare=False`): the planner then sees the words, and by their
     share in the statistics chooses between the word index and the filters' indexes (a
@@ -53,7 +59,7 @@ WITH q AS (
 ), found AS MATERIALIZED (
     -- Each document's words cut down to the query's (two ts_delete, in C): unnesting all
     -- of a document's words would be most of the query's time.
-    SELECT {id_column} AS id, word_count::float8 AS dl,
+    SELECT {id_column} AS id, ({length})::float8 AS dl,
         ts_delete(words, tsvector_to_array(ts_delete(words, %(lexemes)s::text[]))) AS words
     FROM {table}
     WHERE words @@ %(query)s::tsquery AND ({filters})
@@ -106,9 +112,10 @@ class TableStats:
         SELECT DISTINCT lexeme FROM unnest(to_tsvector('{CONFIG}', %s))
         WHERE strpos(lexeme, '''') = 0 AND strpos(lexeme, chr(92)) = 0"""
 
-    def __init__(self, db: PostgresDatabase, table: str) -> None:
+    def __init__(self, db: PostgresDatabase, table: str, length: str = "word_count") -> None:
         self.db = db
         self.table = table
+        self.length = length  # a document's length in tokens, an SQL expression
         self._counted_at: float | None = None
         self._docs = 0.0
         self._avgdl = 1.0
@@ -137,7 +144,7 @@ class TableStats:
             if self._counted_at is None or now - self._counted_at > STATS_FOR_S:
                 await self._count(conn)
                 self._counted_at = now
-            unknown = [w for w in lexemes if w not in self._common and w not in self._holding]
+            unknown = [w for w in lexemes if self._share(w) is None and w not in self._holding]
             if unknown:
                 holding = await conn.execute(
                     f"SELECT l AS lexeme, (SELECT count(*) FROM {self.table} "
@@ -151,8 +158,15 @@ class TableStats:
         return {"lexemes": lexemes, "idf": idf, "avgdl": self._avgdl, "query": query}
 
     def _held_by(self, lexeme: str) -> float:
-        share = self._common.get(lexeme)
+        share = self._share(lexeme)
         return self._holding[lexeme] if share is None else share * self._docs
+
+    def _share(self, lexeme: str) -> float | None:
+        """The share of documents holding `lexeme` by the statistics, when it is one of
+        the words counted there and held by so many documents that counting them would
+        cost (a word of a few notes moves a lot with the notes written since ANALYZE)."""
+        share = self._common.get(lexeme)
+        return share if share is not None and share * self._docs >= COUNTED_FROM_STATS else None
 
     async def _count(self, conn: Connection) -> None:
         """The table's documents and mean length; and how many documents hold its most
@@ -160,7 +174,7 @@ class TableStats:
         table): counting those through the index would read thousands of rows per word,
         and a sample's share moves their small idf by about a percent."""
         cursor = await conn.execute(
-            "SELECT count(*)::float8 AS docs, greatest(avg(word_count), 1)::float8 AS avgdl "
+            f"SELECT count(*)::float8 AS docs, greatest(avg({self.length}), 1)::float8 AS avgdl "
             f"FROM {self.table}"
         )
         totals = await cursor.fetchone()
