@@ -180,6 +180,17 @@ class PostgresDatabase:
             raise StoreUnavailable(
                 f"no PostgreSQL connection within {CONNECT_TIMEOUT_S:g} s: {exc}"
             ) from exc
+        except psycopg.errors.QueryCanceled as exc:  # the server is up; the statement was slow
+            raise StoreUnavailable(
+                "a PostgreSQL statement ran past the statement_timeout set for lorebot's role "
+                "or database and was cancelled (nothing of it was written): try again, and "
+                f"raise that timeout if it keeps happening ({_first_line(exc)})"
+            ) from exc
+        except psycopg.errors.LockNotAvailable as exc:
+            raise StoreUnavailable(
+                "a PostgreSQL lock was held elsewhere past the lock_timeout set for lorebot's "
+                f"role or database (nothing was written): try again ({_first_line(exc)})"
+            ) from exc
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
 

@@ -4,6 +4,8 @@ the URL's password is never printed, not even with --debug."""
 
 from __future__ import annotations
 
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -90,6 +92,31 @@ def test_an_unreachable_server_is_one_line_without_the_password(
     [line] = err.strip().splitlines()
     assert line.startswith("lorebot: cannot reach PostgreSQL at postgresql://lorebot:***@")
     assert PASSWORD not in out + err
+
+
+def test_a_statement_timeout_is_one_clear_line_and_changes_nothing(
+    url_with_password: str,
+    pg_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run(capsys, "notes", "add", "channel:slack/C1", "vpn", "the gateway is vpn-2")[0] == 0
+    monkeypatch.setenv("LOREBOT_DATABASE__URL", f"{pg_url}?options=-c%20statement_timeout%3D300")
+    holder = subprocess.Popen(
+        ["psql", "-X", "-q", pg_url, "-c",
+         "BEGIN; LOCK TABLE notes IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        time.sleep(0.5)  # the lock is taken
+        code, out, err = run(capsys, "notes", "forget", "channel:slack/C1", "vpn")
+        assert code == 1 and "Traceback" not in err
+        [line] = err.strip().splitlines()
+        assert "ran past the statement_timeout" in line and "nothing of it was written" in line
+    finally:
+        assert holder.wait(10) == 0
+    code, out, _ = run(capsys, "notes", "list", "--scope", "channel:slack/C1")
+    assert code == 0 and "vpn" in out  # nothing was forgotten
 
 
 def test_a_database_url_that_is_not_postgresql_is_refused_by_name(

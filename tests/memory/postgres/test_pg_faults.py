@@ -1,7 +1,8 @@
 """A running bot on PostgreSQL when the database misbehaves: the server restarts under it
-(every pooled connection cut), a lock held elsewhere outlasts the statement's lock
-timeout, the server is down for a moment. A person gets the storage apology, never a
-traceback; nothing stored is lost; the next message is answered once the server is back."""
+(every pooled connection cut), a lock held elsewhere outlasts the statement's lock timeout
+or statement timeout, the server is down for a moment. A person gets the storage apology,
+never a traceback; nothing stored is lost; the next message is answered once the server
+is back."""
 
 from __future__ import annotations
 
@@ -58,6 +59,36 @@ async def test_a_lock_held_past_the_lock_timeout_gets_the_apology_then_answers(
         assert h.adapter.replies == [UNAVAILABLE_REPLY]
         assert await holder.wait() == 0
 
+        fake_ollama.reply("Hello!")
+        await h.say("hello again")
+        assert h.adapter.replies[-1] == "Hello!"
+    finally:
+        if holder.returncode is None:
+            holder.kill()
+            await holder.wait()
+        await h.bot.stop()
+
+
+async def test_a_statement_past_the_statement_timeout_gets_the_apology_and_the_log_says_why(
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    clock: FakeClock,
+    database_at: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    url = f"{database_at}?options=-c%20statement_timeout%3D300"
+    h = await start_harness(tmp_path, fake_ollama, clock, database={"url": url})
+    holder = await asyncio.create_subprocess_exec(
+        "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", database_at, "-c",
+        "BEGIN; LOCK TABLE seen_events IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;",
+        stdout=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        await asyncio.sleep(0.5)  # the lock is taken: lorebot's statement waits, then is cut
+        await h.say("hello there")
+        assert h.adapter.replies == [UNAVAILABLE_REPLY]
+        assert "ran past the statement_timeout" in caplog.text
+        assert await holder.wait() == 0
         fake_ollama.reply("Hello!")
         await h.say("hello again")
         assert h.adapter.replies[-1] == "Hello!"
