@@ -5,8 +5,10 @@ Every field is a weight label of one `tsvector` (a note's topic A, summary B, bo
 message's content A, the message before B, after C, author D). Per document and query
 word, each occurrence adds its field's weight (`memory.ranking`); bm25 saturates that sum
 and marks long documents down; a word's idf comes from the number of documents holding it
-(an index lookup per word, kept for a while). A document's length is its number of words
-(`word_count`, kept beside its `tsvector`), as FTS5 counts a row's tokens.
+(an index lookup per word, kept for a while; for common words, the statistics ANALYZE
+keeps). A document's length is its number of words (`word_count`, kept beside its
+`tsvector`) and of the scope keys FTS5 also counts (each table's `length` expression), as
+FTS5 counts a row's tokens.
 
 The text search configuration `lorebot` is PostgreSQL's English stemmer without a stopword
 list: as on SQLite (porter), common words are indexed, and bm25 weighs them by how rare
