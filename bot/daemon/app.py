@@ -197,11 +197,16 @@ class Bot:
         return done
 
     async def _follow_up_forever(self) -> None:
+        task = asyncio.current_task()
         while True:
             try:
                 await self.follow_up()
             except Exception:  # the database may be busy; the next round tries again
                 _log.exception("could not look for decided proposals")
+            # A stop that arrived inside a round, where a library below turned it into an
+            # error or took it in, still ends the loop: else `stop()` waits for it forever.
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
             await asyncio.sleep(FOLLOW_UP_INTERVAL_S)
 
     def _build_jobs(self) -> JobRunner:
