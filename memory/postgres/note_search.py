@@ -26,17 +26,15 @@ LIVE = "(expires_at IS NULL OR expires_at > %(now)s)"
 LENGTH = "word_count + CASE WHEN private THEN 1 ELSE 2 END"
 _RANKED = bm25_sql("notes", f"{VISIBLE} AND {LIVE}", length=LENGTH)
 _WEIGHTS = weights_params(NOTE_WEIGHTS)
-_QUERY = f"""(SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery AS q
-    FROM unnest(to_tsvector('{CONFIG}', %(text)s))
-    WHERE strpos(lexeme, '''') = 0 AND strpos(lexeme, '\\') = 0)"""
 _SHOWN = "'StartSel=**, StopSel=**, MaxWords=16, MinWords=6, MaxFragments=1'"
-# As SQLite's snippet(): the field that matched (the summary first), its words marked.
+# As SQLite's snippet(): the field that matched (the summary first), its words marked; the
+# query's words as the ranking found them (`TableStats.params`).
 _SNIPPETS = f"""
 SELECT id, CASE
     WHEN to_tsvector('{CONFIG}', summary) @@ q THEN ts_headline('{CONFIG}', summary, q, {_SHOWN})
     WHEN to_tsvector('{CONFIG}', body) @@ q THEN ts_headline('{CONFIG}', body, q, {_SHOWN})
     ELSE ts_headline('{CONFIG}', replace(topic, '-', ' '), q, {_SHOWN}) END AS snippet
-FROM notes, {_QUERY} AS query WHERE id = ANY(%(ids)s)
+FROM notes, CAST(%(query)s AS tsquery) AS q WHERE id = ANY(%(ids)s)
 """
 
 
@@ -70,24 +68,26 @@ class NoteSearch:
         if vector is None and self.vectors is not None and self.vectors.enabled:
             vector = await self.vectors.query_vector(query)
         pool = max(k * 4, FUSION_POOL) if vector is not None else k
-        keyword = await self._ranked(terms, visibility, pool) if terms else []
+        words = await self.stats.params(terms) if terms else None
+        keyword = await self._ranked(words, visibility, pool) if words else []
         near: list[tuple[int, float]] = []
         if vector is not None and self.vectors is not None:
             near = await self.vectors.nearest(NOTE, vector, visibility, pool)
         ranked = fuse(keyword, near, self.fusion)
         notes = await self._visible_by_id([i for i, _ in ranked], visibility)
         found = [(notes[i], score) for i, score in ranked if i in notes][:k]
-        marked = await self._snippets(terms, [n.id for n, _ in found]) if snippets else {}
+        marked = {}
+        if snippets and words:
+            marked = await self._snippets(words["query"], [n.id for n, _ in found])
         # A note found by its vector alone shows its summary; by words, where they are.
         return [
             SearchHit(note, score, marked.get(note.id) or (note.summary if near else ""))
             for note, score in found
         ]
 
-    async def _ranked(self, terms: str, visibility: Visibility, k: int) -> list[tuple[int, float]]:
-        words = await self.stats.params(terms)
-        if words is None:
-            return []
+    async def _ranked(
+        self, words: dict[str, Any], visibility: Visibility, k: int
+    ) -> list[tuple[int, float]]:
         params = {
             "limit": k, "now": self.clock(), **visibility_params(visibility), **_WEIGHTS, **words,
         }  # fmt: skip
@@ -109,8 +109,8 @@ class NoteSearch:
         )
         return {r["id"]: note_from_row(r) for r in found}
 
-    async def _snippets(self, terms: str, ids: list[int]) -> dict[int, str]:
-        if not ids or not terms:
+    async def _snippets(self, query: str, ids: list[int]) -> dict[int, str]:
+        if not ids:
             return {}
-        found = await self.db.rows(_SNIPPETS, {"text": terms, "ids": ids})
+        found = await self.db.rows(_SNIPPETS, {"query": query, "ids": ids})
         return {r["id"]: r["snippet"] for r in found if "**" in (r["snippet"] or "")}
