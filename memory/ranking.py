@@ -95,6 +95,16 @@ def note_terms(text: str) -> list[str]:
     return content[:MAX_QUERY_TERMS]
 
 
+def in_topic(term: str) -> bool:
+    """Whether a note search looks for the query word `term` in a note's topic too, not
+    only in its summary and body: numbers are not. A topic is a slug whose numbers are
+    dates and sequence numbers ("deploys-2024-03-15-0042"), which the version numbers and
+    counts of a question matched instead of the notes that hold them (ops set, first half:
+    5 questions ranked lower than plain FTS5 over summary and body, 0 after;
+    benchmarks/public_eval.py)."""
+    return not term.isdigit()
+
+
 def ranking_terms(text: str) -> list[str]:
     """Distinct lowercase words of `text` for the bm25 ranking of messages, stopwords
     included: bm25 already weighs a common word by how rare it is, and a message's

@@ -13,7 +13,7 @@ from memory.clock import Clock
 from memory.postgres.database import PostgresDatabase
 from memory.postgres.note_rows import NOTE_COLUMNS, note_from_row
 from memory.postgres.words import CONFIG, TableStats, bm25_sql, weights_params
-from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, note_terms
+from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, in_topic, note_terms
 from memory.types import Note, SearchHit
 from memory.vectors import NOTE, VectorIndex
 from memory.visibility import Visibility
@@ -24,6 +24,14 @@ LIVE = "(expires_at IS NULL OR expires_at > %(now)s)"
 # A note's length as FTS5 counts it: its words and the one or two tokens of its scope keys
 # (`memory.visibility.scope_keys`: private notes have one), so both engines rank alike.
 LENGTH = "word_count + CASE WHEN private THEN 1 ELSE 2 END"
+
+
+def note_fields(lexeme: str) -> str | None:
+    """The fields a query word is looked for in, as `TableStats` takes them: summary (B)
+    and body (C) for a number, every field otherwise (`ranking.in_topic`)."""
+    return None if in_topic(lexeme) else "BC"
+
+
 _RANKED = bm25_sql("notes", f"{VISIBLE} AND {LIVE}", length=LENGTH)
 _WEIGHTS = weights_params(NOTE_WEIGHTS)
 _SHOWN = "'StartSel=**, StopSel=**, MaxWords=16, MinWords=6, MaxFragments=1'"

@@ -28,7 +28,14 @@ from memory.notes import DEFAULT_MAX_NOTE_BYTES, ImportResult
 from memory.postgres import note_changes, note_import
 from memory.postgres.database import Connection, PostgresDatabase, connection_of
 from memory.postgres.note_rows import NOTE_COLUMNS, note_from_row, state_of, write_state
-from memory.postgres.note_search import LENGTH, LIVE, VISIBLE, NoteSearch, visibility_params
+from memory.postgres.note_search import (
+    LENGTH,
+    LIVE,
+    VISIBLE,
+    NoteSearch,
+    note_fields,
+    visibility_params,
+)
 from memory.postgres.words import TableStats
 from memory.ranking import Method
 from memory.types import (
@@ -72,7 +79,7 @@ class PostgresNoteStore:
         self.fusion: Method = fusion
         self._caps = {"max_lines": index_max_lines, "max_bytes": index_max_bytes}
         # Cleared by every write here, so this process ranks by what it just wrote.
-        self.word_stats = TableStats(db, "notes", LENGTH)
+        self.word_stats = TableStats(db, "notes", LENGTH, note_fields)
 
     def validate(self, draft: NoteDraft) -> NoteDraft:
         """Check a draft before anything is stored; raise `InvalidInput` saying why."""

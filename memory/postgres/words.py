@@ -8,7 +8,8 @@ and marks long documents down; a word's idf comes from the number of documents h
 (an index lookup per word, kept for a while; for common words, the statistics ANALYZE
 keeps). A document's length is its number of words (`word_count`, kept beside its
 `tsvector`) and of the scope keys FTS5 also counts (each table's `length` expression), as
-FTS5 counts a row's tokens.
+FTS5 counts a row's tokens. A table may look for some words in some fields only (a note's
+numbers, not in its topic: `memory.ranking.in_topic`), as an FTS5 column filter does.
 
 The text search configuration `lorebot` is PostgreSQL's English stemmer without a stopword
 list: as on SQLite (porter), common words are indexed, and bm25 weighs them by how rare
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memory.ranking import BM25_B, BM25_K1, column_weights
@@ -46,18 +47,20 @@ LABELS = "ABCD"
 
 def bm25_sql(table: str, filters: str, *, id_column: str = "id", length: str = "word_count") -> str:
     """A query of (id, score) for the documents of `table` (with a `words` column) that
-    hold one of the words `%(lexemes)s` and pass `filters`, best first, at most
-    `%(limit)s`. It takes the named parameters of `TableStats.params` (the words, their
-    idf, the mean length), `limit`, `w_a`…`w_d` (from `weights_params`) and those of
-    `filters`. Scores are negative, lower better, as bm25() gives them on SQLite.
-    `length` is a document's length in tokens (as `TableStats` is given it).
+    hold one of the words `%(lexemes)s` (each in the fields `%(fields)s` names) and pass
+    `filters`, best first, at most `%(limit)s`. It takes the named parameters of
+    `TableStats.params` (the words, their fields and idf, the mean length), `limit`,
+    `w_a`…`w_d` (from `weights_params`) and those of `filters`. Scores are negative,
+    lower better, as bm25() gives them on SQLite. `length` is a document's length in
+    tokens (as `TableStats` is given it).
 
     Run it unprepared (`prepare=False`): the planner then sees the words, and by their
     share in the statistics chooses between the word index and the filters' indexes (a
     generic plan would read the word index for every note holding a common word)."""
     return f"""
 WITH q AS (
-    SELECT * FROM unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS q (lexeme, idf)
+    SELECT * FROM unnest(%(lexemes)s::text[], %(idf)s::float8[], %(fields)s::text[])
+        AS q (lexeme, idf, fields)
 ), found AS MATERIALIZED (
     -- Each document's words cut down to the query's (two ts_delete, in C): unnesting all
     -- of a document's words would be most of the query's time.
@@ -73,8 +76,10 @@ SELECT found.id, -sum(
 FROM found CROSS JOIN LATERAL unnest(found.words) AS u
 JOIN q ON q.lexeme = u.lexeme
 CROSS JOIN LATERAL (
-    SELECT sum(CASE w WHEN 'A' THEN %(w_a)s WHEN 'B' THEN %(w_b)s WHEN 'C' THEN %(w_c)s
-        ELSE %(w_d)s END)::float8 AS f
+    -- An occurrence in a field the word is not looked for in adds nothing (as an FTS5
+    -- column filter leaves it out).
+    SELECT sum(CASE WHEN strpos(q.fields, w) = 0 THEN 0 WHEN w = 'A' THEN %(w_a)s
+        WHEN w = 'B' THEN %(w_b)s WHEN w = 'C' THEN %(w_c)s ELSE %(w_d)s END)::float8 AS f
     FROM unnest(u.weights) AS w
 ) AS f
 GROUP BY found.id ORDER BY score, found.id LIMIT %(limit)s
@@ -114,10 +119,18 @@ class TableStats:
         SELECT DISTINCT lexeme FROM unnest(to_tsvector('{CONFIG}', %s))
         WHERE strpos(lexeme, '''') = 0 AND strpos(lexeme, chr(92)) = 0"""
 
-    def __init__(self, db: PostgresDatabase, table: str, length: str = "word_count") -> None:
+    def __init__(
+        self,
+        db: PostgresDatabase,
+        table: str,
+        length: str = "word_count",
+        fields_of: Callable[[str], str | None] | None = None,
+    ) -> None:
         self.db = db
         self.table = table
         self.length = length  # a document's length in tokens, an SQL expression
+        # The labels of the fields a query word is looked for in, when not all of them.
+        self.fields_of = fields_of or (lambda lexeme: None)
         self._counted_at: float | None = None
         self._docs = 0.0
         self._avgdl = 1.0
@@ -146,18 +159,30 @@ class TableStats:
             if self._counted_at is None or now - self._counted_at > STATS_FOR_S:
                 await self._count(conn)
                 self._counted_at = now
+            matching = {lexeme: self._tsquery(lexeme) for lexeme in lexemes}
             unknown = [w for w in lexemes if self._share(w) is None and w not in self._holding]
             if unknown:
                 holding = await conn.execute(
                     f"SELECT l AS lexeme, (SELECT count(*) FROM {self.table} "
-                    "WHERE words @@ quote_literal(l)::tsquery) AS df FROM unnest(%s::text[]) AS l",
-                    (unknown,),
+                    "WHERE words @@ m::tsquery) AS df "
+                    "FROM unnest(%s::text[], %s::text[]) AS u (l, m)",
+                    (unknown, [matching[w] for w in unknown]),
                 )
                 self._holding.update({r["lexeme"]: int(r["df"]) for r in await holding.fetchall()})
         idf = [bm25_idf(self._docs, self._held_by(lexeme)) for lexeme in lexemes]
-        # A tsquery of plain lexemes (none holds a quote or a backslash: see _LEXEMES).
-        query = " | ".join(f"'{lexeme}'" for lexeme in lexemes)
-        return {"lexemes": lexemes, "idf": idf, "avgdl": self._avgdl, "query": query}
+        return {
+            "lexemes": lexemes,
+            "idf": idf,
+            "fields": [self.fields_of(lexeme) or LABELS for lexeme in lexemes],
+            "avgdl": self._avgdl,
+            "query": " | ".join(matching[lexeme] for lexeme in lexemes),
+        }
+
+    def _tsquery(self, lexeme: str) -> str:
+        """A tsquery of the plain `lexeme` (none holds a quote or a backslash: see
+        _LEXEMES) in the fields it is looked for in."""
+        fields = self.fields_of(lexeme)
+        return f"'{lexeme}':{fields}" if fields else f"'{lexeme}'"
 
     def _held_by(self, lexeme: str) -> float:
         share = self._share(lexeme)
@@ -166,7 +191,10 @@ class TableStats:
     def _share(self, lexeme: str) -> float | None:
         """The share of documents holding `lexeme` by the statistics, when it is one of
         the words counted there and held by so many documents that counting them would
-        cost (a word of a few notes moves a lot with the notes written since ANALYZE)."""
+        cost (a word of a few notes moves a lot with the notes written since ANALYZE).
+        None for a word looked for in some fields only: the statistics count every field."""
+        if self.fields_of(lexeme):
+            return None
         share = self._common.get(lexeme)
         return share if share is not None and share * self._docs >= COUNTED_FROM_STATS else None
 

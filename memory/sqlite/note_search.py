@@ -13,7 +13,7 @@ from memory.clock import Clock
 from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, note_terms
 from memory.sqlite import rows
 from memory.sqlite.database import SqliteDatabase, to_db_time
-from memory.sqlite.fts import bm25_call, match_terms
+from memory.sqlite.fts import bm25_call, note_match
 from memory.sqlite.note_sql import LIVE, prefixed, visibility_sql
 from memory.sqlite.term_stats import TermStats
 from memory.sqlite.vectors import SqliteVectorIndex
@@ -53,7 +53,7 @@ class NoteSearch:
         """Top-k notes (k > 0) for `query` among what `visibility` may read, best first,
         as `NoteStore.search` describes; reads nothing it would have to write back."""
         terms = note_terms(query)
-        words = _Words(match_terms(await self.term_stats.weighed(terms)), match_terms(terms))
+        words = _Words(note_match(await self.term_stats.weighed(terms)), note_match(terms))
         if vector is None and self.vectors is not None and self.vectors.enabled:
             vector = await self.vectors.query_vector(query)
         if vector is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from memory.sqlite.database import SqliteDatabase
-from memory.sqlite.fts import match_terms
+from memory.sqlite.fts import note_match
 
 MIN_NOTES = 5_000
 # bm25 stops weighing a word at 0.5; the margin covers counts cached while the store moved.
@@ -52,7 +52,7 @@ class TermStats:
         if term in self._counts:
             self._counts.move_to_end(term)
             return self._counts[term]
-        expression = match_terms([term])
+        expression = note_match([term])
         count = int(
             await self.db.scalar(
                 "SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?)",
