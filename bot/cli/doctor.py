@@ -220,7 +220,7 @@ async def check_skills(settings: Settings) -> list[Check]:
 
     catalog = build_catalog(settings.skills)
     skills, skipped = catalog.all(), catalog.skipped
-    checks = [Check(True, "skills", f"{len(skills)} skills loaded")]
+    checks = [Check(True, "skills", f"{len(skills)} skills loaded"), _check_scripts(settings)]
     for item in skipped:
         checks.append(Check(False, "skill", f"{item.path} skipped: {item.reason}",
                             f"lorebot skills validate {item.path.parent}"))  # fmt: skip
@@ -228,6 +228,20 @@ async def check_skills(settings: Settings) -> list[Check]:
         for path in skill.shadows:
             checks.append(Check(True, "skill", f"{skill.name} from {skill.path} shadows {path}"))
     return checks
+
+
+def _check_scripts(settings: Settings) -> Check:
+    """Whether skill scripts can run as `skills.scripts` says: the sandbox tried for real
+    (in a container, its runtime decides whether bubblewrap may make namespaces)."""
+    from bot.actions.sandbox import script_sandbox_problem
+
+    mode = settings.skills.scripts
+    problem = script_sandbox_problem(settings)
+    if problem is not None:  # its own words end with the fix
+        return Check(False, "scripts", problem)
+    detail = {"disabled": "disabled (skills.scripts)", "sandboxed": "sandboxed under bubblewrap",
+              "host": "run as lorebot's own user, unsandboxed (skills.scripts = host)"}  # fmt: skip
+    return Check(True, "scripts", detail[mode])
 
 
 async def check_mcp(settings: Settings) -> list[Check]:

@@ -21,6 +21,7 @@ import pytest
 from adapters.base import ALWAYS, APPROVE, REJECT
 from bot.actions import sandbox as script_runner
 from bot.actions.sandbox import script_sandbox_problem
+from bot.cli.main import main
 from bot.config.sections import SkillsSettings
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
@@ -426,6 +427,21 @@ async def test_sandboxed_without_bubblewrap_offers_no_script_tool_and_says_why(
         assert "not run here" in active
     finally:
         await h.bot.stop()
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_doctor_says_whether_sandboxed_scripts_can_run(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LOREBOT_SKILLS__SCRIPTS", "sandboxed")
+    main(["doctor"])
+    assert "✓ scripts: sandboxed under bubblewrap" in capsys.readouterr().out
+
+    monkeypatch.setattr(script_runner, "BWRAP", str(env / "missing" / "bwrap"))
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "✗ scripts: skills.scripts is sandboxed but bubblewrap" in out
+    assert "apt-get install bubblewrap" in out
 
 
 def test_no_sandbox_problem_unless_sandboxed(monkeypatch: pytest.MonkeyPatch) -> None:
