@@ -71,9 +71,10 @@ def test_the_readme_names_what_compose_and_the_example_hold() -> None:
     example_variables = set(VARIABLE.findall(EXAMPLE))
     said_to_be_listed = SECTION.split("**What to set**", 1)[1].split("\n- **", 1)[0]
     for variable in VARIABLE.findall(said_to_be_listed):
-        assert variable in example_variables or variable in COMPOSE["services"]["lorebot"][
-            "environment"
-        ], variable
+        assert (
+            variable in example_variables
+            or variable in COMPOSE["services"]["lorebot"]["environment"]
+        ), variable
 
 
 def test_every_variable_of_the_example_is_a_setting_and_its_values_load(shell: Shell) -> None:
