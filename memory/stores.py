@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from memory.live_replies import LiveReplies
     from memory.notes import NoteStore
     from memory.proposals import ProposalStore
+    from memory.replicas import Replicas
     from memory.seen_events import SeenEvents
     from memory.slips import ModelSlips
     from memory.vectors import VectorIndex
@@ -80,6 +81,9 @@ class Stores(Protocol):
 
     @property
     def slips(self) -> ModelSlips: ...
+
+    @property
+    def replicas(self) -> Replicas: ...
 
     async def close(self) -> None:
         """Close the database, and the embedder's connections when it keeps some (the

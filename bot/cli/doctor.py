@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.diagnosis import Finding
 from bot.cli.common import print_json
+from bot.cli.doctor_replicas import fetch_replicas, replica_checks, replicas_json
+from memory.clock import utc_now
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
@@ -47,14 +49,16 @@ def _check_json(check: Check) -> dict[str, Any]:
     }
 
 
-def print_json_report(checks: list[Check]) -> None:
-    """The checks as `doctor --json` prints them, one object for the whole run."""
+def print_json_report(checks: list[Check], **more: Any) -> None:
+    """The checks as `doctor --json` prints them, one object for the whole run, with the
+    `more` fields after them."""
     passed = sum(c.ok for c in checks)
     print_json({
         "ok": passed == len(checks),
         "passed": passed,
         "total": len(checks),
         "checks": [_check_json(c) for c in checks],
+        **more,
     })  # fmt: skip
 
 
@@ -295,9 +299,11 @@ async def cmd_doctor(
     for check in checks:
         results += await check(settings)
     results += await check_platforms(settings, platforms)
+    replicas, now = await fetch_replicas(settings), utc_now()
+    results += replica_checks(replicas, now)
     failed = sum(not r.ok for r in results)
     if args.json:
-        print_json_report(results)
+        print_json_report(results, replicas=replicas_json(replicas, now))
         return 1 if failed else 0
     for result in results:
         print(line(result))

@@ -305,6 +305,19 @@ STEPS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (
+        18,
+        """
+        CREATE TABLE replicas (
+            id text PRIMARY KEY,
+            host text NOT NULL,
+            pid integer NOT NULL,
+            role text NOT NULL CHECK (role IN ('leader', 'standby')),
+            started_at timestamptz NOT NULL,
+            heartbeat_at timestamptz NOT NULL
+        );
+        """,
+    ),
 )
 
 SCHEMA_VERSION = BASELINE + len(STEPS)

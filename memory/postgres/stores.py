@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from memory.postgres.job_runs import PostgresJobRuns
     from memory.postgres.live_replies import PostgresLiveReplies
     from memory.postgres.proposals import PostgresProposalStore
+    from memory.postgres.replicas import PostgresReplicas
     from memory.postgres.seen_events import PostgresSeenEvents
     from memory.postgres.slips import PostgresModelSlips
 
@@ -98,6 +99,12 @@ class PostgresStores:
         from memory.postgres.slips import PostgresModelSlips
 
         return PostgresModelSlips(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def replicas(self) -> PostgresReplicas:
+        from memory.postgres.replicas import PostgresReplicas
+
+        return PostgresReplicas(self.db)
 
     async def close(self) -> None:
         await self.db.close()

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from memory.sqlite.job_runs import SqliteJobRuns
     from memory.sqlite.live_replies import SqliteLiveReplies
     from memory.sqlite.proposals import SqliteProposalStore
+    from memory.sqlite.replicas import SqliteReplicas
     from memory.sqlite.seen_events import SqliteSeenEvents
     from memory.sqlite.slips import SqliteModelSlips
 
@@ -102,6 +103,12 @@ class SqliteStores:
         from memory.sqlite.slips import SqliteModelSlips
 
         return SqliteModelSlips(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def replicas(self) -> SqliteReplicas:
+        from memory.sqlite.replicas import SqliteReplicas
+
+        return SqliteReplicas(self.db)
 
     async def close(self) -> None:
         await self.db.close()
