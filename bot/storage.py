@@ -17,6 +17,7 @@ from bot.errors import UserError
 from memory.clock import Clock, utc_now
 from memory.database import Database, Health
 from memory.embedder import Embedder
+from memory.leadership import Leadership, SoleLeadership
 from memory.sqlite.database import SqliteDatabase, inspect_file
 from memory.sqlite.driver import driver_name
 from memory.sqlite.migrations import SCHEMA_VERSION
@@ -202,6 +203,17 @@ async def open_postgresql(settings: Settings, *, create: bool = False) -> Databa
         url, pool_size=min(settings.database.pool_size, 2), create=create
     )
     return db
+
+
+def open_leadership(settings: StoreSettings) -> Leadership:
+    """Who leads among the replicas of the configured database: the PostgreSQL advisory
+    lock, or on SQLite the one daemon (which holds the database file's lock)."""
+    url = database_url(settings)
+    if url is None:
+        return SoleLeadership()
+    from memory.postgres.leadership import AdvisoryLeadership
+
+    return AdvisoryLeadership(url)
 
 
 def postgresql_backup_advice(settings: StoreSettings, target: Path | None = None) -> str:

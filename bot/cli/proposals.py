@@ -85,13 +85,14 @@ async def cmd_decide(args: argparse.Namespace, settings: Settings) -> int:
     """Decide a proposal as an admin, as a reaction would; the card and the waiting turn
     are finished by the daemon, which holds the platform connections."""
     from bot.approvals.service import build_approvals  # with its metrics: `list` needs neither
-    from bot.daemon.lockfile import DatabaseLock
+    from bot.cli.running import daemon_running
 
     async with open_stores(settings) as stores:
         service = build_approvals(settings, stores, {})
         proposal = await service.decide(args.proposal_id, approve=args.approve, by=cli_actor())
         print(await service.outcome_text(proposal))
-    if DatabaseLock(settings.database.path).held_elsewhere():
+        running = await daemon_running(settings, stores)
+    if running:
         print("The running lorebot will update the card and continue any waiting turn.")
     else:
         print(

@@ -22,10 +22,12 @@ from bot.config.settings import Settings, SystemdEnvironment
 from bot.context.skills import SkillUse, build_catalog
 from bot.core.agent import Agent
 from bot.core.dispatcher import Dispatcher
-from bot.core.live_reply import mend_cut_replies
 from bot.core.router import Router
+from bot.daemon.leader_duties import LeaderDuties
 from bot.daemon.lockfile import DatabaseLock
 from bot.daemon.notify import Notifier, start_extended
+from bot.daemon.platforms import leader_only
+from bot.daemon.replica import ReplicaRole
 from bot.daemon.supervision import Supervisor
 from bot.jobs.context import JobContext
 from bot.jobs.digest import DigestJob
@@ -34,7 +36,7 @@ from bot.jobs.patterns import PatternJob
 from bot.jobs.reflection import ReflectionJob
 from bot.jobs.runner import Job, JobRunner
 from bot.model.client import Model
-from bot.storage import open_memory
+from bot.storage import database_url, open_leadership, open_memory
 from bot.tasks import TaskTracker
 from bot.tools.actions import sync_server_tools
 from bot.tools.base import Toolbox
@@ -93,7 +95,7 @@ class Bot:
 
     async def _start(self) -> None:
         settings = self.settings
-        if self.daemon:
+        if self.daemon and database_url(settings) is None:  # replicas share PostgreSQL
             lock = DatabaseLock(settings.database.path)
             lock.acquire()
             self._stack.callback(lock.release)
@@ -150,33 +152,56 @@ class Bot:
             self.tasks.spawn(self.vectors.run(), name="embedding")
         if self.daemon:  # start-up never waits for the model: it is probed meanwhile
             self.tasks.spawn(self.model.watch(), name="model probe")
+        # The daemon's leader-only platforms are connected by the leading replica alone.
+        held_elsewhere = [name for name in self.adapters if self.daemon and leader_only(name)]
         for adapter in self.adapters.values():
+            if adapter.platform in held_elsewhere:
+                continue
             self._stack.push_async_callback(adapter.close)
             await adapter.start(self.dispatcher.submit)
             _log.info("adapter %s started", adapter.platform)
-            if self.daemon:
-                self.tasks.spawn(
-                    mend_cut_replies(adapter, self.live_replies),
-                    name=f"mend {adapter.platform} replies",
-                )
         self.jobs = self._build_jobs()
-        if settings.jobs.enabled:
-            self.jobs.start()
-            self._stack.push_async_callback(self.jobs.shutdown)
-            self.tasks.spawn(self.jobs.catch_up(), name="job catch-up")
+        if not self.daemon:  # scheduled jobs and one-shot commands never run actions
+            if settings.jobs.enabled:
+                self.jobs.start()
+                self._stack.push_async_callback(self.jobs.shutdown)
+                self.tasks.spawn(self.jobs.catch_up(), name="job catch-up")
+            self._stack.push_async_callback(self._drain)
+            return
+        self._stack.push_async_callback(self._leave)  # after the turns in flight are done
         self._stack.push_async_callback(self._drain)
-        if not self.daemon:
-            return  # scheduled jobs and one-shot commands never run actions
         for server in self.mcp.servers.values():
             self.tasks.spawn(server.run(), name=f"MCP server {server.name}")
         self.agent.mcp = self.mcp  # a turn waits for the servers' first connection
         self._stack.push_async_callback(self.mcp.stop)
-        await self.approvals.expire()
-        self.tasks.spawn(self._follow_up_forever(), name="proposal follow-ups")
         self.supervisor = Supervisor(settings, self.systemd, self.adapters, self.model)
+        for name in held_elsewhere:
+            self.supervisor.release(name)
+        self.duties = LeaderDuties(
+            self.adapters, held_elsewhere, self.dispatcher.submit, self.supervisor,
+            self.live_replies, self.jobs if settings.jobs.enabled else None,
+            [self.approvals.expire], [("proposal follow-ups", self._follow_up_forever)],
+        )  # fmt: skip
+        self.replica = ReplicaRole(
+            stores.replicas, open_leadership(settings), self.duties.lead, self.duties.follow,
+            clock=self.clock, beat=database_url(settings) is not None,
+        )  # fmt: skip
+        if await self.replica.begin():  # leading at once: start as the only lorebot does
+            await self.duties.started()
+        self._replica = self.tasks.spawn(self.replica.run(), name="replica")
         await self.supervisor.start()
         self._stack.push_async_callback(self.supervisor.stop)
         self.tasks.spawn(self.supervisor.watch(), name="watchdog")
+
+    async def _leave(self) -> None:
+        """Stop leading and leave the replicas: the lock goes, with the row."""
+        replica = getattr(self, "_replica", None)
+        if replica is not None:
+            replica.cancel()
+            await asyncio.gather(replica, return_exceptions=True)
+        elif hasattr(self, "replica"):  # the start failed before its loop ran
+            await self.duties.follow()
+            await self.replica.leadership.release()
 
     def _sync_tools(self, server: McpServer) -> None:
         sync_server_tools(

@@ -43,6 +43,9 @@ class Platform(Generic[S]):
     build: Callable[[S], Adapter]
     diagnose: Callable[[S], Awaitable[list[Finding]]]
     setup: str  # the settings that turn it on, e.g. `LOREBOT_DISCORD__TOKEN`
+    # Whether only the leading replica may connect: every connection of a Discord bot
+    # hears every event (two would answer twice), while Slack gives each event to one.
+    leader_only: bool = False
 
     def configured(self, settings: Settings) -> bool:
         """Whether `settings` turn this platform on."""
@@ -126,6 +129,7 @@ DISCORD: Platform[DiscordSettings] = Platform(
     build=_discord_adapter,
     diagnose=_discord_check,
     setup="LOREBOT_DISCORD__TOKEN",
+    leader_only=True,
 )
 
 
@@ -137,3 +141,8 @@ def configured(
 ) -> list[Platform[Any]]:
     """The platforms `settings` turn on, in table order."""
     return [platform for platform in platforms if platform.configured(settings)]
+
+
+def leader_only(platform: str, platforms: Sequence[Platform[Any]] = PLATFORMS) -> bool:
+    """Whether only the leading replica connects to the platform named `platform`."""
+    return any(p.name == platform and p.leader_only for p in platforms)

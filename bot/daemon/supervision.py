@@ -42,14 +42,27 @@ class Supervisor:
         self.monotonic = monotonic
         self.sleep = sleep
         self._last_connected = {name: monotonic() for name in adapters}
+        # Adapters another replica holds now (the leader's): not this one's to connect.
+        self.elsewhere: set[str] = set()
         self.loop_lag = 0.0
         self.health: HealthServer | None = None
 
+    def release(self, name: str) -> None:
+        """Adapter `name` is connected by another replica now, not this one."""
+        self.elsewhere.add(name)
+
+    def hold(self, name: str) -> None:
+        """This replica connects adapter `name` from now on: its grace period starts."""
+        self.elsewhere.discard(name)
+        self._last_connected[name] = self.monotonic()
+
     def deaf_adapters(self) -> list[str]:
-        """Adapters disconnected for longer than their grace period."""
+        """Adapters this replica holds, disconnected for longer than their grace period."""
         now, grace = self.monotonic(), self.settings.bot.adapter_grace_s
         deaf = []
         for name, adapter in self.adapters.items():
+            if name in self.elsewhere:
+                continue
             if adapter.connected:
                 self._last_connected[name] = now
             elif now - self._last_connected[name] > grace:
@@ -62,7 +75,10 @@ class Supervisor:
         from memory, so an unreachable model alone does not make it unhealthy."""
         deaf = self.deaf_adapters()
         details = {
-            "adapters": {name: a.connected for name, a in self.adapters.items()},
+            "adapters": {
+                name: "another replica" if name in self.elsewhere else a.connected
+                for name, a in self.adapters.items()
+            },
             "model": await self.model.fetch_health(),
             "loop_lag_s": round(self.loop_lag, 4),
         }

@@ -1,0 +1,160 @@
+"""Replicas on one PostgreSQL database: one leads (it alone holds the leader-only gateway,
+a Discord stand-in), the others stand by; a standby takes over when the leader stops or
+loses its lock's connection, and at no moment do two hold the gateway. PostgreSQL only:
+on SQLite the database file's lock refuses a second daemon (`test_daemon_promises.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+
+from adapters.base import EventSink
+from bot.cli.main import main
+from bot.daemon import replica as replica_module
+from bot.daemon.app import Bot
+from memory.postgres import leadership
+from tests.fakes.adapter import RecordingAdapter
+from tests.fakes.ollama import FakeOllama
+from tests.support.harness import make_settings
+from tests.support.polling import until
+from tests.support.stalling_proxy import StallingProxy
+
+BEAT_S = 0.1
+
+
+class Gateway:
+    """Who holds the one gateway connection of a bot token, and the most ever at once."""
+
+    def __init__(self) -> None:
+        self.holders: set[str] = set()
+        self.most = 0
+
+
+class GatewayAdapter(RecordingAdapter):
+    """A leader-only platform's adapter (named as Discord's) on a shared `Gateway`."""
+
+    platform = "discord"
+
+    def __init__(self, gateway: Gateway, name: str) -> None:
+        super().__init__()
+        self.gateway, self.name = gateway, name
+
+    async def start(self, sink: EventSink) -> None:
+        await super().start(sink)
+        self.gateway.holders.add(self.name)
+        self.gateway.most = max(self.gateway.most, len(self.gateway.holders))
+
+    async def close(self) -> None:
+        await super().close()
+        self.gateway.holders.discard(self.name)
+
+
+@pytest.fixture(autouse=True)
+def quick_beats(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(replica_module, "BEAT_S", BEAT_S)
+
+
+@pytest.fixture
+async def replicas(
+    tmp_path: Path, fake_ollama: FakeOllama, pg_url: str
+) -> AsyncIterator[Callable[..., Bot]]:
+    """Makes a replica bot on the test's database (started by the test, stopped here)."""
+    made: list[Bot] = []
+
+    def replica(name: str, gateway: Gateway, url: str = pg_url) -> Bot:
+        settings = make_settings(tmp_path / name / "bot.db", fake_ollama.url, database={"url": url})
+        bot = Bot(settings, [GatewayAdapter(gateway, name), RecordingAdapter()])
+        made.append(bot)
+        return bot
+
+    yield replica
+    for bot in made:
+        await bot.stop()
+
+
+async def test_one_replica_leads_and_a_standby_takes_over_when_it_stops(
+    replicas: Callable[..., Bot], pg_url: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    gateway = Gateway()
+    first, second = replicas("a", gateway), replicas("b", gateway)
+    await first.start()
+    await second.start()
+    assert gateway.holders == {"a"}
+    assert (first.replica.role, second.replica.role) == ("leader", "standby")
+    # Both answer their own platform (Slack's stand-in) meanwhile.
+    assert all(bot.adapters["test"].connected for bot in (first, second))
+
+    monkeypatch.setenv("LOREBOT_DATABASE__URL", pg_url)
+    await until(lambda: first.replica.beats and second.replica.beats, within=5)
+    listed = await _doctor_replicas(capsys)
+    assert [r["role"] for r in listed] == ["leader", "standby"]
+    assert [r["id"] for r in listed] == [first.replica.id, second.replica.id]
+
+    await first.stop()
+    await until(lambda: gateway.holders == {"b"}, within=5)
+    assert second.replica.role == "leader"
+    assert gateway.most == 1
+    assert [r["id"] for r in await _doctor_replicas(capsys)] == [second.replica.id]
+
+
+async def test_a_leader_cut_off_from_postgresql_stops_before_a_standby_takes_over(
+    replicas: Callable[..., Bot], pg_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setattr(replica_module, "LEASE_S", 1.0)
+    gateway = Gateway()
+    async with StallingProxy.to(pg_url) as proxy:
+        first, second = replicas("a", gateway, proxy.url), replicas("b", gateway)
+        await first.start()
+        await second.start()
+        assert gateway.holders == {"a"}
+
+        proxy.stall()  # packets stop, no connection closes: a partition
+        await until(lambda: not gateway.holders, within=1.0 + 2 * BEAT_S + 1)
+        await asyncio.sleep(5 * BEAT_S)
+        # The server still holds the lock for the cut-off session: nobody may lead yet.
+        assert gateway.holders == set() and second.replica.role == "standby"
+
+        proxy.drop()  # what the server's keepalives end, after SERVER_GIVES_UP_S
+        await until(lambda: gateway.holders == {"b"}, within=5)
+        await first.stop()
+    assert gateway.most == 1
+
+
+async def test_the_lock_connection_tells_the_server_to_notice_a_cut_off_leader(
+    pg_url: str,
+) -> None:
+    lock = leadership.AdvisoryLeadership(pg_url)
+    assert await lock.try_lead()
+    try:
+        assert lock._conn is not None
+        shown = {}
+        for name in ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count"):
+            cursor = await lock._conn.execute(f"SHOW {name}")
+            row = await cursor.fetchone()
+            assert row is not None
+            shown[name] = int(str(row[0]).removesuffix("s"))
+        given_up = shown["tcp_keepalives_idle"] + (
+            shown["tcp_keepalives_interval"] * shown["tcp_keepalives_count"]
+        )
+        assert given_up == leadership.SERVER_GIVES_UP_S > leadership.LEASE_S
+        other = leadership.AdvisoryLeadership(pg_url)
+        assert not await other.try_lead()  # held: a second replica stands by
+        await other.release()
+    finally:
+        await lock.release()
+    again = leadership.AdvisoryLeadership(pg_url)
+    assert await again.try_lead()  # released with its connection
+    await again.release()
+
+
+async def _doctor_replicas(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
+    """The replicas as `lorebot doctor --json` lists them (run beside this test's loop)."""
+    await asyncio.to_thread(main, ["doctor", "--json"])
+    listed: list[dict[str, object]] = json.loads(capsys.readouterr().out)["replicas"]
+    return listed
