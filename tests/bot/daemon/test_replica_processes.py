@@ -1,0 +1,71 @@
+"""Two real `lorebot run` processes on one PostgreSQL database, against the fake Slack,
+Discord and Ollama: both hold a Slack connection, only the leader holds Discord's gateway,
+and when the leader is killed (SIGKILL: no clean stop) the standby takes the gateway
+within 15 s and answers there, once."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from pathlib import Path
+
+from tests.fakes.discord import BOT as DISCORD_BOT
+from tests.fakes.discord import TOKEN as DISCORD_TOKEN
+from tests.fakes.discord import FakeDiscord
+from tests.fakes.discord import fake_discord_fixture as fake_discord_fixture  # noqa: F401
+from tests.fakes.ollama import FakeOllama
+from tests.fakes.slack import FakeSlack
+from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
+from tests.support.daemon import daemon, daemon_env
+
+TAKE_OVER_WITHIN_S = 15.0
+
+
+async def test_the_standby_takes_discord_within_15_s_of_the_leader_being_killed(
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    fake_slack: FakeSlack,
+    fake_discord: FakeDiscord,
+    pg_url: str,
+) -> None:
+    fake_ollama.default_reply = lambda body: "Answered."
+    folders = [tmp_path / "a", tmp_path / "b"]
+    envs = []
+    for folder in folders:
+        folder.mkdir()
+        env = daemon_env(folder, fake_ollama, fake_slack)
+        env.update(
+            LOREBOT_DATABASE__URL=pg_url,
+            LOREBOT_DISCORD__TOKEN=DISCORD_TOKEN,
+            LOREBOT_DISCORD__API_BASE_URL=fake_discord.api_base_url,
+            LOREBOT_DISCORD__GATEWAY_URL=fake_discord.gateway_url,
+        )
+        envs.append(env)
+
+    async with daemon(folders[0], envs[0]) as leader:
+        await fake_discord.wait_until(lambda: fake_discord.identifies, within=30)
+        async with daemon(folders[1], envs[1]) as standby:
+            await fake_slack.wait_for(lambda: fake_slack.connections == 2, within=30)
+            await asyncio.sleep(3)  # a few of the standby's tries at the lock
+            assert len(fake_discord.identifies) == 1  # only the leader holds the gateway
+
+            leader.send_signal(signal.SIGKILL)
+            killed = time.monotonic()
+            await fake_discord.wait_until(
+                lambda: len(fake_discord.identifies) == 2, within=TAKE_OVER_WITHIN_S
+            )
+            took_over_s = time.monotonic() - killed
+            await asyncio.sleep(1)  # the new gateway session gets ready
+
+            await fake_discord.send_message(
+                f"<@{DISCORD_BOT.id}> still there?", mentions=[DISCORD_BOT]
+            )
+            [reply] = await fake_discord.wait_for_posts(1, within=20.0)
+            standby.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(15):
+                assert await standby.wait() == 0
+    assert reply.content == "Answered."
+    assert took_over_s < TAKE_OVER_WITHIN_S
+    log = (folders[1] / "daemon.log").read_text()
+    assert "leads" in log and DISCORD_TOKEN not in log
