@@ -2,8 +2,10 @@
 
 Socket Mode (bot token and app-level token) needs no public URL; HTTP Events mode serves
 bolt's signed-request endpoint when a signing secret and a listen address are configured.
-Both feed one handler, which bolt runs after it has acknowledged the event, and which turns
-the payload into the core's `Message` / `ReactionEvent` in one place (`events`). Signing in
+Both feed one handler, which bolt runs before it acknowledges the event (Slack hears the
+acknowledgement once the core has taken the event, so an event that a lorebot which died
+meanwhile never took is sent again, to any replica), and which turns the payload into the
+core's `Message` / `ReactionEvent` in one place (`events`). Signing in
 and the connection events arrive on live in `connection`, the `/lorebot` slash command in
 `commands`, the thread status in `status`, streamed replies in `stream`, Web API refusals
 in `errors`, and the cache of people's names in `users`.
@@ -126,7 +128,8 @@ class SlackAdapter:
                 client=self._client,
                 signing_secret=self._signing_secret,
                 request_verification_enabled=self.http_mode,
-                process_before_response=False,
+                # Acknowledge an event only once the core has taken it (`_on_event`).
+                process_before_response=True,
                 attaching_conversation_kwargs_enabled=False,
                 # bolt freezes the root's level onto the loggers it creates, named after the
                 # app unless given a base logger: keep them all in slack_bolt, following it.
@@ -183,7 +186,9 @@ class SlackAdapter:
     # --- events in ----------------------------------------------------------------------
 
     async def _on_event(self, body: dict[str, Any]) -> None:
-        """bolt's listener for every event; it runs after the event was acknowledged."""
+        """bolt's listener for every event. bolt acknowledges the event when it returns: the
+        core has recorded it as seen and queued it by then (a turn runs on its own), so Slack
+        gives an event lorebot did not take to another connection (3 s at most)."""
         await self.hand_over(lambda: to_event(body, self), f"event {body.get('event_id')}")
 
     async def hand_over(self, convert: Callable[[], Awaitable[Event | None]], what: str) -> None:

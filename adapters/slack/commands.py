@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -42,14 +43,23 @@ class CommandHost(Protocol):
         """Post mrkdwn `text` in `channel` for `user` alone (chat.postEphemeral)."""
 
 
+# Hand-overs of commands under way (a reference, so none is collected unfinished).
+_handing_over: set[asyncio.Task[None]] = set()
+
+
 def register_command(app: AsyncApp, host: CommandHost) -> None:
     """Route `/lorebot` to a listener that acknowledges it at once (Slack waits 3 s at most,
-    and bolt answers Slack when `ack` is called), then hands the command over."""
+    and bolt answers Slack once the listener returns), handing the command over meanwhile."""
 
     async def on_command(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
         trigger = body.get("trigger_id")
-        await host.hand_over(lambda: to_command(host, body, respond), f"command {trigger}")
+        # Slack never sends a command again: the hand-over need not hold back the ack.
+        handed = asyncio.create_task(
+            host.hand_over(lambda: to_command(host, body, respond), f"command {trigger}")
+        )
+        _handing_over.add(handed)
+        handed.add_done_callback(_handing_over.discard)
 
     app.command(COMMAND)(on_command)
 

@@ -59,7 +59,7 @@ async def test_an_app_mention_is_answered_in_its_thread_with_the_models_reply(
         "<https://wiki.example/db|the wiki> &amp; <https://example.com>"
     )
     await slack.push(body)
-    assert slack.posts == []  # acknowledged at once, answered after the ack
+    assert slack.posts == []  # acknowledged once taken, answered after the ack
     await running.settle()
 
     [post] = slack.posts
@@ -131,6 +131,25 @@ async def test_a_dm_is_answered_at_the_top_level_of_the_dm(running: Running) -> 
     [post] = slack.posts
     assert (post.channel, post.thread_ts, post.text) == ("D1", None, "Hi alice.")
     assert running.ollama.chat_requests[-1]["messages"][-1]["content"].endswith("hello there")
+
+
+async def test_an_event_is_acknowledged_only_once_lorebot_has_taken_it(running: Running) -> None:
+    """Slack sends an event it has no acknowledgement for again, to any of the app's
+    connections: one a lorebot could not take (it died while looking up the author) is
+    not lost."""
+    slack = running.slack
+    lookup = slack.hold("users.info")
+    body = slack.app_mention("<@UBOT> hello")
+    push = asyncio.create_task(slack.push(body, within=10))
+    await slack.wait_for(lambda: slack.calls_to("users.info"))
+    await asyncio.sleep(0.3)
+    assert not push.done() and slack.acks == []  # still taking it: no acknowledgement
+    lookup.set()
+    envelope = await push
+    assert envelope in slack.acked
+    assert not await running.bot.seen.first_sighting(f"slack:{body['event_id']}")  # taken
+    await running.settle()
+    assert len(slack.posts) == 1
 
 
 async def test_a_retried_event_gets_one_reply(running: Running) -> None:
