@@ -348,8 +348,10 @@ class FakeSlack:
         retry_attempt: int | None = None,
         retry_reason: str | None = None,
         within: float = 5.0,
+        to: int = -1,
     ) -> str:
-        """Send ``body`` over the Socket Mode websocket and wait for its ack; the envelope id."""
+        """Send ``body`` over a Socket Mode websocket (the latest connected unless `to`
+        names one, by the order they connected) and wait for its ack; the envelope id."""
         await self.wait_for(lambda: self._sockets, within=within)
         envelope_id = str(uuid.uuid4())
         envelope: Body = {
@@ -361,7 +363,7 @@ class FakeSlack:
         if retry_attempt is not None:
             envelope["retry_attempt"] = retry_attempt
             envelope["retry_reason"] = retry_reason or "timeout"
-        await self._sockets[-1].send_json(envelope)
+        await self._sockets[to].send_json(envelope)
         await self.wait_for(lambda: envelope_id in self.acked, within=within)
         return envelope_id
 

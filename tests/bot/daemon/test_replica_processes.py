@@ -1,7 +1,8 @@
 """Two real `lorebot run` processes on one PostgreSQL database, against the fake Slack,
 Discord and Ollama: both hold a Slack connection, only the leader holds Discord's gateway,
 and when the leader is killed (SIGKILL: no clean stop) the standby takes the gateway
-within 15 s and answers there, once."""
+within 15 s and answers there, once; a Slack event whose replica was killed before it
+acknowledged the event is answered, once, by the other when Slack sends it again."""
 
 from __future__ import annotations
 
@@ -69,3 +70,35 @@ async def test_the_standby_takes_discord_within_15_s_of_the_leader_being_killed(
     assert took_over_s < TAKE_OVER_WITHIN_S
     log = (folders[1] / "daemon.log").read_text()
     assert "leads" in log and DISCORD_TOKEN not in log
+
+
+async def test_an_event_unacknowledged_by_a_killed_replica_is_answered_by_the_other(
+    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack, pg_url: str
+) -> None:
+    fake_ollama.default_reply = lambda body: "Answered once."
+    folders = [tmp_path / "a", tmp_path / "b"]
+    envs = []
+    for folder in folders:
+        folder.mkdir()
+        env = daemon_env(folder, fake_ollama, fake_slack)
+        env.update(LOREBOT_DATABASE__URL=pg_url)
+        envs.append(env)
+    async with daemon(folders[0], envs[0]) as first:
+        await fake_slack.wait_for(lambda: fake_slack.connections == 1, within=30)
+        async with daemon(folders[1], envs[1]):
+            await fake_slack.wait_for(lambda: fake_slack.connections == 2, within=30)
+            lookup = fake_slack.hold("users.info")  # the first replica is still taking it
+            body = fake_slack.app_mention("<@UBOT> who is on call?")
+            sent = asyncio.create_task(fake_slack.push(body, to=0, within=30))
+            await fake_slack.wait_for(lambda: fake_slack.calls_to("users.info"), within=10)
+            first.send_signal(signal.SIGKILL)
+            await first.wait()
+            assert fake_slack.acks == []  # so Slack sends it again (it would not otherwise)
+            lookup.set()
+            # Slack had no acknowledgement: it sends the event again, to a live connection.
+            await fake_slack.push(body, retry_attempt=1, retry_reason="timeout", within=15)
+            await fake_slack.wait_for(lambda: fake_slack.posts, within=20)
+            await asyncio.sleep(2)  # no second answer comes
+            sent.cancel()
+    assert [p.text for p in fake_slack.posts] == ["Answered once."]
+    assert len(fake_ollama.chat_requests) == 1
