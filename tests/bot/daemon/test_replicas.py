@@ -22,6 +22,7 @@ from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.harness import make_settings
 from tests.support.polling import until
+from tests.support.postgres import PostgresServer
 from tests.support.stalling_proxy import StallingProxy
 
 BEAT_S = 0.1
@@ -126,6 +127,27 @@ async def test_a_leader_cut_off_from_postgresql_stops_before_a_standby_takes_ove
     assert gateway.most == 1
 
 
+async def test_after_postgresql_restarts_one_replica_leads_and_both_answer(
+    replicas: Callable[..., Bot], postgres_server: PostgresServer, fake_ollama: FakeOllama,
+) -> None:  # fmt: skip
+    gateway = Gateway()
+    bots = [replicas("a", gateway), replicas("b", gateway)]
+    for bot in bots:
+        await bot.start()
+    assert gateway.holders == {"a"}
+
+    postgres_server.restart()  # every connection of both replicas is cut
+    await until(lambda: not bots[0].replica.leading or bots[1].replica.leading, within=15)
+    await until(lambda: sum(bot.replica.leading for bot in bots) == 1, within=15)
+    await until(lambda: len(gateway.holders) == 1, within=5)
+    assert gateway.most == 1
+
+    fake_ollama.default_reply = lambda body: "Back."
+    for n, bot in enumerate(bots):
+        await _say(bot, f"are you there, {n}?")
+    assert [bot.adapters["test"].replies for bot in bots] == [["Back."], ["Back."]]
+
+
 async def test_the_lock_connection_tells_the_server_to_notice_a_cut_off_leader(
     pg_url: str,
 ) -> None:
@@ -158,3 +180,11 @@ async def _doctor_replicas(capsys: pytest.CaptureFixture[str]) -> list[dict[str,
     await asyncio.to_thread(main, ["doctor", "--json"])
     listed: list[dict[str, object]] = json.loads(capsys.readouterr().out)["replicas"]
     return listed
+
+
+async def _say(bot: Bot, text: str) -> None:
+    """A message to `bot` on its own platform (Slack's stand-in), answered before return."""
+    adapter = bot.adapters["test"]
+    assert isinstance(adapter, RecordingAdapter)
+    await bot.dispatcher.submit(adapter.message(text, dm=True))
+    await bot.dispatcher.wait_idle()
