@@ -96,15 +96,18 @@ class ReplicaRole:
             await self._leave()
 
     async def _lead_or_follow(self) -> None:
+        # The lease counts from when a confirmation was asked, not answered: the server had
+        # heard from this replica no earlier than that, so its keepalives end no sooner.
+        asked = self.monotonic()
         if not self.leading:
             if await self.leadership.try_lead():
-                self.leading, self._confirmed = True, self.monotonic()
+                self.leading, self._confirmed = True, asked
                 _log.info("replica %s leads", self.id)
                 await self.on_lead()
             return
-        left = LEASE_S - (self.monotonic() - self._confirmed)
+        left = LEASE_S - (asked - self._confirmed)
         if left > 0 and await self.leadership.confirm(within=left):
-            self._confirmed = self.monotonic()
+            self._confirmed = asked
             return
         self.leading = False
         _log.warning(
