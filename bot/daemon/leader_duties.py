@@ -82,7 +82,12 @@ class LeaderDuties:
                 name=f"mend {adapter.platform} replies",
             )
         for step in self.steps:
-            await step()
+            try:
+                await step()
+            except Exception:
+                if self._first:
+                    raise
+                _log.exception("the leader could not finish %s", step.__name__)
         if self.jobs is not None:
             self.jobs.start()
             self._tasks.spawn(self.jobs.catch_up(), name="job catch-up")
