@@ -129,6 +129,12 @@ Event = Message | ReactionEvent
 EventSink = Callable[[Event], Awaitable[None]]
 
 
+class NotTaken(Exception):
+    """Raised by the event sink for an event the core did not take because lorebot is
+    stopping. A platform that sends an unacknowledged event again (Slack) leaves it
+    unacknowledged, so that another of the app's connections gets it; others drop it."""
+
+
 @dataclass(frozen=True, slots=True)
 class PostedMessage:
     """A message the bot posted, so it can be edited or reacted to later."""

@@ -25,6 +25,7 @@ from adapters.base import (
     ConversationRef,
     EventSink,
     Message,
+    NotTaken,
     PostedMessage,
     ReactionEvent,
     ReplyStream,
@@ -206,7 +207,11 @@ class ConsoleAdapter:
             return
         if event is None or self._sink is None:
             return
-        await self._sink(event)
+        try:
+            await self._sink(event)
+        except NotTaken:
+            self._print("    lorebot is stopping; that was not taken")
+            return
         if not interruptible:
             await settle()
         elif not await self._wait_interruptibly(settle):

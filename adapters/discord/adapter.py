@@ -29,7 +29,9 @@ from discord.http import Route
 
 from adapters.base import (
     ConversationRef,
+    Event,
     EventSink,
+    NotTaken,
     PostedMessage,
     ReplyStream,
     SlashCommand,
@@ -250,7 +252,7 @@ class DiscordAdapter:
             return
         event = message_event(message, bot, self._threads)
         if event is not None:
-            await self._sink(event)
+            await self._give(event)
 
     async def _on_raw_reaction(self, payload: discord.RawReactionActionEvent) -> None:
         client = self._client
@@ -258,12 +260,21 @@ class DiscordAdapter:
             return
         event = reaction_event(payload, client.user, client.get_user)
         if event is not None:
-            await self._sink(event)
+            await self._give(event)
 
     async def deliver(self, event: SlashCommand) -> None:
         """Hand an acknowledged `/lorebot` command to the core (called by the command group)."""
-        if self._sink is not None:
+        await self._give(event)
+
+    async def _give(self, event: Event) -> None:
+        """Hand `event` to the core; Discord never sends an event again, so one the core
+        did not take (lorebot is stopping) is dropped."""
+        if self._sink is None:
+            return
+        try:
             await self._sink(event)
+        except NotTaken as exc:
+            _log.info("dropped a Discord event: %s", exc)
 
     # --- answering ------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from adapters.base import (
     ConversationRef,
     Event,
     EventSink,
+    NotTaken,
     PostedMessage,
     ReplyStream,
     Status,
@@ -137,6 +138,7 @@ class SlackAdapter:
                 logger=logging.getLogger("slack_bolt"),
             )
             app.event(re.compile(".*"))(self._on_event)
+            app.error(_quiet_when_not_taken)
             register_command(app, self)
             await self._connection.open(app, self._client)
         except BaseException:
@@ -204,6 +206,9 @@ class SlackAdapter:
             sink = self._sink
             if event is not None and sink is not None:
                 await sink(event)
+        except NotTaken:
+            _log.info("left Slack %s unacknowledged: lorebot is stopping", what)
+            raise  # bolt acknowledges nothing then: Slack gives it to another connection
         except Exception:
             _log.exception("could not take Slack %s", what)
         finally:
@@ -330,3 +335,10 @@ class SlackAdapter:
     def remember_thread(self, channel: str, thread_ts: str) -> None:
         """Note a thread the bot replied in, so replies there reach it without a mention."""
         self.threads.add(channel, thread_ts)
+
+
+async def _quiet_when_not_taken(error: Exception, logger: logging.Logger) -> None:
+    """bolt's listener error handler: an event left to another connection is said in one
+    line already (`hand_over`); anything else is logged as bolt would."""
+    if not isinstance(error, NotTaken):
+        logger.exception("Failed to run listener function (error: %s)", error)

@@ -10,7 +10,15 @@ import logging
 from collections import deque
 from collections.abc import Mapping
 
-from adapters.base import Adapter, DeliveryError, Event, Message, ReactionEvent, SlashCommand
+from adapters.base import (
+    Adapter,
+    DeliveryError,
+    Event,
+    Message,
+    NotTaken,
+    ReactionEvent,
+    SlashCommand,
+)
 from bot import metrics
 from bot.approvals.service import ApprovalService
 from bot.config.sections import BotSettings
@@ -79,8 +87,11 @@ class Dispatcher:
         """Accept one event from an adapter; returns once it is queued (or dropped)."""
         metrics.EVENTS_RECEIVED.labels(event.conversation.platform).inc()
         if not self._accepting:
-            await self._answer_command(event, STOPPING_REPLY)
-            return self._drop("stopping")
+            self._drop("stopping")
+            if isinstance(event, SlashCommand):  # answered: the platform waits for one
+                await self._answer_command(event, STOPPING_REPLY)
+                return None
+            raise NotTaken(f"lorebot is stopping: {event.conversation.platform} event not taken")
         try:
             allowed = self.allowed(event)
         except InvalidInput as exc:  # an id no scope can hold, even escaped

@@ -152,6 +152,18 @@ async def test_an_event_is_acknowledged_only_once_lorebot_has_taken_it(running: 
     assert len(slack.posts) == 1
 
 
+async def test_an_event_reaching_a_stopping_lorebot_is_left_unacknowledged(
+    running: Running,
+) -> None:
+    """Slack then gives it to another connection (another replica) instead of losing it."""
+    slack = running.slack
+    running.bot.dispatcher.stop_accepting()  # as SIGTERM does while turns finish
+    with pytest.raises(TimeoutError):
+        await slack.push(slack.app_mention("<@UBOT> still there?"), within=1.5)
+    await running.adapter.wait_delivered()
+    assert slack.acks == [] and slack.posts == []
+
+
 async def test_a_retried_event_gets_one_reply(running: Running) -> None:
     slack = running.slack
     body = slack.app_mention("<@UBOT> hello")

@@ -2,11 +2,13 @@
 Discord and Ollama: both hold a Slack connection, only the leader holds Discord's gateway,
 and when the leader is killed (SIGKILL: no clean stop) the standby takes the gateway
 within 15 s and answers there, once; a Slack event whose replica was killed before it
-acknowledged the event is answered, once, by the other when Slack sends it again."""
+acknowledged the event, or that reached a replica finishing its turns after SIGTERM, is
+answered, once, by the other when Slack sends it again."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
 from pathlib import Path
@@ -102,3 +104,36 @@ async def test_an_event_unacknowledged_by_a_killed_replica_is_answered_by_the_ot
             sent.cancel()
     assert [p.text for p in fake_slack.posts] == ["Answered once."]
     assert len(fake_ollama.chat_requests) == 1
+
+
+async def test_a_replica_stopping_finishes_its_turn_and_leaves_new_events_to_the_other(
+    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack, pg_url: str
+) -> None:
+    folders = [tmp_path / "a", tmp_path / "b"]
+    envs = []
+    for folder in folders:
+        folder.mkdir()
+        env = daemon_env(folder, fake_ollama, fake_slack)
+        env.update(LOREBOT_DATABASE__URL=pg_url)
+        envs.append(env)
+    async with daemon(folders[0], envs[0]) as first:
+        await fake_slack.wait_for(lambda: fake_slack.connections == 1, within=30)
+        async with daemon(folders[1], envs[1]):
+            await fake_slack.wait_for(lambda: fake_slack.connections == 2, within=30)
+            fake_ollama.delay(2.0)
+            fake_ollama.reply("The slow answer.")
+            await fake_slack.push(fake_slack.app_mention("<@UBOT> think hard"), to=0)
+            await fake_ollama.wait_for_requests(1, within=10)
+            first.send_signal(signal.SIGTERM)  # while its turn waits on the model
+            await asyncio.sleep(0.5)
+            fake_ollama.reply("The other one answers.")
+            later = fake_slack.app_mention("<@UBOT> and now?")
+            with contextlib.suppress(TimeoutError):  # left unacknowledged by the stopping one
+                await fake_slack.push(later, to=0, within=1.5)
+            assert len(fake_slack.acks) == 1
+            await fake_slack.push(later, retry_attempt=1, retry_reason="timeout", to=1)
+            async with asyncio.timeout(20):
+                assert await first.wait() == 0
+            await fake_slack.wait_for(lambda: len(fake_slack.posts) == 2, within=20)
+    answers = sorted(p.text for p in fake_slack.posts)
+    assert answers == ["The other one answers.", "The slow answer."]
