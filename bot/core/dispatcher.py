@@ -84,7 +84,8 @@ class Dispatcher:
         return not (channels and not conv.is_dm and channel_scope(conv) not in channels)
 
     async def submit(self, event: Event) -> None:
-        """Accept one event from an adapter; returns once it is queued (or dropped)."""
+        """Accept one event from an adapter; returns once it is queued (or dropped). While
+        lorebot stops, raises `NotTaken` for any event but a command (which is answered)."""
         metrics.EVENTS_RECEIVED.labels(event.conversation.platform).inc()
         if not self._accepting:
             self._drop("stopping")
