@@ -1,6 +1,7 @@
 """Replicas on one PostgreSQL database: one leads (it alone holds the leader-only gateway,
 a Discord stand-in), the others stand by; a standby takes over when the leader stops or
-loses its lock's connection, and at no moment do two hold the gateway. PostgreSQL only:
+loses its lock's connection, and at no moment do two hold the gateway; a card decided at
+another replica than the one whose turn waits on it resumes that turn there, once. PostgreSQL only:
 on SQLite the database file's lock refuses a second daemon (`test_daemon_promises.py`).
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.base import EventSink
+from adapters.base import APPROVE, EventSink
 from bot.cli.main import main
 from bot.daemon import replica as replica_module
 from bot.daemon.app import Bot
@@ -24,6 +25,7 @@ from tests.fakes.ollama import FakeOllama
 from tests.support.harness import make_settings
 from tests.support.polling import until
 from tests.support.postgres import PostgresServer
+from tests.support.skills import write_skill
 from tests.support.stalling_proxy import StallingProxy
 
 BEAT_S = 0.1
@@ -148,6 +150,34 @@ async def test_after_postgresql_restarts_one_replica_leads_and_both_answer(
         await _say(bot, f"are you there, {n}?")
     own = [bot.adapters["test"] for bot in bots]
     assert [a.replies for a in own if isinstance(a, RecordingAdapter)] == [["Back."], ["Back."]]
+
+
+async def test_a_card_approved_at_another_replica_resumes_the_waiting_turn_there(
+    replicas: Callable[..., Bot], fake_ollama: FakeOllama
+) -> None:
+    gateway = Gateway()
+    bots = [replicas("a", gateway), replicas("b", gateway)]
+    for bot in bots:
+        write_skill(
+            bot.settings.skills.user_root, "incident-triage",
+            description="Triage an incident. Use when something is down.", body="1. Page.\n",
+        )  # fmt: skip
+        await bot.start()
+    first, second = (bot.adapters["test"] for bot in bots)
+    assert isinstance(first, RecordingAdapter) and isinstance(second, RecordingAdapter)
+    second.sent = first.sent  # one platform: either replica edits what the other posted
+
+    fake_ollama.tool_call("load_skill", {"name": "incident-triage"})
+    await _say(bots[0], "the API is down")
+    [card] = first.cards
+    fake_ollama.reply("Page the owner first.")
+    await bots[1].dispatcher.submit(second.reaction(card, APPROVE))  # reaches the other one
+    await bots[1].dispatcher.wait_idle()
+
+    assert card.current.startswith("✅ Loaded the skill")
+    assert first.replies[-1] == "Page the owner first."
+    assert len(await bots[0].proposals.fetch_recent("approved")) == 1
+    assert await bots[0].follow_up() == 0 and await bots[1].follow_up() == 0  # finished once
 
 
 async def test_the_lock_connection_tells_the_server_to_notice_a_cut_off_leader(
