@@ -25,6 +25,17 @@ from tests.support.daemon import daemon, daemon_env
 TAKE_OVER_WITHIN_S = 15.0
 
 
+def _two_replicas(
+    tmp_path: Path, ollama: FakeOllama, slack: FakeSlack, url: str, **more: str
+) -> tuple[list[Path], list[dict[str, str]]]:
+    """The folders and environments of two replicas on the database at `url`."""
+    folders, envs = [tmp_path / "a", tmp_path / "b"], []
+    for folder in folders:
+        folder.mkdir()
+        envs.append({**daemon_env(folder, ollama, slack), "LOREBOT_DATABASE__URL": url, **more})
+    return folders, envs
+
+
 async def test_the_standby_takes_discord_within_15_s_of_the_leader_being_killed(
     tmp_path: Path,
     fake_ollama: FakeOllama,
@@ -33,18 +44,12 @@ async def test_the_standby_takes_discord_within_15_s_of_the_leader_being_killed(
     pg_url: str,
 ) -> None:
     fake_ollama.default_reply = lambda body: "Answered."
-    folders = [tmp_path / "a", tmp_path / "b"]
-    envs = []
-    for folder in folders:
-        folder.mkdir()
-        env = daemon_env(folder, fake_ollama, fake_slack)
-        env.update(
-            LOREBOT_DATABASE__URL=pg_url,
-            LOREBOT_DISCORD__TOKEN=DISCORD_TOKEN,
-            LOREBOT_DISCORD__API_BASE_URL=fake_discord.api_base_url,
-            LOREBOT_DISCORD__GATEWAY_URL=fake_discord.gateway_url,
-        )
-        envs.append(env)
+    folders, envs = _two_replicas(
+        tmp_path, fake_ollama, fake_slack, pg_url,
+        LOREBOT_DISCORD__TOKEN=DISCORD_TOKEN,
+        LOREBOT_DISCORD__API_BASE_URL=fake_discord.api_base_url,
+        LOREBOT_DISCORD__GATEWAY_URL=fake_discord.gateway_url,
+    )  # fmt: skip
 
     async with daemon(folders[0], envs[0]) as leader:
         await fake_discord.wait_until(lambda: fake_discord.identifies, within=30)
@@ -78,13 +83,7 @@ async def test_an_event_unacknowledged_by_a_killed_replica_is_answered_by_the_ot
     tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack, pg_url: str
 ) -> None:
     fake_ollama.default_reply = lambda body: "Answered once."
-    folders = [tmp_path / "a", tmp_path / "b"]
-    envs = []
-    for folder in folders:
-        folder.mkdir()
-        env = daemon_env(folder, fake_ollama, fake_slack)
-        env.update(LOREBOT_DATABASE__URL=pg_url)
-        envs.append(env)
+    folders, envs = _two_replicas(tmp_path, fake_ollama, fake_slack, pg_url)
     async with daemon(folders[0], envs[0]) as first:
         await fake_slack.wait_for(lambda: fake_slack.connections == 1, within=30)
         async with daemon(folders[1], envs[1]):
@@ -109,13 +108,7 @@ async def test_an_event_unacknowledged_by_a_killed_replica_is_answered_by_the_ot
 async def test_a_replica_stopping_finishes_its_turn_and_leaves_new_events_to_the_other(
     tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack, pg_url: str
 ) -> None:
-    folders = [tmp_path / "a", tmp_path / "b"]
-    envs = []
-    for folder in folders:
-        folder.mkdir()
-        env = daemon_env(folder, fake_ollama, fake_slack)
-        env.update(LOREBOT_DATABASE__URL=pg_url)
-        envs.append(env)
+    folders, envs = _two_replicas(tmp_path, fake_ollama, fake_slack, pg_url)
     async with daemon(folders[0], envs[0]) as first:
         await fake_slack.wait_for(lambda: fake_slack.connections == 1, within=30)
         async with daemon(folders[1], envs[1]):
