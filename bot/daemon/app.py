@@ -80,6 +80,7 @@ class Bot:
         self._stack = AsyncExitStack()
         self._started = False
         self._stopped = False
+        self._replica: asyncio.Task[None] | None = None  # the replica's loop, once it runs
 
     async def start(self) -> None:
         """Open storage, probe the model, start the adapters; on failure undo what started."""
@@ -186,8 +187,13 @@ class Bot:
             stores.replicas, open_leadership(settings), self.duties.lead, self.duties.follow,
             clock=self.clock, beat=database_url(settings) is not None,
         )  # fmt: skip
-        if await self.replica.begin():  # leading at once: start as the only lorebot does
-            await self.duties.started()
+        try:
+            if await self.replica.begin():  # leading at once: start as the only lorebot does
+                await self.duties.started()
+        except BaseException:
+            await self.duties.follow()
+            await self.replica.leadership.release()
+            raise
         self._replica = self.tasks.spawn(self.replica.run(), name="replica")
         await self.supervisor.start()
         self._stack.push_async_callback(self.supervisor.stop)
@@ -195,13 +201,9 @@ class Bot:
 
     async def _leave(self) -> None:
         """Stop leading and leave the replicas: the lock goes, with the row."""
-        replica = getattr(self, "_replica", None)
-        if replica is not None:
-            replica.cancel()
-            await asyncio.gather(replica, return_exceptions=True)
-        elif hasattr(self, "replica"):  # the start failed before its loop ran
-            await self.duties.follow()
-            await self.replica.leadership.release()
+        if self._replica is not None:
+            self._replica.cancel()
+            await asyncio.gather(self._replica, return_exceptions=True)
 
     def _sync_tools(self, server: McpServer) -> None:
         sync_server_tools(

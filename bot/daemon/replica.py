@@ -63,6 +63,7 @@ class ReplicaRole:
         self.clock = clock
         self.monotonic = monotonic
         self.id = replica_id()
+        self.host, self.pid = socket.gethostname(), os.getpid()
         self.started_at: datetime = clock()
         self.leading = False
         # False for the one daemon of a SQLite file: a write every few seconds would
@@ -83,9 +84,7 @@ class ReplicaRole:
     async def run(self) -> None:
         """After `begin`: lead when the lock is free, stop when it is lost, beat
         throughout; on the way out, let the lock go and remove this replica's row."""
-        beats = asyncio.create_task(
-            self._beat_forever() if self.beat else asyncio.sleep(0), name="replica heartbeat"
-        )
+        beats = asyncio.create_task(self._beat_forever(), name="replica heartbeat")
         try:
             while True:
                 await asyncio.sleep(BEAT_S)
@@ -120,13 +119,12 @@ class ReplicaRole:
     async def _beat_forever(self) -> None:
         """The heartbeat, apart from the lock's loop: a write that waits on a busy or cut-off
         database must never hold back a leader's confirmation."""
-        while True:
+        while self.beat:
             now = self.clock()
             try:
                 await self.replicas.beat(
-                    Replica(self.id, socket.gethostname(), os.getpid(), self.role,
-                            self.started_at, now)
-                )  # fmt: skip
+                    Replica(self.id, self.host, self.pid, self.role, self.started_at, now)
+                )
                 self.beats += 1
             except StoreError as exc:
                 _log.warning("replica %s could not write its heartbeat: %s", self.id, exc)
