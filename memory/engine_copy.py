@@ -14,7 +14,7 @@ from typing import Protocol
 TABLES = (
     "notes", "note_changes", "note_change_items", "proposals", "seen_events", "messages",
     "summaries", "skill_activations", "events", "job_runs", "daily_logs", "patterns",
-    "live_replies", "actions", "action_allowances", "model_slips",
+    "live_replies", "actions", "action_allowances", "model_slips", "inbox",
 )  # fmt: skip
 BATCH = 5000
 

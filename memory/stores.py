@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from memory.daily_logs import DailyLogs
     from memory.database import Database
     from memory.events import EventLog
+    from memory.inbox import Inbox
     from memory.job_runs import JobRuns
     from memory.live_replies import LiveReplies
     from memory.notes import NoteStore
@@ -81,6 +82,9 @@ class Stores(Protocol):
 
     @property
     def slips(self) -> ModelSlips: ...
+
+    @property
+    def inbox(self) -> Inbox: ...
 
     @property
     def replicas(self) -> Replicas: ...

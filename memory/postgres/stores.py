@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from memory.postgres.active_skills import PostgresActiveSkills
     from memory.postgres.daily_logs import PostgresDailyLogs
     from memory.postgres.events import PostgresEventLog
+    from memory.postgres.inbox import PostgresInbox
     from memory.postgres.job_runs import PostgresJobRuns
     from memory.postgres.live_replies import PostgresLiveReplies
     from memory.postgres.proposals import PostgresProposalStore
@@ -99,6 +100,12 @@ class PostgresStores:
         from memory.postgres.slips import PostgresModelSlips
 
         return PostgresModelSlips(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def inbox(self) -> PostgresInbox:
+        from memory.postgres.inbox import PostgresInbox
+
+        return PostgresInbox(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def replicas(self) -> PostgresReplicas:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from memory.sqlite.active_skills import SqliteActiveSkills
     from memory.sqlite.daily_logs import SqliteDailyLogs
     from memory.sqlite.events import SqliteEventLog
+    from memory.sqlite.inbox import SqliteInbox
     from memory.sqlite.job_runs import SqliteJobRuns
     from memory.sqlite.live_replies import SqliteLiveReplies
     from memory.sqlite.proposals import SqliteProposalStore
@@ -103,6 +104,12 @@ class SqliteStores:
         from memory.sqlite.slips import SqliteModelSlips
 
         return SqliteModelSlips(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def inbox(self) -> SqliteInbox:
+        from memory.sqlite.inbox import SqliteInbox
+
+        return SqliteInbox(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def replicas(self) -> SqliteReplicas:

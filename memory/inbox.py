@@ -1,0 +1,87 @@
+"""The events lorebot took and has not finished, kept until they are: the inbox.
+
+An event is stored in the transaction that records its id as seen, before the platform
+hears that it was taken, so a replica that dies after that loses nothing: another one
+(or the next start) handles it. A conversation's events are handled by one replica at a
+time, in the order they were taken: the one holding the conversation's claim. A claim is
+kept for `CLAIM_LEASE` and renewed while its holder works; one not renewed in time is a
+holder that is gone, and anyone may take the conversation over. An entry the gone holder
+had begun is handed to the next holder marked `abandoned`: its turn may have run part-way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal, Protocol
+
+# How long a claim holds without being renewed (its holder renews it every few seconds).
+CLAIM_LEASE = timedelta(seconds=10)
+
+Taken = Literal["taken", "duplicate", "full"]
+
+
+@dataclass(frozen=True, slots=True)
+class InboxEntry:
+    """One event waiting in a conversation, as it was taken."""
+
+    id: int
+    key: str  # the platform's event id, as `SeenEvents` keeps it
+    payload: dict[str, Any]
+    abandoned: bool  # begun by a holder that is gone
+
+
+def platform_of(conversation: str) -> str:
+    """The platform of a conversation key (`slack/C123`)."""
+    return conversation.split("/", 1)[0]
+
+
+class Inbox(Protocol):
+    """Events taken and not finished, and who handles each conversation."""
+
+    async def take(
+        self, key: str, conversation: str, payload: dict[str, Any], *, limit: int
+    ) -> Taken:
+        """Record the event `key` as seen and store it in one transaction: "duplicate" when
+        it was seen already, "full" (and nothing recorded) when `limit` events wait."""
+        ...
+
+    async def claim(self, conversation: str, holder: str) -> bool:
+        """Take the conversation for `holder`: True when it is unclaimed, its claim lapsed,
+        or `holder` has it already."""
+        ...
+
+    async def next(self, conversation: str, holder: str) -> InboxEntry | None:
+        """The conversation's oldest entry, marked as begun; None when there is none or
+        `holder` no longer holds the conversation."""
+        ...
+
+    async def finish(self, entry_id: int) -> None:
+        """The entry was handled: remove it."""
+        ...
+
+    async def release(self, conversation: str, holder: str) -> bool:
+        """Let the conversation go unless entries still wait in it; False when it was let go
+        (or `holder` no longer has it), True when `holder` keeps it to handle what waits."""
+        ...
+
+    async def renew(self, holder: str) -> int:
+        """Extend every claim of `holder` by `CLAIM_LEASE`; how many."""
+        ...
+
+    async def release_all(self) -> None:
+        """Let every claim go: for the one daemon of a SQLite file, at its start, when any
+        claim left is a stopped process's (its lock file says no other runs)."""
+        ...
+
+    async def fetch_unclaimed(self, platforms: list[str]) -> list[str]:
+        """Conversations of `platforms` with waiting entries and no live claim."""
+        ...
+
+    async def fetch_busy(self) -> set[str]:
+        """Conversations with a live claim, whoever holds them, or with entries waiting."""
+        ...
+
+    async def waiting(self) -> int:
+        """How many entries wait or are being handled, in every conversation."""
+        ...

@@ -1,0 +1,130 @@
+"""The events taken and not finished, and who handles each conversation (`memory.inbox`),
+shared by every replica of the database."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory.clock import Clock, utc_now
+from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, platform_of
+from memory.postgres.database import PostgresDatabase
+
+
+class PostgresInbox:
+    """The `inbox` and `conversation_claims` tables."""
+
+    def __init__(self, db: PostgresDatabase, *, clock: Clock = utc_now) -> None:
+        self.db = db
+        self.clock = clock
+
+    async def take(
+        self, key: str, conversation: str, payload: dict[str, Any], *, limit: int
+    ) -> Taken:
+        now = self.clock()
+        async with self.db.write() as conn:
+            seen = await conn.execute("SELECT 1 FROM seen_events WHERE key = %s", (key,))
+            if await seen.fetchone() is not None:
+                return "duplicate"
+            count = await (await conn.execute("SELECT count(*) AS n FROM inbox")).fetchone()
+            if count is not None and count["n"] >= limit:
+                return "full"
+            # A concurrent delivery of the same event waits here for the first to commit.
+            inserted = await conn.execute(
+                "INSERT INTO seen_events (key, seen_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (key, now),
+            )
+            if inserted.rowcount != 1:
+                return "duplicate"
+            await conn.execute(
+                "INSERT INTO inbox (platform, conversation, key, payload_json, taken_at) "
+                "VALUES (%s, %s, %s, %s, %s)",
+                (platform_of(conversation), conversation, key, json.dumps(payload), now),
+            )
+        return "taken"
+
+    async def claim(self, conversation: str, holder: str) -> bool:
+        now = self.clock()
+        async with self.db.write() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO conversation_claims (conversation, holder, until) "
+                "VALUES (%s, %s, %s) ON CONFLICT (conversation) DO UPDATE SET "
+                "holder = excluded.holder, until = excluded.until "
+                "WHERE conversation_claims.holder = excluded.holder "
+                "OR conversation_claims.until < %s",
+                (conversation, holder, now + CLAIM_LEASE, now),
+            )
+        return cursor.rowcount == 1
+
+    async def next(self, conversation: str, holder: str) -> InboxEntry | None:
+        async with self.db.write() as conn:
+            row = await (
+                await conn.execute(
+                    "SELECT i.id, i.key, i.payload_json, i.started_at FROM inbox AS i "
+                    "JOIN conversation_claims AS c ON c.conversation = i.conversation "
+                    "WHERE i.conversation = %s AND c.holder = %s ORDER BY i.id LIMIT 1 "
+                    "FOR UPDATE OF i",
+                    (conversation, holder),
+                )
+            ).fetchone()
+            if row is None:
+                return None
+            await conn.execute(
+                "UPDATE inbox SET started_at = %s WHERE id = %s", (self.clock(), row["id"])
+            )
+        payload = json.loads(row["payload_json"])
+        return InboxEntry(int(row["id"]), row["key"], payload, row["started_at"] is not None)
+
+    async def finish(self, entry_id: int) -> None:
+        async with self.db.write() as conn:
+            await conn.execute("DELETE FROM inbox WHERE id = %s", (entry_id,))
+
+    async def release(self, conversation: str, holder: str) -> bool:
+        async with self.db.write() as conn:
+            # An event taken while this runs is either seen here, or taken by its replica's
+            # own claim after this commits.
+            cursor = await conn.execute(
+                "DELETE FROM conversation_claims WHERE conversation = %s AND holder = %s "
+                "AND NOT EXISTS (SELECT 1 FROM inbox WHERE conversation = %s)",
+                (conversation, holder, conversation),
+            )
+            if cursor.rowcount == 1:
+                return False
+            kept = await conn.execute(
+                "SELECT 1 FROM conversation_claims WHERE conversation = %s AND holder = %s",
+                (conversation, holder),
+            )
+            return await kept.fetchone() is not None
+
+    async def renew(self, holder: str) -> int:
+        async with self.db.write() as conn:
+            cursor = await conn.execute(
+                "UPDATE conversation_claims SET until = %s WHERE holder = %s",
+                (self.clock() + CLAIM_LEASE, holder),
+            )
+        return cursor.rowcount
+
+    async def release_all(self) -> None:
+        async with self.db.write() as conn:
+            await conn.execute("DELETE FROM conversation_claims")
+
+    async def fetch_unclaimed(self, platforms: list[str]) -> list[str]:
+        rows = await self.db.rows(
+            "SELECT DISTINCT i.conversation FROM inbox AS i "
+            "LEFT JOIN conversation_claims AS c ON c.conversation = i.conversation "
+            "WHERE i.platform = ANY(%s) AND (c.until IS NULL OR c.until < %s) "
+            "ORDER BY i.conversation",
+            (platforms, self.clock()),
+        )
+        return [row["conversation"] for row in rows]
+
+    async def fetch_busy(self) -> set[str]:
+        rows = await self.db.rows(
+            "SELECT conversation FROM conversation_claims WHERE until >= %s "
+            "UNION SELECT conversation FROM inbox",
+            (self.clock(),),
+        )
+        return {row["conversation"] for row in rows}
+
+    async def waiting(self) -> int:
+        return int(await self.db.scalar("SELECT count(*) FROM inbox"))

@@ -1,0 +1,123 @@
+"""The events taken and not finished, and who handles each conversation (`memory.inbox`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from memory.clock import Clock, utc_now
+from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, platform_of
+from memory.sqlite.database import SqliteDatabase, to_db_time
+
+
+class SqliteInbox:
+    """The `inbox` and `conversation_claims` tables."""
+
+    def __init__(self, db: SqliteDatabase, *, clock: Clock = utc_now) -> None:
+        self.db = db
+        self.clock = clock
+
+    async def take(
+        self, key: str, conversation: str, payload: dict[str, Any], *, limit: int
+    ) -> Taken:
+        now = to_db_time(self.clock())
+        async with self.db.write() as conn:
+            async with conn.execute("SELECT 1 FROM seen_events WHERE key = ?", (key,)) as cur:
+                if await cur.fetchone() is not None:
+                    return "duplicate"
+            async with conn.execute("SELECT count(*) FROM inbox") as cur:
+                row = await cur.fetchone()
+            if row is not None and row[0] >= limit:
+                return "full"
+            await conn.execute("INSERT INTO seen_events (key, seen_at) VALUES (?, ?)", (key, now))
+            await conn.execute(
+                "INSERT INTO inbox (platform, conversation, key, payload_json, taken_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (platform_of(conversation), conversation, key, json.dumps(payload), now),
+            )
+        return "taken"
+
+    async def claim(self, conversation: str, holder: str) -> bool:
+        now = self.clock()
+        async with self.db.write() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO conversation_claims (conversation, holder, until) VALUES (?, ?, ?) "
+                "ON CONFLICT (conversation) DO UPDATE SET holder = excluded.holder, "
+                "until = excluded.until "
+                "WHERE conversation_claims.holder = excluded.holder "
+                "OR conversation_claims.until < ?",
+                (conversation, holder, to_db_time(now + CLAIM_LEASE), to_db_time(now)),
+            )
+        return cursor.rowcount == 1
+
+    async def next(self, conversation: str, holder: str) -> InboxEntry | None:
+        async with self.db.write() as conn:
+            async with conn.execute(
+                "SELECT i.id, i.key, i.payload_json, i.started_at FROM inbox AS i "
+                "JOIN conversation_claims AS c ON c.conversation = i.conversation "
+                "WHERE i.conversation = ? AND c.holder = ? ORDER BY i.id LIMIT 1",
+                (conversation, holder),
+            ) as cursor:
+                row = await cursor.fetchone()
+            if row is None:
+                return None
+            await conn.execute(
+                "UPDATE inbox SET started_at = ? WHERE id = ?",
+                (to_db_time(self.clock()), row[0]),
+            )
+        return InboxEntry(row[0], row[1], json.loads(row[2]), abandoned=row[3] is not None)
+
+    async def finish(self, entry_id: int) -> None:
+        async with self.db.write() as conn:
+            await conn.execute("DELETE FROM inbox WHERE id = ?", (entry_id,))
+
+    async def release(self, conversation: str, holder: str) -> bool:
+        async with self.db.write() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM conversation_claims WHERE conversation = ? AND holder = ? "
+                "AND NOT EXISTS (SELECT 1 FROM inbox WHERE conversation = ?)",
+                (conversation, holder, conversation),
+            )
+            if cursor.rowcount == 1:
+                return False
+            async with conn.execute(
+                "SELECT 1 FROM conversation_claims WHERE conversation = ? AND holder = ?",
+                (conversation, holder),
+            ) as found:
+                return await found.fetchone() is not None
+
+    async def renew(self, holder: str) -> int:
+        async with self.db.write() as conn:
+            cursor = await conn.execute(
+                "UPDATE conversation_claims SET until = ? WHERE holder = ?",
+                (to_db_time(self.clock() + CLAIM_LEASE), holder),
+            )
+        return cursor.rowcount
+
+    async def release_all(self) -> None:
+        async with self.db.write() as conn:
+            await conn.execute("DELETE FROM conversation_claims")
+
+    async def fetch_unclaimed(self, platforms: list[str]) -> list[str]:
+        if not platforms:
+            return []
+        marks = ", ".join("?" * len(platforms))
+        async with self.db.conn.execute(
+            "SELECT DISTINCT i.conversation FROM inbox AS i "
+            "LEFT JOIN conversation_claims AS c ON c.conversation = i.conversation "
+            f"WHERE i.platform IN ({marks}) AND (c.until IS NULL OR c.until < ?) "
+            "ORDER BY i.conversation",
+            (*platforms, to_db_time(self.clock())),
+        ) as cursor:
+            return [row[0] for row in await cursor.fetchall()]
+
+    async def fetch_busy(self) -> set[str]:
+        async with self.db.conn.execute(
+            "SELECT conversation FROM conversation_claims WHERE until >= ? "
+            "UNION SELECT conversation FROM inbox",
+            (to_db_time(self.clock()),),
+        ) as cursor:
+            return {row[0] for row in await cursor.fetchall()}
+
+    async def waiting(self) -> int:
+        return int(await self.db.scalar("SELECT count(*) FROM inbox"))

@@ -1,0 +1,104 @@
+"""The inbox on both engines: an event stored in the transaction that sees it, a
+conversation handled by one holder at a time in the order its events came, a lapsed
+claim taken over with the begun entry marked abandoned, and a claim let go only when
+nothing waits."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from memory.inbox import CLAIM_LEASE
+from tests.support.clock import FakeClock
+
+
+def _event(n: int) -> dict[str, Any]:
+    return {"kind": "message", "text": f"question {n}"}
+
+
+async def test_an_event_is_taken_once_and_not_past_the_limit(engine_stores: Any) -> None:
+    inbox = engine_stores.inbox
+    assert await inbox.take("slack:E1", "slack/C1", _event(1), limit=2) == "taken"
+    assert await inbox.take("slack:E1", "slack/C1", _event(1), limit=2) == "duplicate"
+    assert await inbox.take("slack:E2", "slack/C2", _event(2), limit=2) == "taken"
+    assert await inbox.take("slack:E3", "slack/C3", _event(3), limit=2) == "full"
+    # Turned away, not seen: the platform may give it again once there is room.
+    assert not await engine_stores.seen.seen("slack:E3")
+    assert await engine_stores.seen.seen("slack:E1")
+    assert await inbox.waiting() == 2
+
+
+async def test_one_holder_handles_a_conversation_in_order(engine_stores: Any) -> None:
+    inbox = engine_stores.inbox
+    for n in (1, 2):
+        await inbox.take(f"slack:E{n}", "slack/C1", _event(n), limit=10)
+    assert await inbox.claim("slack/C1", "a:1")
+    assert not await inbox.claim("slack/C1", "b:1")
+    assert await inbox.next("slack/C1", "b:1") is None  # b does not hold it
+    first = await inbox.next("slack/C1", "a:1")
+    assert first is not None and first.payload == _event(1) and not first.abandoned
+    assert await inbox.fetch_unclaimed(["slack"]) == []
+    await inbox.finish(first.id)
+    assert await inbox.release("slack/C1", "a:1")  # one still waits: a keeps it
+    second = await inbox.next("slack/C1", "a:1")
+    assert second is not None and second.payload == _event(2)
+    await inbox.finish(second.id)
+    assert not await inbox.release("slack/C1", "a:1")
+    assert await inbox.claim("slack/C1", "b:1")  # let go: anyone may take it
+    assert await inbox.waiting() == 0
+
+
+async def test_a_lapsed_claim_is_taken_over_with_its_begun_entry_abandoned(
+    engine_stores: Any, clock: FakeClock
+) -> None:
+    inbox = engine_stores.inbox
+    await inbox.take("slack:E1", "slack/C1", _event(1), limit=10)
+    await inbox.take("slack:E2", "slack/C1", _event(2), limit=10)
+    await inbox.take("discord:E3", "discord/D1", _event(3), limit=10)
+    assert await inbox.claim("slack/C1", "a:1")
+    assert await inbox.next("slack/C1", "a:1") is not None  # a begins, then dies
+    clock.advance(seconds=CLAIM_LEASE.total_seconds() / 2)
+    assert not await inbox.claim("slack/C1", "b:1")
+    assert await inbox.fetch_unclaimed(["slack"]) == []
+    assert await inbox.fetch_busy() == {"slack/C1", "discord/D1"}
+
+    clock.advance(seconds=CLAIM_LEASE.total_seconds())
+    assert await inbox.fetch_unclaimed(["slack"]) == ["slack/C1"]
+    assert await inbox.fetch_unclaimed(["slack", "discord"]) == ["discord/D1", "slack/C1"]
+    assert await inbox.fetch_busy() == {"slack/C1", "discord/D1"}  # entries wait there
+    assert await inbox.claim("slack/C1", "b:1")
+    begun = await inbox.next("slack/C1", "b:1")
+    assert begun is not None and begun.payload == _event(1) and begun.abandoned
+    await inbox.finish(begun.id)
+    waiting = await inbox.next("slack/C1", "b:1")
+    assert waiting is not None and waiting.payload == _event(2) and not waiting.abandoned
+    # The old holder, back, finds the conversation is no longer its own.
+    assert not await inbox.release("slack/C1", "a:1")
+    assert await inbox.next("slack/C1", "a:1") is None
+
+
+async def test_renewing_keeps_a_claim_past_its_first_lease(
+    engine_stores: Any, clock: FakeClock
+) -> None:
+    inbox = engine_stores.inbox
+    await inbox.take("slack:E1", "slack/C1", _event(1), limit=10)
+    assert await inbox.claim("slack/C1", "a:1")
+    for _ in range(3):
+        clock.advance(seconds=CLAIM_LEASE.total_seconds() * 0.6)
+        assert await inbox.renew("a:1") == 1
+    assert not await inbox.claim("slack/C1", "b:1")
+    entry = await inbox.next("slack/C1", "a:1")
+    assert entry is not None
+    await inbox.finish(entry.id)
+    assert await inbox.fetch_busy() == {"slack/C1"}  # claimed, though nothing waits
+    await inbox.release_all()
+    assert await inbox.claim("slack/C1", "b:1")
+
+
+async def test_two_deliveries_of_one_event_at_once_store_it_once(open_again: Any) -> None:
+    first, second = await open_again(), await open_again()
+    outcomes = await asyncio.gather(
+        *(s.inbox.take("slack:E1", "slack/C1", _event(1), limit=10) for s in (first, second))
+    )
+    assert sorted(outcomes) == ["duplicate", "taken"]
+    assert await first.inbox.waiting() == 1
