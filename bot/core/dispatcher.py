@@ -1,14 +1,18 @@
-"""The dispatcher: drops duplicates and strangers, then queues events per conversation.
+"""The dispatcher: drops duplicates and strangers, then hands events to the inbox, where
+they wait per conversation until handled.
 
-Events of one conversation run in order; different conversations run concurrently. The
-number of waiting events is bounded, and an overloaded bot says it is busy.
+Events of one conversation run in order and one at a time, across every replica of the
+database: the replica holding the conversation's claim handles them (`memory.inbox`).
+Different conversations run concurrently. The number of waiting events is bounded, and
+an overloaded bot says it is busy. Slash commands are not kept: they are answered through
+the connection that brought them, at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from adapters.base import (
     Adapter,
@@ -23,11 +27,13 @@ from bot import metrics
 from bot.approvals.service import ApprovalService
 from bot.config.sections import BotSettings
 from bot.context.scopes import channel_scope, user_scope
+from bot.core.event_payload import from_payload, to_payload
 from bot.core.router import Router
 from bot.errors import user_message
 from bot.tasks import TaskTracker
 from memory import Conflict, InvalidInput
-from memory.errors import StoreUnavailable
+from memory.errors import StoreError, StoreUnavailable
+from memory.inbox import Inbox, InboxEntry
 from memory.seen_events import SeenEvents
 
 _log = logging.getLogger(__name__)
@@ -40,6 +46,13 @@ UNAVAILABLE_REPLY = (
     "Sorry, I could not take that: my storage is unavailable right now. "
     "Please try again in a few minutes."
 )
+ABANDONED_REPLY = (
+    "⚠️ lorebot was stopped while it was answering a message here. "
+    "If you got no answer, please ask again."
+)
+# How often the claims being worked on are renewed, and conversations nobody handles
+# (those of a replica that stopped) are looked for.
+KEEP_S = 2.0
 
 
 class Dispatcher:
@@ -51,22 +64,31 @@ class Dispatcher:
         router: Router,
         approvals: ApprovalService,
         seen: SeenEvents,
+        inbox: Inbox,
         adapters: Mapping[str, Adapter],
         tasks: TaskTracker,
+        *,
+        holder: str,
+        platforms: Callable[[], Collection[str]] | None = None,
     ) -> None:
         self.settings = settings
         self.router = router
         self.approvals = approvals
         self.seen = seen
+        self.inbox = inbox
         self.adapters = adapters
         self.tasks = tasks
-        self._queues: dict[str, deque[Event]] = {}
-        self._pending = 0
+        self.holder = holder  # this replica, as the claims name it
+        # The platforms this replica answers on now (a standby has no Discord connection).
+        self.platforms = platforms or (lambda: list(adapters))
+        self._draining: set[str] = set()  # conversations a task of this replica works on
+        self._woken: set[str] = set()  # … and that were given an event meanwhile
         self._accepting = True
 
     @property
     def pending(self) -> int:
-        return self._pending
+        """Conversations this replica is handling events of."""
+        return len(self._draining)
 
     def stop_accepting(self) -> None:
         self._accepting = False
@@ -105,59 +127,120 @@ class Dispatcher:
             return self._drop("not addressed")
         key = f"{event.conversation.platform}:{event.event_id}"
         try:
+            if isinstance(event, SlashCommand):
+                if await self._take_command(event, key):
+                    self.tasks.spawn(self.handle(event), name=f"command {key}")
+                return None
             taken = await self._take(event, key)
         except StoreUnavailable:
             # Acknowledged by the platform but not recordable: say so rather than go quiet.
             _log.exception("could not record event %s; the database is unavailable", key)
             await self._say(event, UNAVAILABLE_REPLY)
             return self._drop("database unavailable")
-        if not taken:
-            return None
-        self._pending += 1
-        conversation = event.conversation.key
-        queue = self._queues.get(conversation)
-        if queue is not None:
-            queue.append(event)
-            return
-        self._queues[conversation] = deque([event])
-        self.tasks.spawn(self._drain(conversation), name=f"conversation {conversation}")
+        if taken:
+            self._wake(event.conversation.key)
+        return None
 
-    async def _take(self, event: Event, key: str) -> bool:
-        """Whether to queue the event. It is recorded as seen only once it is taken, so an
-        event turned away while busy can be given again; a removed reaction forgets its
-        add, so adding it again is a new decision."""
+    async def _take(self, event: Message | ReactionEvent, key: str) -> bool:
+        """Whether the event was stored to be handled. It is recorded as seen only once it
+        is taken, so an event turned away while busy can be given again; a removed reaction
+        forgets its add, so adding it again is a new decision."""
         if isinstance(event, ReactionEvent) and not event.added:
-            await self.seen.forget_sighting(f"{event.conversation.platform}:{event.event_id}")
+            await self.seen.forget_sighting(key)
             self._drop("reaction removed")
             return False
-        if await self.seen.seen(key):
+        outcome = await self.inbox.take(
+            key, event.conversation.key, to_payload(event), limit=self.settings.queue_size
+        )
+        if outcome == "duplicate":
             _log.info("dropped duplicate event %s", key)
             self._drop("duplicate")
+        elif outcome == "full":
+            await self._turn_away(event, key)
+        return outcome == "taken"
+
+    async def _take_command(self, command: SlashCommand, key: str) -> bool:
+        if await self.seen.seen(key):
+            self._drop("duplicate")
             return False
-        if self._pending >= self.settings.queue_size:
-            _log.warning("queue full (%d events); turning away %s", self._pending, key)
-            await self._say(event, BUSY_REPLY)
-            self._drop("busy")
+        if await self.inbox.waiting() >= self.settings.queue_size:
+            await self._turn_away(command, key)
             return False
         if not await self.seen.first_sighting(key):  # taken by a concurrent delivery
             self._drop("duplicate")
             return False
         return True
 
+    async def _turn_away(self, event: Event, key: str) -> None:
+        _log.warning("queue full (%d events); turning away %s", self.settings.queue_size, key)
+        await self._say(event, BUSY_REPLY)
+        self._drop("busy")
+
     def _drop(self, reason: str) -> None:
         metrics.EVENTS_DROPPED.labels(reason).inc()
 
+    def _wake(self, conversation: str) -> None:
+        """Handle what waits in `conversation`, unless a task of this replica already does."""
+        if conversation in self._draining:
+            self._woken.add(conversation)
+            return
+        self._draining.add(conversation)
+        self.tasks.spawn(self._drain(conversation), name=f"conversation {conversation}")
+
     async def _drain(self, conversation: str) -> None:
-        queue = self._queues[conversation]
+        """Claim the conversation and handle its events until none waits; when another
+        replica holds it, that replica handles them."""
         try:
-            while queue:
-                event = queue.popleft()
-                try:
-                    await self.handle(event)
-                finally:
-                    self._pending -= 1
+            while await self.inbox.claim(conversation, self.holder):
+                self._woken.discard(conversation)
+                await self._handle_waiting(conversation)
+                if conversation not in self._woken:  # given an event as it was let go
+                    return
+        except StoreError as exc:  # the claim lapses; this or another replica goes on
+            _log.warning("stopped handling %s for now: %s", conversation, exc)
         finally:
-            del self._queues[conversation]
+            self._draining.discard(conversation)
+            self._woken.discard(conversation)
+
+    async def _handle_waiting(self, conversation: str) -> None:
+        while True:
+            entry = await self.inbox.next(conversation, self.holder)
+            if entry is None:
+                if not await self.inbox.release(conversation, self.holder):
+                    return
+                continue
+            try:
+                await self._handle_entry(entry)
+            finally:
+                await self.inbox.finish(entry.id)
+
+    async def _handle_entry(self, entry: InboxEntry) -> None:
+        event = from_payload(entry.payload)
+        if entry.abandoned and isinstance(event, Message):
+            # Begun by a replica that stopped: its turn may have run part-way, so it is not
+            # run again. A decision (a reaction) applies once however often it is handled.
+            _log.warning("event %s was left half-handled by a stopped replica", entry.key)
+            self._drop("abandoned")
+            if not await self.router.mend(event.conversation):
+                await self._say(event, ABANDONED_REPLY)
+            return
+        await self.handle(event)
+
+    async def keep(self) -> None:
+        """Renew the claims this replica works on and take up conversations nobody handles
+        (a stopped replica's, or what the last start left), every `KEEP_S`, until cancelled."""
+        while True:
+            try:
+                if self._draining:
+                    await self.inbox.renew(self.holder)
+                if self._accepting:
+                    for conversation in await self.inbox.fetch_unclaimed(list(self.platforms())):
+                        if conversation not in self._draining:
+                            _log.info("taking up the waiting events of %s", conversation)
+                            self._wake(conversation)
+            except StoreError as exc:
+                _log.warning("could not renew or look for waiting conversations: %s", exc)
+            await asyncio.sleep(KEEP_S)
 
     async def handle(self, event: Event) -> None:
         """Handle one event; a failure is logged and answered, never raised."""

@@ -196,12 +196,18 @@ def live_reply(
     )  # fmt: skip
 
 
-async def mend_cut_replies(adapter: Adapter, record: LiveReplies) -> int:
-    """Finish the replies of `adapter` that a crash left half-written, with the notice;
-    how many were mended. A message the platform refuses to edit is given up on."""
+async def mend_cut_replies(
+    adapter: Adapter, record: LiveReplies, only: Callable[[str], bool] = lambda key: True
+) -> int:
+    """Finish the replies of `adapter` that a crash left half-written, with the notice, in
+    the conversations whose key `only` accepts; how many were mended. A message the
+    platform refuses to edit is given up on."""
     mended = 0
     for row in await record.fetch_unfinished(adapter.platform):
-        posted = PostedMessage(ConversationRef(**row.conversation), row.message_id)
+        conversation = ConversationRef(**row.conversation)
+        if not only(conversation.key):
+            continue
+        posted = PostedMessage(conversation, row.message_id)
         try:
             await adapter.edit(posted, f"{row.shown}\n\n{CUT_SHORT}")
             mended += 1

@@ -46,7 +46,7 @@ from bot.core.commands import (
     parse_command,
     parse_slash,
 )
-from bot.core.live_reply import Progress, live_reply
+from bot.core.live_reply import Progress, live_reply, mend_cut_replies
 from bot.model.client import ModelUnavailable
 from bot.model.structured import InvalidModelOutput, ask_structured
 from bot.split import split_message
@@ -238,6 +238,14 @@ class Router:
             await progress.reply.finish(result.reply)
         else:
             await self.reply(conversation, result.reply)
+
+    async def mend(self, conversation: ConversationRef) -> int:
+        """Mark the replies a stopped replica left half-written in `conversation` as cut
+        short; how many."""
+        if self.live_replies is None:
+            return 0
+        adapter = self.adapters[conversation.platform]
+        return await mend_cut_replies(adapter, self.live_replies, conversation.key.__eq__)
 
     async def activate_skill(self, ctx: TurnContext, name: str, rest: str) -> None:
         """`/name rest`: the person asked for the skill, so no card; then answer `rest`."""

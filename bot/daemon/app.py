@@ -27,7 +27,7 @@ from bot.daemon.leader_duties import LeaderDuties
 from bot.daemon.lockfile import DatabaseLock
 from bot.daemon.notify import Notifier, start_extended
 from bot.daemon.platforms import leader_only
-from bot.daemon.replica import ReplicaRole
+from bot.daemon.replica import ReplicaRole, replica_id
 from bot.daemon.supervision import Supervisor
 from bot.jobs.context import JobContext
 from bot.jobs.digest import DigestJob
@@ -96,7 +96,8 @@ class Bot:
 
     async def _start(self) -> None:
         settings = self.settings
-        if self.daemon and database_url(settings) is None:  # replicas share PostgreSQL
+        alone = self.daemon and database_url(settings) is None  # replicas share PostgreSQL
+        if alone:
             lock = DatabaseLock(settings.database.path)
             lock.acquire()
             self._stack.callback(lock.release)
@@ -145,16 +146,21 @@ class Bot:
             self.live_replies if self.daemon else None,
         )  # fmt: skip
         self.approvals.on_closed = self.router.after_decision
+        if alone:  # the claims left are a stopped daemon's: its events are taken up now
+            await stores.inbox.release_all()
+        # Leader-only platforms are connected by the leading replica alone.
+        held_elsewhere = [name for name in self.adapters if self.daemon and leader_only(name)]
+        self.replica_id = replica_id()
+        self.duties: LeaderDuties | None = None
         self.dispatcher = Dispatcher(
-            settings.bot, self.router, self.approvals, self.seen, self.adapters, TaskTracker()
-        )
+            settings.bot, self.router, self.approvals, self.seen, stores.inbox, self.adapters,
+            TaskTracker(), holder=self.replica_id, platforms=self._answering,
+        )  # fmt: skip
         self._stack.push_async_callback(self.tasks.cancel_all)
         if self.vectors.embedder is not None and self.daemon:
             self.tasks.spawn(self.vectors.run(), name="embedding")
         if self.daemon:  # start-up never waits for the model: it is probed meanwhile
             self.tasks.spawn(self.model.watch(), name="model probe")
-        # The daemon's leader-only platforms are connected by the leading replica alone.
-        held_elsewhere = [name for name in self.adapters if self.daemon and leader_only(name)]
         for adapter in self.adapters.values():
             if adapter.platform in held_elsewhere:
                 continue
@@ -168,6 +174,7 @@ class Bot:
                 self._stack.push_async_callback(self.jobs.shutdown)
                 self.tasks.spawn(self.jobs.catch_up(), name="job catch-up")
             self._stack.push_async_callback(self._drain)
+            self.tasks.spawn(self.dispatcher.keep(), name="inbox")
             return
         self._stack.push_async_callback(self._leave)  # after the turns in flight are done
         self._stack.push_async_callback(self._drain)
@@ -180,12 +187,12 @@ class Bot:
             self.supervisor.release(name)
         self.duties = LeaderDuties(
             self.adapters, held_elsewhere, self.dispatcher.submit, self.supervisor,
-            self.live_replies, self.jobs if settings.jobs.enabled else None,
+            self.live_replies, stores.inbox, self.jobs if settings.jobs.enabled else None,
             [self.approvals.expire], [("proposal follow-ups", self._follow_up_forever)],
         )  # fmt: skip
         self.replica = ReplicaRole(
             stores.replicas, open_leadership(settings), self.duties.lead, self.duties.follow,
-            clock=self.clock, beat=database_url(settings) is not None,
+            clock=self.clock, beat=not alone, replica=self.replica_id,
         )  # fmt: skip
         try:
             if await self.replica.begin():  # leading at once: start as the only lorebot does
@@ -195,9 +202,15 @@ class Bot:
             await self.replica.leadership.release()
             raise
         self._replica = self.tasks.spawn(self.replica.run(), name="replica")
+        self.tasks.spawn(self.dispatcher.keep(), name="inbox")
         await self.supervisor.start()
         self._stack.push_async_callback(self.supervisor.stop)
         self.tasks.spawn(self.supervisor.watch(), name="watchdog")
+
+    def _answering(self) -> list[str]:
+        """The platforms this replica answers on now: a standby has no leader-only ones."""
+        connected = self.duties.connected if self.duties is not None else ()
+        return [p for p in self.adapters if not (self.daemon and leader_only(p)) or p in connected]
 
     async def _leave(self) -> None:
         """Stop leading and leave the replicas: the lock goes, with the row."""

@@ -15,6 +15,7 @@ from bot.core.live_reply import mend_cut_replies
 from bot.daemon.supervision import Supervisor
 from bot.jobs.runner import JobRunner
 from bot.tasks import TaskTracker
+from memory.inbox import Inbox
 from memory.live_replies import LiveReplies
 
 _log = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ class LeaderDuties:
         sink: EventSink,
         supervisor: Supervisor,
         live_replies: LiveReplies,
+        inbox: Inbox,
         jobs: JobRunner | None,
         steps: Sequence[Callable[[], Coroutine[Any, Any, object]]],
         loops: Sequence[tuple[str, Callable[[], Coroutine[Any, Any, object]]]],
@@ -40,6 +42,7 @@ class LeaderDuties:
         self.sink = sink
         self.supervisor = supervisor
         self.live_replies = live_replies
+        self.inbox = inbox
         self.jobs = jobs
         self.steps = steps  # awaited in order when the lead is taken
         self.loops = loops  # (name, loop) run while leading
@@ -47,6 +50,11 @@ class LeaderDuties:
         self._tasks = TaskTracker()
         self._connected: list[Adapter] = []
         self._first = True  # the duties' first start, as lorebot starts
+
+    @property
+    def connected(self) -> list[str]:
+        """The leader-only platforms this replica is connected to."""
+        return [adapter.platform for adapter in self._connected]
 
     async def lead(self) -> None:
         if self._starting is None:
@@ -77,10 +85,7 @@ class LeaderDuties:
             self._connected.append(adapter)
             _log.info("adapter %s started (this replica leads)", name)
         for adapter in self.adapters.values():
-            self._tasks.spawn(
-                mend_cut_replies(adapter, self.live_replies),
-                name=f"mend {adapter.platform} replies",
-            )
+            self._tasks.spawn(self._mend(adapter), name=f"mend {adapter.platform} replies")
         for step in self.steps:
             try:
                 await step()
@@ -93,6 +98,13 @@ class LeaderDuties:
             self._tasks.spawn(self.jobs.catch_up(), name="job catch-up")
         for name, loop in self.loops:
             self._tasks.spawn(loop(), name=name)
+
+    async def _mend(self, adapter: Adapter) -> None:
+        """Mend the cut-short replies of conversations no replica works on now: those a
+        live replica holds are its replies still being written, and those with events
+        waiting are mended by whoever takes them up (`Dispatcher`)."""
+        held = await self.inbox.fetch_busy()
+        await mend_cut_replies(adapter, self.live_replies, lambda key: key not in held)
 
     async def follow(self) -> None:
         """Stop every duty at once: a replica that lost the lead may already have a

@@ -55,6 +55,7 @@ class ReplicaRole:
         clock: Clock = utc_now,
         monotonic: Callable[[], float] = time.monotonic,
         beat: bool = True,
+        replica: str | None = None,
     ) -> None:
         self.replicas = replicas
         self.leadership = leadership
@@ -62,7 +63,7 @@ class ReplicaRole:
         self.on_follow = on_follow
         self.clock = clock
         self.monotonic = monotonic
-        self.id = replica_id()
+        self.id = replica or replica_id()
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.started_at: datetime = clock()
         self.leading = False

@@ -3,7 +3,9 @@ Discord and Ollama: both hold a Slack connection, only the leader holds Discord'
 and when the leader is killed (SIGKILL: no clean stop) the standby takes the gateway
 within 15 s and answers there, once; a Slack event whose replica was killed before it
 acknowledged the event, or that reached a replica finishing its turns after SIGTERM, is
-answered, once, by the other when Slack sends it again."""
+answered, once, by the other when Slack sends it again; and events a killed replica took
+but had not begun are answered by the other, in order, with the turn it had begun not
+run again."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import signal
 import time
 from pathlib import Path
 
+from bot.core.dispatcher import ABANDONED_REPLY
+from memory.inbox import CLAIM_LEASE
 from tests.fakes.discord import BOT as DISCORD_BOT
 from tests.fakes.discord import TOKEN as DISCORD_TOKEN
 from tests.fakes.discord import FakeDiscord
@@ -130,3 +134,37 @@ async def test_a_replica_stopping_finishes_its_turn_and_leaves_new_events_to_the
             await fake_slack.wait_for(lambda: len(fake_slack.posts) == 2, within=20)
     answers = sorted(p.text for p in fake_slack.posts)
     assert answers == ["The other one answers.", "The slow answer."]
+
+
+async def test_what_a_killed_replica_took_is_answered_by_the_other_in_order(
+    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack, pg_url: str
+) -> None:
+    folders, envs = _two_replicas(tmp_path, fake_ollama, fake_slack, pg_url)
+    async with daemon(folders[0], envs[0]) as first:
+        await fake_slack.wait_for(lambda: fake_slack.connections == 1, within=30)
+        async with daemon(folders[1], envs[1]) as second:
+            await fake_slack.wait_for(lambda: fake_slack.connections == 2, within=30)
+            fake_ollama.delay(60.0)  # the first replica's turn never ends
+            fake_ollama.reply("Never shown.")
+            fake_ollama.reply("The second answer.")
+            await fake_slack.push(fake_slack.app_mention("<@UBOT> think hard"), to=0)
+            await fake_ollama.wait_for_requests(1, within=10)
+            # The same channel's next event reaches the other replica: it is stored and
+            # acknowledged there, and waits, for the first replica handles the channel.
+            await fake_slack.push(fake_slack.app_mention("<@UBOT> and then?"), to=1)
+            await asyncio.sleep(1)
+            assert len(fake_ollama.chat_requests) == 1 and fake_slack.posts == []
+            first.send_signal(signal.SIGKILL)
+            await first.wait()
+            killed = time.monotonic()
+            await fake_slack.wait_for(
+                lambda: len(fake_slack.posts) == 2, within=CLAIM_LEASE.total_seconds() + 15
+            )
+            taken_up_s = time.monotonic() - killed
+            await asyncio.sleep(2)  # nothing more comes
+            second.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(15):
+                assert await second.wait() == 0
+    assert [p.text for p in fake_slack.posts] == [ABANDONED_REPLY, "The second answer."]
+    assert len(fake_ollama.chat_requests) == 2  # the begun turn was not asked again
+    assert taken_up_s < CLAIM_LEASE.total_seconds() + 5
