@@ -1,7 +1,8 @@
 """`compose.yaml` and `compose.env.example` as the README's "Run in a container" section
 describes them: the services, volumes, health checks and variables it names exist, the
-compose file agrees with the image it builds, and the example's values load as settings.
-Compose itself cannot run here (no registry for the Ollama image); its file is parsed."""
+compose file agrees with the image it builds, the `ha` profile's two replicas share its
+PostgreSQL, and the example's values load as settings. Compose itself cannot run here
+(no registry for the Ollama and PostgreSQL images); its file is parsed."""
 
 from __future__ import annotations
 
@@ -34,9 +35,19 @@ def _image_env(name: str) -> str:
     return value
 
 
+def _profile(name: str | None) -> set[str]:
+    """The services compose starts with profile `name` (None: with no profile)."""
+    chosen = [] if name is None else [name]
+    return {
+        service
+        for service, spec in COMPOSE["services"].items()
+        if not spec.get("profiles") or set(spec["profiles"]) & set(chosen)
+    }
+
+
 def test_compose_runs_lorebot_beside_ollama_each_with_a_volume() -> None:
     services = COMPOSE["services"]
-    assert set(services) == {"lorebot", "ollama"}
+    assert _profile(None) == {"lorebot", "ollama"}
     ollama, lorebot = services["ollama"], services["lorebot"]
     assert ollama["image"].startswith("docker.io/ollama/ollama")
     assert "ollama-models:/root/.ollama" in ollama["volumes"]
@@ -45,12 +56,46 @@ def test_compose_runs_lorebot_beside_ollama_each_with_a_volume() -> None:
     assert lorebot["build"] == {"context": ".", "dockerfile": "Containerfile"}
     assert (ROOT / lorebot["build"]["dockerfile"]).exists()
     assert f"lorebot-state:{_image_volume()}" in lorebot["volumes"]
-    assert set(COMPOSE["volumes"]) == {"lorebot-state", "ollama-models"}
+    assert set(COMPOSE["volumes"]) >= {"lorebot-state", "ollama-models"}
     # lorebot reaches Ollama by its service name, once Ollama is healthy.
     assert lorebot["environment"]["LOREBOT_OLLAMA__HOST"] == "http://ollama:11434"
-    assert lorebot["depends_on"] == {"ollama": {"condition": "service_healthy"}}
+    assert lorebot["depends_on"]["ollama"] == {"condition": "service_healthy"}
     assert lorebot["env_file"] == "compose.env"
     assert "compose.env" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_the_ha_profile_runs_two_replicas_on_its_postgresql() -> None:
+    services = COMPOSE["services"]
+    assert _profile("ha") == {"lorebot", "ollama", "postgres", "lorebot-replica"}
+    postgres, lorebot = services["postgres"], services["lorebot"]
+    replica = services["lorebot-replica"]
+    assert postgres["image"].startswith("docker.io/pgvector/pgvector:pg")
+    assert postgres["healthcheck"]["test"][:2] == ["CMD", "pg_isready"]
+    # No password in the file: compose refuses the profile until one is given.
+    assert postgres["environment"]["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
+    assert "postgres-data:/var/lib/postgresql/data" in postgres["volumes"]
+
+    # The replica is lorebot again, with its own state and port, and never alone on SQLite.
+    for key in ("build", "image", "env_file", "environment", "stop_grace_period"):
+        assert replica[key] == lorebot[key], key
+    assert replica["command"] == ["lorebot", "run", "--replica"]
+    assert set(replica["volumes"]).isdisjoint(lorebot["volumes"])
+    assert set(replica["ports"]).isdisjoint(lorebot["ports"])
+    assert replica["depends_on"]["postgres"] == {"condition": "service_healthy"}
+    assert lorebot["depends_on"]["postgres"]["required"] is False  # not there without ha
+
+    # The example's URL names the profile's server, user and database.
+    [url] = re.findall(r"^#LOREBOT_DATABASE__URL=(\S+)$", EXAMPLE, flags=re.M)
+    given = postgres["environment"]
+    user, database = given["POSTGRES_USER"], given["POSTGRES_DB"]
+    assert re.fullmatch(rf"postgresql://{user}:[^@]+@postgres:5432/{database}", url), url
+
+
+def test_a_replica_refuses_to_start_without_the_shared_database(shell: Shell) -> None:
+    refused = shell.main("run", "--replica")
+    assert refused.code != 0
+    assert "needs database.url (LOREBOT_DATABASE__URL)" in refused.err
+    assert "Traceback" not in refused.err
 
 
 def test_compose_agrees_with_the_image_on_port_and_stopping() -> None:

@@ -35,6 +35,13 @@ def no_adapters_message(platforms: Sequence[Platform[Any]] | None = None) -> str
 
 def add_parser(commands: Any) -> None:
     run = commands.add_parser("run", help="run the daemon with every configured chat platform")
+    run.add_argument(
+        "--replica",
+        action="store_true",
+        help="run as one of several replicas: refuse to start unless database.url names "
+        "the PostgreSQL database they share (on a SQLite file of its own, it would be a "
+        "second bot answering everything again)",
+    )
     run.set_defaults(command=cmd_run, daemon=True)
 
 
@@ -47,7 +54,13 @@ async def cmd_run(
     from bot.daemon.app import Bot
     from bot.daemon.platforms import PLATFORMS
     from bot.daemon.wiring import build_adapters
+    from bot.storage import database_url
 
+    if getattr(args, "replica", False) and database_url(settings) is None:
+        raise UserError(
+            "`lorebot run --replica` needs database.url (LOREBOT_DATABASE__URL): the "
+            "PostgreSQL database the replicas share"
+        )
     platforms = PLATFORMS if platforms is None else platforms
     adapters = build_adapters(settings, platforms)
     if not adapters:
