@@ -272,7 +272,12 @@ class Bot:
             async with asyncio.timeout(self.settings.bot.shutdown_timeout_s):
                 await self.dispatcher.wait_idle()
         except TimeoutError:
-            _log.warning("stopped with %d events unhandled", self.dispatcher.pending)
+            _log.warning(
+                "stopped before finishing %d conversation(s); their turns in flight are cut "
+                "short, and events still waiting are handled at the next start or by "
+                "another replica",
+                self.dispatcher.pending,
+            )
             await self.dispatcher.tasks.cancel_all()
 
     async def stop(self) -> None:

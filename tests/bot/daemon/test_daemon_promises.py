@@ -408,7 +408,7 @@ async def test_shutdown_gives_an_unfinished_turn_at_most_shutdown_timeout_s(
         gated_ollama.release_chats()
         await h.bot.stop()
     assert h.adapter.replies == []
-    assert "stopped with 1 events unhandled" in caplog.text
+    assert "stopped before finishing 1 conversation(s)" in caplog.text
 
 
 async def test_a_second_sigterm_exits_at_once(
