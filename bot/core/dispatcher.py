@@ -226,14 +226,15 @@ class Dispatcher:
             return
         await self.handle(event)
 
-    async def keep(self) -> None:
-        """Renew the claims this replica works on and take up conversations nobody handles
-        (a stopped replica's, or what the last start left), every `KEEP_S`, until cancelled."""
+    async def keep(self, *, sweep: bool = True) -> None:
+        """Renew the claims this replica works on and, with `sweep`, take up conversations
+        nobody handles (a stopped replica's, or what the last start left), every `KEEP_S`,
+        until cancelled."""
         while True:
             try:
                 if self._draining:
                     await self.inbox.renew(self.holder)
-                if self._accepting:
+                if sweep and self._accepting:
                     for conversation in await self.inbox.fetch_unclaimed(list(self.platforms())):
                         if conversation not in self._draining:
                             _log.info("taking up the waiting events of %s", conversation)

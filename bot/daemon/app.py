@@ -174,7 +174,8 @@ class Bot:
                 self._stack.push_async_callback(self.jobs.shutdown)
                 self.tasks.spawn(self.jobs.catch_up(), name="job catch-up")
             self._stack.push_async_callback(self._drain)
-            self.tasks.spawn(self.dispatcher.keep(), name="inbox")
+            # A one-shot command renews its own claims; it takes up nobody else's events.
+            self.tasks.spawn(self.dispatcher.keep(sweep=False), name="inbox")
             return
         self._stack.push_async_callback(self._leave)  # after the turns in flight are done
         self._stack.push_async_callback(self._drain)
