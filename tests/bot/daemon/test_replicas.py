@@ -1,7 +1,8 @@
 """Replicas on one PostgreSQL database: one leads (it alone holds the leader-only gateway,
 a Discord stand-in), the others stand by; a standby takes over when the leader stops or
 loses its lock's connection, and at no moment do two hold the gateway; a card decided at
-another replica than the one whose turn waits on it resumes that turn there, once. PostgreSQL only:
+another replica than the one whose turn waits on it resumes that turn there, once; one
+conversation's events run one at a time, in order, whichever replica took them. PostgreSQL only:
 on SQLite the database file's lock refuses a second daemon (`test_daemon_promises.py`).
 """
 
@@ -178,6 +179,30 @@ async def test_a_card_approved_at_another_replica_resumes_the_waiting_turn_there
     assert first.replies[-1] == "Page the owner first."
     assert len(await bots[0].proposals.fetch_recent("approved")) == 1
     assert await bots[0].follow_up() == 0 and await bots[1].follow_up() == 0  # finished once
+
+
+async def test_one_conversations_events_at_two_replicas_run_one_at_a_time_in_order(
+    replicas: Callable[..., Bot], fake_ollama: FakeOllama
+) -> None:
+    gateway = Gateway()
+    bots = [replicas("a", gateway), replicas("b", gateway)]
+    for bot in bots:
+        await bot.start()
+    first, second = (bot.adapters["test"] for bot in bots)
+    assert isinstance(first, RecordingAdapter) and isinstance(second, RecordingAdapter)
+    second.sent = first.sent  # one platform, as Slack is to both
+    fake_ollama.delay(0.5)
+    fake_ollama.reply("The first answer.")
+    fake_ollama.reply("The second answer.")
+    await bots[0].dispatcher.submit(first.message("first question", channel="C1"))
+    await until(lambda: len(fake_ollama.chat_requests) == 1, within=5)
+    # The channel's next event reaches the other replica while the first one's turn runs:
+    # it waits for that turn, and is handled by the replica holding the channel.
+    await bots[1].dispatcher.submit(second.message("second question", channel="C1"))
+    await bots[1].dispatcher.wait_idle()
+    await until(lambda: len(first.replies) == 2, within=10)
+    assert first.replies == ["The first answer.", "The second answer."]
+    assert await bots[0].stores.inbox.waiting() == 0
 
 
 async def test_the_lock_connection_tells_the_server_to_notice_a_cut_off_leader(
