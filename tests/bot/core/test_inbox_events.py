@@ -6,10 +6,9 @@ one at a time in the order they came."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
-from adapters.base import ConversationRef
 from bot.core.dispatcher import ABANDONED_REPLY
 from bot.core.event_payload import to_payload
 from bot.core.live_reply import CUT_SHORT
@@ -48,7 +47,7 @@ async def test_what_a_stopped_lorebot_took_is_handled_at_the_next_start(
         half = Sent(begun_streamed.conversation, "The incident began", "m-half")
         adapter.sent.append(half)
         conversation = replace(begun_streamed.conversation, reply_to=None)
-        await stores.live_replies.record("test", _fields(conversation), half.message_id, half.text)
+        await stores.live_replies.record("test", asdict(conversation), half.message_id, half.text)
     finally:
         await stores.close()
 
@@ -98,14 +97,3 @@ async def _inbox_empty(tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
         return await stores.inbox.waiting() == 0
     finally:
         await stores.close()
-
-
-def _fields(conversation: ConversationRef) -> dict[str, object]:
-    return {
-        "platform": conversation.platform,
-        "channel_id": conversation.channel_id,
-        "is_dm": conversation.is_dm,
-        "thread_id": conversation.thread_id,
-        "team_id": conversation.team_id,
-        "reply_to": conversation.reply_to,
-    }
