@@ -390,7 +390,7 @@ MIGRATIONS: tuple[str | Step, ...] = (
     # handles each conversation's (`memory.inbox`).
     """
     CREATE TABLE inbox (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        id INTEGER PRIMARY KEY,
         platform TEXT NOT NULL,
         conversation TEXT NOT NULL,
         key TEXT NOT NULL,
