@@ -430,6 +430,8 @@ from tests.fakes.ollama import FakeOllama
 async def serve():
     fake = FakeOllama(models=[sys.argv[1]], capabilities=["completion", "tools"],
                       context_length=int(sys.argv[2]), default_reply=lambda body: sys.argv[3])
+    for _ in range(100_000 if float(sys.argv[4]) else 0):  # each answer waits this long
+        fake.delay(float(sys.argv[4]))
     await fake.start()
     print(fake.url, flush=True)
     while True:
@@ -444,14 +446,15 @@ class FakeOllamaProcess:
     """The tests' fake Ollama in a child process on 127.0.0.1, so its work is not counted
     as lorebot's time or CPU."""
 
-    def __init__(self) -> None:
+    def __init__(self, delay_s: float = 0.0) -> None:
         self.process: asyncio.subprocess.Process | None = None
+        self.delay_s = delay_s  # before each chat answer
 
     async def start(self) -> str:
         """Start the fake; returns its base URL."""
         self.process = await asyncio.create_subprocess_exec(
             sys.executable, "-c", FAKE_OLLAMA, MODEL, str(DEFAULT_CONTEXT), REPLY,
-            cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+            str(self.delay_s), cwd=ROOT, stdout=asyncio.subprocess.PIPE,
         )  # fmt: skip
         assert self.process.stdout is not None
         async with asyncio.timeout(60):

@@ -65,8 +65,14 @@ class Inbox(Protocol):
         (or `holder` no longer has it), True when `holder` keeps it to handle what waits."""
         ...
 
-    async def renew(self, holder: str) -> int:
-        """Extend every claim of `holder` by `CLAIM_LEASE`; how many."""
+    async def let_go(self, conversation: str, holder: str) -> None:
+        """Let the conversation go even with entries waiting (`holder` stops): another
+        replica, or the next start, takes them up."""
+        ...
+
+    async def renew(self, holder: str, conversations: list[str]) -> int:
+        """Extend the claims of `holder` on `conversations` by `CLAIM_LEASE`; how many. A
+        claim its holder no longer works on is left to lapse."""
         ...
 
     async def release_all(self) -> None:

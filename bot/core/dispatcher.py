@@ -25,6 +25,7 @@ from adapters.base import (
 )
 from bot import metrics
 from bot.approvals.service import ApprovalService
+from bot.backoff import Backoff
 from bot.config.sections import BotSettings
 from bot.context.scopes import channel_scope, user_scope
 from bot.core.event_payload import from_payload, to_payload
@@ -33,7 +34,7 @@ from bot.errors import user_message
 from bot.tasks import TaskTracker
 from memory import Conflict, InvalidInput
 from memory.errors import StoreError, StoreUnavailable
-from memory.inbox import Inbox, InboxEntry
+from memory.inbox import CLAIM_LEASE, Inbox, InboxEntry
 from memory.seen_events import SeenEvents
 
 _log = logging.getLogger(__name__)
@@ -189,30 +190,55 @@ class Dispatcher:
 
     async def _drain(self, conversation: str) -> None:
         """Claim the conversation and handle its events until none waits; when another
-        replica holds it, that replica handles them."""
+        replica holds it, that replica handles them. While the database fails, it tries
+        again: the claim stays this replica's until it lapses."""
+        backoff = Backoff(0.2, KEEP_S)
         try:
-            while await self.inbox.claim(conversation, self.holder):
-                self._woken.discard(conversation)
-                await self._handle_waiting(conversation)
-                if conversation not in self._woken:  # given an event as it was let go
-                    return
-        except StoreError as exc:  # the claim lapses; this or another replica goes on
-            _log.warning("stopped handling %s for now: %s", conversation, exc)
+            while True:
+                try:
+                    if not await self.inbox.claim(conversation, self.holder):
+                        return
+                    self._woken.discard(conversation)
+                    await self._handle_waiting(conversation)
+                    if conversation not in self._woken:  # given an event as it was let go
+                        return
+                except StoreError as exc:
+                    _log.warning("could not go on with %s, trying again: %s", conversation, exc)
+                    await asyncio.sleep(backoff.next_delay())
         finally:
             self._draining.discard(conversation)
             self._woken.discard(conversation)
 
     async def _handle_waiting(self, conversation: str) -> None:
         while True:
+            if not self._accepting:  # stopping: what waits goes to another replica
+                await self.inbox.let_go(conversation, self.holder)
+                return
             entry = await self.inbox.next(conversation, self.holder)
             if entry is None:
                 if not await self.inbox.release(conversation, self.holder):
                     return
                 continue
+            # A turn cut at the shutdown timeout is left begun: whoever takes the
+            # conversation up says so (`handle` itself raises nothing else).
+            await self._handle_entry(entry)
+            await self._finish(entry)
+
+    async def _finish(self, entry: InboxEntry) -> None:
+        """Remove a handled entry, trying again while the database fails: one left behind
+        would be taken as a stopped replica's half-handled event. Given up on once the
+        claim may have lapsed."""
+        backoff = Backoff(0.2, KEEP_S)
+        deadline = asyncio.get_running_loop().time() + CLAIM_LEASE.total_seconds()
+        while True:
             try:
-                await self._handle_entry(entry)
-            finally:
                 await self.inbox.finish(entry.id)
+                return
+            except StoreError as exc:
+                if asyncio.get_running_loop().time() > deadline:
+                    _log.error("could not mark event %s handled: %s", entry.key, exc)
+                    return
+                await asyncio.sleep(backoff.next_delay())
 
     async def _handle_entry(self, entry: InboxEntry) -> None:
         event = from_payload(entry.payload)
@@ -233,7 +259,7 @@ class Dispatcher:
         while True:
             try:
                 if self._draining:
-                    await self.inbox.renew(self.holder)
+                    await self.inbox.renew(self.holder, sorted(self._draining))
                 if sweep and self._accepting:
                     for conversation in await self.inbox.fetch_unclaimed(list(self.platforms())):
                         if conversation not in self._draining:

@@ -96,11 +96,19 @@ class PostgresInbox:
             )
             return await kept.fetchone() is not None
 
-    async def renew(self, holder: str) -> int:
+    async def let_go(self, conversation: str, holder: str) -> None:
+        async with self.db.write() as conn:
+            await conn.execute(
+                "DELETE FROM conversation_claims WHERE conversation = %s AND holder = %s",
+                (conversation, holder),
+            )
+
+    async def renew(self, holder: str, conversations: list[str]) -> int:
         async with self.db.write() as conn:
             cursor = await conn.execute(
-                "UPDATE conversation_claims SET until = %s WHERE holder = %s",
-                (self.clock() + CLAIM_LEASE, holder),
+                "UPDATE conversation_claims SET until = %s "
+                "WHERE holder = %s AND conversation = ANY(%s)",
+                (self.clock() + CLAIM_LEASE, holder, conversations),
             )
         return cursor.rowcount
 

@@ -86,11 +86,20 @@ class SqliteInbox:
             ) as found:
                 return await found.fetchone() is not None
 
-    async def renew(self, holder: str) -> int:
+    async def let_go(self, conversation: str, holder: str) -> None:
+        async with self.db.write() as conn:
+            await conn.execute(
+                "DELETE FROM conversation_claims WHERE conversation = ? AND holder = ?",
+                (conversation, holder),
+            )
+
+    async def renew(self, holder: str, conversations: list[str]) -> int:
+        marks = ", ".join("?" * len(conversations))
         async with self.db.write() as conn:
             cursor = await conn.execute(
-                "UPDATE conversation_claims SET until = ? WHERE holder = ?",
-                (to_db_time(self.clock() + CLAIM_LEASE), holder),
+                "UPDATE conversation_claims SET until = ? "
+                f"WHERE holder = ? AND conversation IN ({marks})",
+                (to_db_time(self.clock() + CLAIM_LEASE), holder, *conversations),
             )
         return cursor.rowcount
 

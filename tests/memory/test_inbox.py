@@ -82,15 +82,18 @@ async def test_renewing_keeps_a_claim_past_its_first_lease(
 ) -> None:
     inbox = engine_stores.inbox
     await inbox.take("slack:E1", "slack/C1", _event(1), limit=10)
-    assert await inbox.claim("slack/C1", "a:1")
+    await inbox.take("slack:E2", "slack/C2", _event(2), limit=10)
+    assert await inbox.claim("slack/C1", "a:1") and await inbox.claim("slack/C2", "a:1")
     for _ in range(3):
         clock.advance(seconds=CLAIM_LEASE.total_seconds() * 0.6)
-        assert await inbox.renew("a:1") == 1
+        assert await inbox.renew("a:1", ["slack/C1"]) == 1
     assert not await inbox.claim("slack/C1", "b:1")
+    # A claim its holder stopped working on (the database failed it) lapses.
+    assert await inbox.fetch_unclaimed(["slack"]) == ["slack/C2"]
     entry = await inbox.next("slack/C1", "a:1")
     assert entry is not None
     await inbox.finish(entry.id)
-    assert await inbox.fetch_busy() == {"slack/C1"}  # claimed, though nothing waits
+    assert await inbox.fetch_busy() == {"slack/C1", "slack/C2"}  # C1 claimed, C2 waits
     await inbox.release_all()
     assert await inbox.claim("slack/C1", "b:1")
 
