@@ -9,6 +9,7 @@ what the client sent (``fake.chat_requests``)::
     fake.error(500, "out of memory")             # HTTP 500 {"error": ...}
     fake.stream_error("oom", partial="Hel")      # a stream: "Hel", then an error line
     fake.stream_cut(partial="Hel")               # a stream: "Hel", then the connection drops
+    fake.stream_stall(partial="Hel")             # a stream: "Hel", then nothing, ever
     fake.raw_message({"content": "", "tool_calls": 5})  # a malformed message, sent as given
     fake.raw('{"message": [[[[...')              # a chat response body, byte for byte
     fake.raw_stream(['{"message": ...}', ...])   # NDJSON lines, each written as given
@@ -91,6 +92,9 @@ class _Error:
     in_stream: bool = False
     partial: str = ""
     cut: bool = False  # drop the connection instead of sending an error
+    stall: bool = False  # send nothing more, until the client goes away
+    more: str = ""  # with `stall`: content sent `more_after_s` after `partial`, first
+    more_after_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -308,6 +312,14 @@ class FakeOllama:
         iterating. A non-streaming request gets HTTP 500 ``{"error": message}`` instead.
         """
         self._queue.append(_Error(500, message, in_stream=True, partial=partial))
+
+    def stream_stall(self, *, partial: str = "", more: str = "", after_s: float = 0.0) -> None:
+        """Queue a stream that sends ``partial`` content (and ``more`` ``after_s`` later),
+        then nothing more, as a model server that hangs mid-answer (the handler ends when
+        its client goes away)."""
+        self._queue.append(
+            _Error(500, "", True, partial, stall=True, more=more, more_after_s=after_s)
+        )
 
     def stream_cut(self, *, partial: str = "") -> None:
         """Queue an answer whose connection drops midway: status 200 and ``partial`` content
@@ -544,6 +556,11 @@ class FakeOllama:
             assert request.transport is not None
             request.transport.close()
             return response
+        if error.stall:
+            await asyncio.sleep(error.more_after_s)
+            for piece in _split(error.more):
+                await self._write(response, self._chunk(model, self._message(piece)))
+            await asyncio.sleep(3600)
         await self._write(response, {"error": error.message})
         await response.write_eof()
         return response

@@ -5,7 +5,7 @@ within 15 s and answers there, once; a Slack event whose replica was killed befo
 acknowledged the event, or that reached a replica finishing its turns after SIGTERM, is
 answered, once, by the other when Slack sends it again; and events a killed replica took
 but had not begun are answered by the other, in order, with the turn it had begun not
-run again."""
+run again; and a reply a killed replica was streaming is marked cut short by the other."""
 
 from __future__ import annotations
 
@@ -15,7 +15,11 @@ import signal
 import time
 from pathlib import Path
 
+import psycopg
+
+from adapters.slack.stream import STREAM_INTERVAL_S
 from bot.core.dispatcher import ABANDONED_REPLY
+from bot.core.live_reply import CUT_SHORT
 from memory.inbox import CLAIM_LEASE
 from tests.fakes.discord import BOT as DISCORD_BOT
 from tests.fakes.discord import TOKEN as DISCORD_TOKEN
@@ -168,3 +172,61 @@ async def test_what_a_killed_replica_took_is_answered_by_the_other_in_order(
     assert [p.text for p in fake_slack.posts] == [ABANDONED_REPLY, "The second answer."]
     assert len(fake_ollama.chat_requests) == 2  # the begun turn was not asked again
     assert taken_up_s < CLAIM_LEASE.total_seconds() + 5
+
+
+async def test_a_reply_a_killed_replica_was_streaming_is_marked_cut_short_by_the_other(
+    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack, pg_url: str
+) -> None:
+    folders, envs = _two_replicas(
+        tmp_path, fake_ollama, fake_slack, pg_url, LOREBOT_OLLAMA__TIMEOUT_S="120"
+    )
+    async with daemon(folders[0], envs[0]) as first:
+        await fake_slack.wait_for(lambda: fake_slack.connections == 1, within=30)
+        async with daemon(folders[1], envs[1]) as second:
+            await fake_slack.wait_for(lambda: fake_slack.connections == 2, within=30)
+            # Words, then more once Slack's stream interval has passed (so they are shown),
+            # then nothing: the turn is still running when its replica is killed.
+            partial, more = "The incident began", " at the load balancer"
+            fake_ollama.stream_stall(partial=partial, more=more, after_s=STREAM_INTERVAL_S + 0.5)
+            fake_ollama.reply("Still here.")
+            await fake_slack.push(fake_slack.app_mention("<@UBOT> what happened?"), to=0)
+            await fake_slack.wait_for(
+                lambda: fake_slack.posts and _shown(fake_slack.posts[0]), within=15
+            )
+            [cut] = fake_slack.posts  # the reply being streamed, as far as it got
+            shown = _shown(cut)
+            assert (partial + more).startswith(shown)
+            await _until_recorded(pg_url, cut.ts)  # what it shows is in the database
+            first.send_signal(signal.SIGKILL)
+            await first.wait()
+            # Meanwhile another channel is answered by the replica left, once.
+            await fake_slack.push(fake_slack.app_mention("<@UBOT> hello?", channel="C9"), to=-1)
+            await fake_slack.wait_for(
+                lambda: CUT_SHORT in _shown(cut), within=CLAIM_LEASE.total_seconds() + 15
+            )
+            await asyncio.sleep(2)  # nothing more comes
+            second.send_signal(signal.SIGTERM)
+            async with asyncio.timeout(15):
+                assert await second.wait() == 0
+    assert _shown(cut) == f"{shown}\n\n{CUT_SHORT}"
+    texts = [_shown(p) for p in fake_slack.posts]
+    assert texts.count("Still here.") == 1 and ABANDONED_REPLY not in texts
+    assert len(texts) == 2
+
+
+async def _until_recorded(url: str, message_id: str) -> None:
+    """Wait until the streamed reply `message_id` is in the live replies table."""
+    async with (
+        await psycopg.AsyncConnection.connect(url, autocommit=True) as conn,
+        asyncio.timeout(10),
+    ):
+        while not await (  # noqa: ASYNC110 - another process writes it
+            await conn.execute("SELECT 1 FROM live_replies WHERE message_id = %s", (message_id,))
+        ).fetchone():
+            await asyncio.sleep(0.05)
+
+
+def _shown(post: object) -> str:
+    """What a post shows now: its last edit, else its streamed pieces, else its text."""
+    edits, stream, text = post.edits, post.stream, post.text  # type: ignore[attr-defined]
+    return edits[-1] if edits else "".join(stream) if stream else text
