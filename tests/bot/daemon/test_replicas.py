@@ -12,6 +12,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,8 +72,10 @@ async def replicas(
     """Makes a replica bot on the test's database (started by the test, stopped here)."""
     made: list[Bot] = []
 
-    def replica(name: str, gateway: Gateway, url: str = pg_url) -> Bot:
-        settings = make_settings(tmp_path / name / "bot.db", fake_ollama.url, database={"url": url})
+    def replica(name: str, gateway: Gateway, url: str = pg_url, **sections: dict[str, Any]) -> Bot:
+        settings = make_settings(
+            tmp_path / name / "bot.db", fake_ollama.url, database={"url": url}, **sections
+        )
         bot = Bot(settings, [GatewayAdapter(gateway, name), RecordingAdapter()])
         made.append(bot)
         return bot
@@ -106,6 +109,23 @@ async def test_one_replica_leads_and_a_standby_takes_over_when_it_stops(
     assert second.replica.role == "leader"
     assert gateway.most == 1
     assert [r["id"] for r in await _doctor_replicas(capsys)] == [second.replica.id]
+
+
+async def test_the_scheduled_jobs_run_on_the_leader_alone_and_move_with_the_lead(
+    replicas: Callable[..., Bot],
+) -> None:
+    gateway = Gateway()
+    jobs = {"enabled": True}
+    first, second = replicas("a", gateway, jobs=jobs), replicas("b", gateway, jobs=jobs)
+    await first.start()
+    await second.start()
+
+    def scheduling(bot: Bot) -> bool:
+        return bot.jobs.scheduler is not None and bot.jobs.scheduler.running
+
+    assert scheduling(first) and not scheduling(second)
+    await first.stop()
+    await until(lambda: scheduling(second), within=5)
 
 
 async def test_a_leader_cut_off_from_postgresql_stops_before_a_standby_takes_over(
