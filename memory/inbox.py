@@ -88,6 +88,12 @@ class Inbox(Protocol):
         """Conversations with a live claim, whoever holds them, or with entries waiting."""
         ...
 
+    async def forget_taken_before(self, age: timedelta) -> int:
+        """Drop entries taken longer than `age` ago, begun or not (a platform no replica
+        answers any more, or a conversation stuck on a fault): an answer that late helps
+        nobody, and they would count against the queue limit. How many."""
+        ...
+
     async def waiting(self) -> int:
         """How many entries wait or are being handled, in every conversation."""
         ...

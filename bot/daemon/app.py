@@ -255,7 +255,7 @@ class Bot:
         ctx = JobContext(
             settings, self.notes, self.log, self.events, self.stores.job_runs,
             self.proposals, self.approvals, self.model, self.adapters, self.clock, self.seen,
-            self.daily_logs,
+            self.daily_logs, self.stores.inbox,
         )  # fmt: skip
         jobs: list[Job] = [ReflectionJob(ctx), PatternJob(ctx), DigestJob(ctx), MaintenanceJob(ctx)]
         return JobRunner(

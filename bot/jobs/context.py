@@ -14,6 +14,7 @@ from memory.clock import Clock
 from memory.conversations import ConversationLog
 from memory.daily_logs import DailyLogs
 from memory.events import EventLog
+from memory.inbox import Inbox
 from memory.job_runs import JobRuns
 from memory.proposals import ProposalStore
 from memory.seen_events import SeenEvents
@@ -33,3 +34,4 @@ class JobContext:
     clock: Clock
     seen: SeenEvents
     daily_logs: DailyLogs
+    inbox: Inbox

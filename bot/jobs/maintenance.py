@@ -27,15 +27,17 @@ class MaintenanceJob:
         expired = await self.ctx.approvals.expire()
         purged = await self.ctx.notes.purge_expired()
         forgotten = await self.ctx.seen.forget_seen_before(timedelta(days=1))
+        stale = await self.ctx.inbox.forget_taken_before(timedelta(days=1))
         wal = (
             ""
             if await self.ctx.notes.db.checkpoint()
             else ", WAL checkpoint left for the next run (busy)"
         )
         backup = await self.backup(fire_time)
+        waited = f", dropped {stale} events waiting over a day" if stale else ""
         return (
             f"expired {expired} proposals, purged {purged} notes, dropped {forgotten} "
-            f"event ids{wal}{backup}"
+            f"event ids{waited}{wal}{backup}"
         )
 
     async def backup(self, fire_time: datetime) -> str:

@@ -4,6 +4,7 @@ shared by every replica of the database."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
@@ -133,6 +134,13 @@ class PostgresInbox:
             (self.clock(),),
         )
         return {row["conversation"] for row in rows}
+
+    async def forget_taken_before(self, age: timedelta) -> int:
+        async with self.db.write() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM inbox WHERE taken_at < %s", (self.clock() - age,)
+            )
+        return cursor.rowcount
 
     async def waiting(self) -> int:
         return int(await self.db.scalar("SELECT count(*) FROM inbox"))

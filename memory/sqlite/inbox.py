@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
@@ -127,6 +128,12 @@ class SqliteInbox:
             (to_db_time(self.clock()),),
         ) as cursor:
             return {row[0] for row in await cursor.fetchall()}
+
+    async def forget_taken_before(self, age: timedelta) -> int:
+        cutoff = to_db_time(self.clock() - age)
+        async with self.db.write() as conn:
+            cursor = await conn.execute("DELETE FROM inbox WHERE taken_at < ?", (cutoff,))
+        return cursor.rowcount
 
     async def waiting(self) -> int:
         return int(await self.db.scalar("SELECT count(*) FROM inbox"))

@@ -6,6 +6,7 @@ nothing waits."""
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 from typing import Any
 
 from memory.inbox import CLAIM_LEASE
@@ -105,3 +106,14 @@ async def test_two_deliveries_of_one_event_at_once_store_it_once(open_again: Any
     )
     assert sorted(outcomes) == ["duplicate", "taken"]
     assert await first.inbox.waiting() == 1
+
+
+async def test_entries_waiting_past_an_age_are_dropped(
+    engine_stores: Any, clock: FakeClock
+) -> None:
+    inbox = engine_stores.inbox
+    await inbox.take("gone:E1", "gone/C1", _event(1), limit=10)
+    clock.advance(hours=2)
+    await inbox.take("gone:E2", "gone/C1", _event(2), limit=10)
+    assert await inbox.forget_taken_before(timedelta(hours=1)) == 1
+    assert await inbox.waiting() == 1

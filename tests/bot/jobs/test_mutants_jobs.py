@@ -219,6 +219,20 @@ async def test_maintenance_says_what_it_dropped_and_backs_up_once_a_day(
         await h.bot.stop()
 
 
+async def test_maintenance_drops_events_that_waited_a_day_and_says_so(
+    harness: Harness, clock: FakeClock
+) -> None:
+    inbox = harness.bot.stores.inbox
+    # Taken on a platform this bot no longer answers on: nobody would ever handle them.
+    for n in (1, 2):
+        await inbox.take(f"gone:E{n}", "gone/C1", {"kind": "message"}, limit=10)
+    clock.advance(hours=23)
+    await inbox.take("gone:E3", "gone/C1", {"kind": "message"}, limit=10)
+    result = await _maintenance_at(harness, "2026-11-03T09:30:00")
+    assert result.detail.endswith("dropped 2 event ids, dropped 2 events waiting over a day")
+    assert await inbox.waiting() == 1
+
+
 async def test_maintenance_without_a_backup_folder_says_nothing_of_backups(
     harness: Harness,
 ) -> None:
