@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram, Info
 
 EVENTS_RECEIVED = Counter("lorebot_events_received_total", "Platform events received", ["platform"])
 EVENTS_DROPPED = Counter("lorebot_events_dropped_total", "Events not handled", ["reason"])
@@ -18,6 +18,10 @@ MODEL_LATENCY = Histogram(
 )
 TOOL_CALLS = Counter("lorebot_tool_calls_total", "Tool calls by the model", ["tool", "outcome"])
 PROPOSALS = Counter("lorebot_proposals_total", "Decided proposals", ["kind", "outcome"])
+# Which replica of the database this process is, and whether it leads: each replica serves
+# its own metrics, so a dashboard tells them apart by this id.
+REPLICA = Info("lorebot_replica", "This process among the replicas of its database")
+LEADING = Gauge("lorebot_replica_leading", "1 while this replica leads, else 0")
 JOB_RUNS = Counter("lorebot_job_runs_total", "Scheduled job runs", ["job", "status"])
 
 

@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
+from bot import metrics
 from memory.clock import Clock, utc_now
 from memory.errors import StoreError
 from memory.leadership import LEASE_S, Leadership
@@ -64,6 +65,8 @@ class ReplicaRole:
         self.clock = clock
         self.monotonic = monotonic
         self.id = replica or replica_id()
+        metrics.REPLICA.info({"id": self.id})
+        metrics.LEADING.set(0)
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.started_at: datetime = clock()
         self.leading = False
@@ -102,6 +105,7 @@ class ReplicaRole:
         if not self.leading:
             if await self.leadership.try_lead():
                 self.leading, self._confirmed = True, asked
+                metrics.LEADING.set(1)
                 _log.info("replica %s leads", self.id)
                 await self.on_lead()
             return
@@ -110,6 +114,7 @@ class ReplicaRole:
             self._confirmed = asked
             return
         self.leading = False
+        metrics.LEADING.set(0)
         _log.warning(
             "replica %s stops leading: its leader lock was not confirmed within %.0f s",
             self.id, LEASE_S,
@@ -134,6 +139,7 @@ class ReplicaRole:
     async def _leave(self) -> None:
         if self.leading:
             self.leading = False
+            metrics.LEADING.set(0)
             await self.on_follow()
         await self.leadership.release()
         if not self.beat:

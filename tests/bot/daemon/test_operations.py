@@ -138,6 +138,9 @@ async def test_health_and_metrics_endpoints(
         assert health["status"] == "ok" and health["adapters"] == {"test": True}
         assert health["model"]["reachable"] is True
         assert 'lorebot_events_received_total{platform="test"}' in metrics
+        # Which replica serves these, and that it leads (alone on its SQLite file).
+        assert f'lorebot_replica_info{{id="{bot.replica.id}"}} 1.0' in metrics
+        assert "\nlorebot_replica_leading 1.0" in metrics
     finally:
         await bot.stop()
 
