@@ -386,24 +386,14 @@ MIGRATIONS: tuple[str | Step, ...] = (
         heartbeat_at TEXT NOT NULL
     );
     """,
-    # 19: the events taken and not finished, kept until they are, and which replica
-    # handles each conversation's (`memory.inbox`).
+    # 19: the events taken and not finished, and who handles each conversation's.
     """
-    CREATE TABLE inbox (
-        id INTEGER PRIMARY KEY,
-        platform TEXT NOT NULL,
-        conversation TEXT NOT NULL,
-        key TEXT NOT NULL,
-        payload_json TEXT NOT NULL,
-        taken_at TEXT NOT NULL,
-        started_at TEXT
-    );
+    CREATE TABLE inbox (id INTEGER PRIMARY KEY, platform TEXT NOT NULL,
+        conversation TEXT NOT NULL, key TEXT NOT NULL, payload_json TEXT NOT NULL,
+        taken_at TEXT NOT NULL, started_at TEXT);
     CREATE INDEX inbox_by_conversation ON inbox (conversation, id);
-    CREATE TABLE conversation_claims (
-        conversation TEXT PRIMARY KEY,
-        holder TEXT NOT NULL,
-        until TEXT NOT NULL
-    ) WITHOUT ROWID;
+    CREATE TABLE conversation_claims (conversation TEXT PRIMARY KEY,
+        holder TEXT NOT NULL, until TEXT NOT NULL) WITHOUT ROWID;
     """,
 )
 

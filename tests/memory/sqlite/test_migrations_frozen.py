@@ -46,7 +46,7 @@ WRITTEN = (
     "8fdf2d7a81c73981", "41e1f6cf51a7a883", "5081d4643153af6e", "e1e368eadf68af71",
     "0266483bbff7c8e8", "d203822ac1e7c159", "c6dc5b807d2d27cf", "redact_stored_messages",
     "ddc33514d6435fbb", "257cce1c25796c8c", "cf5249f6d8b69ad5", "85fe19e6468e1243",
-    "4904beb83a15eb86", "a3e3d63bdb0d295b", "0096f12cb2197198",
+    "4904beb83a15eb86", "a3e3d63bdb0d295b", "912509ee18acc76e",
 )  # fmt: skip
 
 
