@@ -1,11 +1,13 @@
 """lorebot's image, built from the `Containerfile` and run here: what an operator who
 starts it meets (the version, `doctor`, a piped chat, the user and the state volume), what
-it must not hold (a compiler, a token), and `lorebot run` inside it answering in Slack,
-healthy by its own health check and stopped by SIGTERM as `docker stop` stops it."""
+it must not hold (a compiler, a token), `lorebot run` inside it answering in Slack,
+healthy by its own health check and stopped by SIGTERM as `docker stop` stops it, and two
+`lorebot run --replica` in it on one PostgreSQL, as compose's `ha` profile runs them."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import tomllib
@@ -16,6 +18,7 @@ from tests.fakes.slack import FakeSlack
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
 from tests.support.containers import ROOT, Container, container, image_config, tool_env
 from tests.support.containers import lorebot_image as lorebot_image  # noqa: F401
+from tests.support.llama import free_port
 
 _ = container  # a fixture
 STATE = "/var/lib/lorebot"
@@ -129,3 +132,50 @@ async def _health_check(container: Container) -> int:
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     return await asyncio.wait_for(check.wait(), 30)
+
+
+async def test_two_replicas_in_the_image_share_postgresql_as_the_ha_profile_runs_them(
+    container: Container, fake_ollama: FakeOllama, fake_slack: FakeSlack, pg_url: str
+) -> None:
+    refused = container.run("lorebot", "run", "--replica")
+    assert refused.returncode != 0 and "needs database.url" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+    fake_ollama.default_reply = lambda body: "Answered by a replica."
+    env = {
+        "LOREBOT_DATABASE__URL": pg_url,
+        "LOREBOT_OLLAMA__HOST": fake_ollama.url,
+        "LOREBOT_SLACK__BOT_TOKEN": fake_slack.bot_token,
+        "LOREBOT_SLACK__APP_TOKEN": fake_slack.app_token,
+        "LOREBOT_SLACK__API_BASE_URL": fake_slack.api_url,
+    }
+    processes, pids = [], []
+    try:
+        for _ in range(2):  # each its own health port, as compose publishes 9464 and 9465
+            listen = {"LOREBOT_OBSERVABILITY__LISTEN": f"127.0.0.1:{free_port()}"}
+            command = "echo $$; exec lorebot run --replica"
+            process = await asyncio.create_subprocess_exec(
+                *container.command("sh", "-c", command, env={**env, **listen}),
+                env=tool_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            )  # fmt: skip
+            assert process.stdout is not None
+            pids.append(int(await asyncio.wait_for(process.stdout.readline(), 60)))
+            processes.append(process)
+            await fake_slack.wait_for(lambda: fake_slack.connections == len(pids), within=60)
+        for n in range(2):  # one mention through each replica's connection
+            mention = fake_slack.app_mention(f"<@UBOT> question {n}", channel=f"C{n}")
+            await fake_slack.push(mention, to=n, within=10)
+        await fake_slack.wait_for(lambda: len(fake_slack.posts) == 2, within=30)
+        doctor = await asyncio.to_thread(container.run, "lorebot", "doctor", "--json", env=env)
+        replicas = json.loads(doctor.stdout)["replicas"]
+        for pid in pids:
+            os.kill(pid, signal.SIGTERM)
+        codes = [await asyncio.wait_for(p.wait(), 30) for p in processes]
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    assert [p.text for p in fake_slack.posts] == ["Answered by a replica."] * 2
+    assert sorted(r["role"] for r in replicas) == ["leader", "standby"]
+    assert codes == [0, 0]
