@@ -241,7 +241,14 @@ class Dispatcher:
                 await asyncio.sleep(backoff.next_delay())
 
     async def _handle_entry(self, entry: InboxEntry) -> None:
-        event = from_payload(entry.payload)
+        try:
+            event = from_payload(entry.payload)
+        except (KeyError, TypeError, ValueError) as exc:  # kept by another lorebot version
+            _log.error(
+                "dropped waiting event %s, which this lorebot cannot read: %r", entry.key, exc
+            )
+            self._drop("unreadable")
+            return
         if entry.abandoned and isinstance(event, Message):
             # Begun by a replica that stopped: its turn may have run part-way, so it is not
             # run again. A decision (a reaction) applies once however often it is handled.

@@ -9,6 +9,8 @@ import asyncio
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import pytest
+
 from bot.core.dispatcher import ABANDONED_REPLY
 from bot.core.event_payload import to_payload
 from bot.core.live_reply import CUT_SHORT
@@ -97,3 +99,25 @@ async def _inbox_empty(tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
         return await stores.inbox.waiting() == 0
     finally:
         await stores.close()
+
+
+async def test_a_waiting_event_this_lorebot_cannot_read_is_dropped_and_the_rest_answered(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    adapter = RecordingAdapter()
+    after = adapter.message("and this one?", channel="C1")
+    stores = await open_memory(make_settings(tmp_path / "bot.db", fake_ollama.url), clock=clock)
+    try:
+        # Left by another version of lorebot, in a shape this one does not know.
+        await stores.inbox.take("test:odd", "test/C1", {"kind": "poll", "q": 1}, limit=9)
+        await stores.inbox.take(f"test:{after.event_id}", "test/C1", to_payload(after), limit=9)
+    finally:
+        await stores.close()
+    fake_ollama.reply("Answered.")
+    h = await start_harness(tmp_path, fake_ollama, clock, adapter=adapter)
+    try:
+        await _until(lambda: adapter.replies)
+    finally:
+        await h.bot.stop()
+    assert adapter.replies == ["Answered."]
+    assert "dropped waiting event test:odd, which this lorebot cannot read" in caplog.text
