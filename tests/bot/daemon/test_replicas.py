@@ -111,23 +111,6 @@ async def test_one_replica_leads_and_a_standby_takes_over_when_it_stops(
     assert [r["id"] for r in await _doctor_replicas(capsys)] == [second.replica.id]
 
 
-async def test_the_scheduled_jobs_run_on_the_leader_alone_and_move_with_the_lead(
-    replicas: Callable[..., Bot],
-) -> None:
-    gateway = Gateway()
-    jobs = {"enabled": True}
-    first, second = replicas("a", gateway, jobs=jobs), replicas("b", gateway, jobs=jobs)
-    await first.start()
-    await second.start()
-
-    def scheduling(bot: Bot) -> bool:
-        return bot.jobs.scheduler is not None and bot.jobs.scheduler.running
-
-    assert scheduling(first) and not scheduling(second)
-    await first.stop()
-    await until(lambda: scheduling(second), within=5)
-
-
 async def test_a_leader_cut_off_from_postgresql_stops_before_a_standby_takes_over(
     replicas: Callable[..., Bot], pg_url: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
