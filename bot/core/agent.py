@@ -27,7 +27,7 @@ from bot.core.fallback import OFFLINE_NOTICE, notice_for, offline_answer
 from bot.core.history import History
 from bot.core.live_reply import Progress
 from bot.core.prompt import BYTES_PER_TOKEN, render_prefix, user_turn
-from bot.core.recall import Recall
+from bot.core.recall import Recall, not_shown
 from bot.core.servers import connect_wait, servers_unavailable
 from bot.core.slips import UNREADABLE, GiveUp, Slips
 from bot.core.turn_state import (
@@ -136,12 +136,13 @@ class Agent:
         prefix, index_bytes = await self.build_prefix(ctx)
         recall = self.recall
         vector = await recall.query_vector(text)
-        # Read once: recall leaves out what it shows, and the prompt carries it.
+        # Read once: the prompt leaves out what it shows, and carries it.
         stored = await self.log.fetch_history(ctx.history_key)
-        hits = await recall.fetch_notes(ctx, text, stored.entries, vector)
+        hits = await recall.fetch_notes(ctx, text, vector)  # all of them, for an answer offline
+        fresh = not_shown(hits, stored.entries)
         said = await recall.fetch_messages(ctx, text, stored.entries, vector)
-        notices = await recall.fetch_notices(vector) if hits or said else []
-        tail = user_turn(text, hits, recall.budget(index_bytes), said, notices)
+        notices = await recall.fetch_notices(vector) if fresh or said else []
+        tail = user_turn(text, fresh, recall.budget(index_bytes), said, notices)
         # Kept as the model reads it now, recall included, for the next turns' prompts.
         question = LogEntry(
             "user", text, user_scope(ctx.author), ctx.author.name, "" if tail == text else tail

@@ -28,27 +28,21 @@ class Recall:
         self._coverage_said: dict[str, str | None] = {}  # kind: the notice last logged
 
     async def fetch_notes(
-        self,
-        ctx: TurnContext,
-        text: str,
-        history: Sequence[HistoryEntry],
-        vector: Sequence[float] | None = None,
+        self, ctx: TurnContext, text: str, vector: Sequence[float] | None = None
     ) -> list[SearchHit]:
-        """Notes for the message; a reflection only when it clearly concerns the message. A
-        note the history already shows as recalled, unchanged, is not recalled again: the
-        prompt has it, and the new turn stays short (and cheap for the model's cache)."""
+        """Every note recall finds for the message; a reflection only when it clearly
+        concerns the message. An answer without the model shows them all; the prompt
+        leaves out those the history already shows (`not_shown`)."""
         hits = await self.notes.search(
             text, ctx.visibility, k=self.settings.memory.recall_k, snippets=False, vector=vector
         )
         gate = self.settings.jobs.reflection_min_overlap
-        recalled = "\n".join(entry.prompt for entry in history if entry.prompt)
         return [
             hit
             for hit in hits
-            if (hit.note.category is not Category.REFLECTION
-                or term_overlap(text, f"{hit.note.summary} {hit.note.body}") >= gate)
-            and note_line(hit) not in recalled
-        ]  # fmt: skip
+            if hit.note.category is not Category.REFLECTION
+            or term_overlap(text, f"{hit.note.summary} {hit.note.body}") >= gate
+        ]
 
     async def fetch_messages(
         self,
@@ -107,3 +101,10 @@ class Recall:
     def budget(self, index_bytes: int) -> int:
         """Bytes left for recalled notes once the indexes took their share of the budget."""
         return max(0, self.settings.memory.token_budget * BYTES_PER_TOKEN - index_bytes)
+
+
+def not_shown(hits: Sequence[SearchHit], history: Sequence[HistoryEntry]) -> list[SearchHit]:
+    """The notes of `hits` the history does not already show as recalled, unchanged: the
+    prompt has those, and the new turn stays short (and cheap for the model's cache)."""
+    recalled = "\n".join(entry.prompt for entry in history if entry.prompt)
+    return [hit for hit in hits if note_line(hit) not in recalled]

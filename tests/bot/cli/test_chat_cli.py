@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,21 @@ async def test_chat_without_ollama_still_saves_and_answers_from_memory(
     out = capsys.readouterr().out
     assert "✅ Saved" in out and "this channel (channel:console/ops)" in out
     assert "My model is unreachable right now" in out and "staging" in out
+
+
+async def test_without_ollama_a_note_answers_every_question_about_it(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("LOREBOT_OLLAMA__HOST", "http://127.0.0.1:9")  # nothing listens there
+    script = "remember that lunch is at noon\ny\nwhen is lunch?\nwhen is lunch?\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(script))
+    assert await run_cli(["chat", "--user", "alice"]) == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("when is lunch?\n"))  # a new chat, same history
+    assert await run_cli(["chat", "--user", "alice"]) == 0
+    out = capsys.readouterr().out
+    answers = re.findall(r"These notes may help:\n• `[a-z-]+`: lunch is at noon\n", out)
+    assert len(answers) == 3, out
+    assert "I found nothing in my notes" not in out
 
 
 async def test_admin_proposals_list_approve_reject(

@@ -74,6 +74,28 @@ async def test_a_second_empty_answer_gets_the_answer_from_memory_with_a_notice(
         await h.bot.stop()
 
 
+async def test_the_answer_from_memory_has_the_note_an_earlier_turn_recalled(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    h = await start_harness(tmp_path, fake_ollama, clock)
+    try:
+        await h.bot.notes.save(NoteDraft(C1, "vpn-gateway", "the VPN gateway is vpn-2"), actor="t")
+        fake_ollama.reply("It is vpn-2.")
+        await h.say("which VPN gateway?")
+        fake_ollama.reply("")
+        fake_ollama.reply("")
+        await h.say("which VPN gateway again?")
+        # The prompt leaves the note to the history, which shows it already...
+        prompt = [m["content"] for m in h.last_prompt() if m["role"] == "user"]
+        assert "<relevant-memories>" in prompt[0] and "the VPN gateway is vpn-2" in prompt[0]
+        assert prompt[1:] == ["which VPN gateway again?", EMPTY_NUDGE]
+        # ...and the answer from memory still has it.
+        reply = h.adapter.replies[-1]
+        assert reply.startswith(EMPTY_NOTICE) and "`vpn-gateway`: the VPN gateway is vpn-2" in reply
+    finally:
+        await h.bot.stop()
+
+
 async def test_a_streamed_empty_answer_ends_as_the_answer_the_second_try_gave(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
