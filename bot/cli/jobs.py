@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bot.cli.common import iso_z, print_json
+from bot.cron import describe_days
 from bot.errors import UserError
 
 if TYPE_CHECKING:
@@ -25,7 +26,8 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help='print a JSON array, one object per schedule: job, scope ("all", or a '
         "digest's channel), cron, timezone, next_run, last_run (status, period, at, detail; "
-        'null if it never ran); each of jobs.digests is a "digest" schedule',
+        "null if it never ran), days (the days it runs, in words, with cron's numbering: "
+        '0 and 7 are Sunday); each of jobs.digests is a "digest" schedule',
     )
     p.set_defaults(command=cmd_list)
     p = sub.add_parser("run", help="run a job now (a period that already ran is not repeated)")
@@ -82,6 +84,7 @@ def _schedule_json(schedule: _Schedule, timezone: str) -> dict[str, Any]:
         "job": schedule.job,
         "scope": schedule.scope,
         "cron": schedule.cron,
+        "days": describe_days(schedule.cron),
         "timezone": timezone,
         "next_run": iso_z(schedule.next_run),
         "last_run": _last_json(schedule.last),
@@ -99,7 +102,8 @@ def _schedule_line(schedule: _Schedule, timezone: str) -> str:
         )
     where = "" if schedule.scope == ALL else f" {schedule.scope}"
     when = f"{schedule.next_run:%Y-%m-%d %H:%M %Z}" if schedule.next_run else "never"
-    return f"{schedule.job}{where}  [{schedule.cron} {timezone}]  next {when}  {outcome}"
+    days = describe_days(schedule.cron)
+    return f"{schedule.job}{where}  [{schedule.cron} {timezone}, {days}]  next {when}  {outcome}"
 
 
 async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:

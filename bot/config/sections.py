@@ -285,10 +285,10 @@ class McpSettings(Section):
 
 
 def _check_cron(expression: str) -> str:
-    from apscheduler.triggers.cron import CronTrigger  # only for a cron given in settings
+    from bot.cron import cron_trigger  # only for a cron given in settings
 
     try:
-        CronTrigger.from_crontab(expression, timezone="UTC")
+        cron_trigger(expression, "UTC")
     except ValueError as exc:
         raise ValueError(
             f"{expression!r} is not a cron expression ({exc}): write five fields, minute "

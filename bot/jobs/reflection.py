@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel, Field
 
+from bot.cron import cron_trigger
 from bot.jobs.context import JobContext
 from bot.jobs.runner import ALL, previous_fire_time
 from bot.model.structured import ask_structured
@@ -57,7 +57,7 @@ class ReflectionJob:
     def window(self, fire_time: datetime) -> tuple[datetime, datetime]:
         """From the previous firing to this one, so no message is reflected twice or never."""
         tz = ZoneInfo(self.ctx.settings.timezone)
-        trigger = CronTrigger.from_crontab(self.ctx.settings.reflection_cron, timezone=tz)
+        trigger = cron_trigger(self.ctx.settings.reflection_cron, tz)
         start = previous_fire_time(trigger, fire_time - timedelta(seconds=1))
         return (start or fire_time - timedelta(days=1)), fire_time
 

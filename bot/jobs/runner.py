@@ -18,9 +18,10 @@ from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.base import BaseTrigger
 
 from bot import metrics
+from bot.cron import cron_trigger
 from memory.clock import Clock
 from memory.job_runs import JobRuns
 
@@ -54,7 +55,7 @@ def parse_period(period: str) -> datetime:
     return datetime.strptime(period, "%Y-%m-%dT%H:%MZ").replace(tzinfo=ZoneInfo("UTC"))
 
 
-def previous_fire_time(trigger: CronTrigger, now: datetime) -> datetime | None:
+def previous_fire_time(trigger: BaseTrigger, now: datetime) -> datetime | None:
     """The latest fire time at or before `now` (within a week), or None."""
     found = None
     moment = trigger.get_next_fire_time(None, now - LOOKBACK)
@@ -95,8 +96,8 @@ class JobRunner:
         self.scheduler: AsyncIOScheduler | None = None
         self._locks = {name: asyncio.Lock() for name in self.jobs}
 
-    def trigger(self, cron: str) -> CronTrigger:
-        return CronTrigger.from_crontab(cron, timezone=self.timezone)
+    def trigger(self, cron: str) -> BaseTrigger:
+        return cron_trigger(cron, self.timezone)
 
     def next_run(self, job: Job, now: datetime) -> datetime | None:
         times = [self.trigger(cron).get_next_fire_time(None, now) for _, cron in job.schedules()]

@@ -13,6 +13,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
+import time_machine
 
 from adapters.base import ALWAYS
 from bot.cli.common import cli_actor
@@ -144,26 +145,47 @@ def test_proposals_list_shows_status_decider_and_card(
     assert card["message_id"] and card["message_id"] != waiting["card"]["message_id"]
 
 
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+@pytest.mark.parametrize(
+    ("now", "next_digest"),
+    [
+        (datetime(2026, 12, 4, 19, 30, tzinfo=BERLIN), datetime(2026, 12, 7, 9, tzinfo=BERLIN)),
+        (datetime(2026, 12, 6, 10, 0, tzinfo=BERLIN), datetime(2026, 12, 7, 9, tzinfo=BERLIN)),
+        # Friday before the clocks go back on Sunday the 25th: Monday 09:00 is 08:00Z.
+        (datetime(2026, 10, 23, 23, 0, tzinfo=BERLIN), datetime(2026, 10, 26, 9, tzinfo=BERLIN)),
+    ],
+    ids=["friday-evening", "sunday", "across-dst"],
+)
 def test_jobs_list_gives_each_schedule_with_next_and_last_run(
-    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    env: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    now: datetime,
+    next_digest: datetime,
 ) -> None:
     monkeypatch.setenv("LOREBOT_JOBS__TIMEZONE", "Europe/Berlin")
     monkeypatch.setenv(
         "LOREBOT_JOBS__DIGESTS", '[{"channel": "channel:slack/C1", "cron": "0 9 * * 1-5"}]'
     )
-    run(capsys, "notes", "add", "channel:slack/C1", "staging-db", "staging DB is pg-stage-2")
-    assert main(["jobs", "run", "maintenance"]) == 0
-    capsys.readouterr()
+    with time_machine.travel(now, tick=False):
+        run(capsys, "notes", "add", "channel:slack/C1", "staging-db", "staging DB is pg-stage-2")
+        assert main(["jobs", "run", "maintenance"]) == 0
+        capsys.readouterr()
 
-    schedules = {s["job"]: s for s in run_json(capsys, "jobs", "list")}
+        schedules = {s["job"]: s for s in run_json(capsys, "jobs", "list")}
+        lines = run(capsys, "jobs", "list")[1]
 
     assert set(schedules) == {"reflection", "patterns", "digest", "maintenance"}
     digest = schedules["digest"]
-    assert (digest["scope"], digest["cron"], digest["timezone"]) == (
-        "channel:slack/C1", "0 9 * * 1-5", "Europe/Berlin")  # fmt: skip
-    berlin = utc(digest["next_run"]).astimezone(ZoneInfo("Europe/Berlin"))
-    assert (berlin.hour, berlin.minute) == (9, 0) and berlin.weekday() < 5
+    assert digest["scope"] == "channel:slack/C1"
+    assert (digest["cron"], digest["days"]) == ("0 9 * * 1-5", "Monday to Friday")
+    assert digest["timezone"] == "Europe/Berlin"
+    assert utc(digest["next_run"]) == next_digest
     assert digest["last_run"] is None
+    assert "[0 9 * * 1-5 Europe/Berlin, Monday to Friday]" in lines
+    assert schedules["reflection"]["days"] == "every day"
     maintenance = schedules["maintenance"]
     assert maintenance["scope"] == "all"
     last = maintenance["last_run"]

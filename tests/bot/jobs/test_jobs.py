@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.base import APPROVE
+from bot.cron import cron_trigger
 from bot.jobs.runner import previous_fire_time
 from memory import Category, NoteDraft, Scope
 from tests.fakes.adapter import PLATFORM, RecordingAdapter
@@ -36,13 +37,11 @@ def digests(h: Harness) -> list[str]:
 
 
 def test_cron_times_follow_the_configured_timezone() -> None:
-    from apscheduler.triggers.cron import CronTrigger
-
-    berlin = CronTrigger.from_crontab("30 23 * * *", timezone="Europe/Berlin")
+    berlin = cron_trigger("30 23 * * *", "Europe/Berlin")
     assert berlin.get_next_fire_time(None, at("2026-11-02T09:00:00")) == at("2026-11-02T22:30:00")
     # Across the DST change the wall-clock time holds, the UTC time moves.
     assert berlin.get_next_fire_time(None, at("2026-07-02T09:00:00")) == at("2026-07-02T21:30:00")
-    hourly = CronTrigger.from_crontab("5 * * * *", timezone="UTC")
+    hourly = cron_trigger("5 * * * *", "UTC")
     assert previous_fire_time(hourly, at("2026-11-02T09:04:00")) == at("2026-11-02T08:05:00")
     assert previous_fire_time(hourly, at("2026-11-02T09:05:00")) == at("2026-11-02T09:05:00")
 
