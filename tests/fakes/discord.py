@@ -43,6 +43,8 @@ from urllib.parse import unquote
 import pytest_asyncio
 from aiohttp import WSMsgType, web
 
+from tests.support.polling import HANG_GUARD_S
+
 __all__ = [
     "ALICE",
     "APPLICATION_ID",
@@ -510,7 +512,7 @@ class FakeDiscord:
     def requests_to(self, method: str, prefix: str = "") -> list[Recorded]:
         return [r for r in self.requests if r.method == method and r.path.startswith(prefix)]
 
-    async def wait_until(self, check: Callable[[], T], within: float = 5.0) -> T:
+    async def wait_until(self, check: Callable[[], T], within: float = HANG_GUARD_S) -> T:
         """Wait up to ``within`` s for ``check()`` to be truthy; return its value. It is
         re-checked on every request and gateway message, and every 20 ms for conditions
         outside the fake."""
@@ -522,7 +524,7 @@ class FakeDiscord:
                         await self._changed.wait()
         return result
 
-    async def wait_for_posts(self, count: int, within: float = 5.0) -> list[Posted]:
+    async def wait_for_posts(self, count: int, within: float = HANG_GUARD_S) -> list[Posted]:
         """The bot's messages, once there are at least ``count``."""
         await self.wait_until(lambda: len(self.posted) >= count, within)
         return list(self.posted)

@@ -58,6 +58,8 @@ from typing import Any
 import pytest_asyncio
 from aiohttp import web
 
+from tests.support.polling import HANG_GUARD_S
+
 __all__ = ["FakeOllama", "Recorded", "fake_ollama"]
 
 Body = dict[str, Any]
@@ -409,7 +411,7 @@ class FakeOllama:
         return [r.body for r in self.requests if r.path == path]
 
     async def wait_for_requests(
-        self, count: int, path: str = "/api/chat", within: float = 2.0
+        self, count: int, path: str = "/api/chat", within: float = HANG_GUARD_S
     ) -> list[Body]:
         """Wait up to ``within`` s for ``count`` requests to ``path``; return their bodies."""
         async with asyncio.timeout(within):

@@ -44,6 +44,8 @@ import pytest_asyncio
 from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
+from tests.support.polling import HANG_GUARD_S
+
 __all__ = ["Call", "Ephemeral", "FakeSlack", "Post", "fake_slack_fixture", "post_form", "sign"]
 
 Body = dict[str, Any]
@@ -347,7 +349,7 @@ class FakeSlack:
         envelope_type: str = "events_api",
         retry_attempt: int | None = None,
         retry_reason: str | None = None,
-        within: float = 5.0,
+        within: float = HANG_GUARD_S,
         to: int = -1,
     ) -> str:
         """Send ``body`` over a Socket Mode websocket (the latest connected unless `to`
@@ -386,7 +388,7 @@ class FakeSlack:
     def post(self, ts: str) -> Post:
         return next(p for p in self.posts if p.ts == ts)
 
-    async def wait_for(self, condition: Callable[[], object], within: float = 5.0) -> None:
+    async def wait_for(self, condition: Callable[[], object], within: float = HANG_GUARD_S) -> None:
         """Wait up to ``within`` s until ``condition()`` is true, waking on every request."""
         async with asyncio.timeout(within):
             while not condition():
