@@ -21,9 +21,10 @@ def add_parsers(commands: Any) -> None:
     p.add_argument(
         "dest",
         metavar="DEST",
-        help="a file, or a folder (existing, or written with a trailing /) for a dated file; "
-        "a folder keeps the newest jobs.backup_keep dated backups",
+        help="a file, or a folder (existing, or created when DEST ends in /) for a dated "
+        "file; a folder keeps the newest jobs.backup_keep dated backups",
     )
+    p.add_argument("--force", action="store_true", help="replace a file that is there already")
     p.set_defaults(command=cmd_backup)
     p = commands.add_parser("restore", help="replace the database with a backup (lorebot stopped)")
     p.add_argument("source", type=Path, metavar="SRC", help="a backup file that `backup` wrote")
@@ -46,8 +47,20 @@ def _backup_target(database: Path, dest: str, now: datetime) -> BackupTarget:
     return BackupTarget(path, None)
 
 
-def _check_writable(target: Path, database: Path) -> None:
-    """A UserError naming what is wrong when `target` cannot become a backup file."""
+def _make_folder(target: BackupTarget) -> None:
+    """Create the folder DEST names with its trailing /, and its parents, as the
+    maintenance job does for `jobs.backup_dir`; its owner alone may read it."""
+    if target.folder is None or target.folder.exists():
+        return  # what is there already is checked by `_check_writable`
+    try:
+        target.folder.mkdir(mode=0o700, parents=True)
+    except OSError as exc:
+        raise _cannot_write(target.path, _reason(exc)) from None
+
+
+def _check_writable(target: Path, database: Path, *, force: bool) -> None:
+    """A UserError naming what is wrong when `target` cannot become a backup file, or
+    would replace a file without `force`."""
     parent = target.parent
     if not parent.exists():
         raise _cannot_write(target, f"the folder {parent} does not exist")
@@ -57,10 +70,16 @@ def _check_writable(target: Path, database: Path) -> None:
         raise _cannot_write(target, "it is a folder")
     if target.exists() and target.resolve() == database.resolve():
         raise _cannot_write(target, "it is the database itself")
+    if (target.exists() or target.is_symlink()) and not force:
+        raise UserError(f"{target} exists: add --force to replace it")
 
 
 def _cannot_write(target: Path, reason: str) -> UserError:
     return UserError(f"cannot write the backup to {target}: {reason}")
+
+
+def _reason(exc: OSError) -> str:
+    return (exc.strerror or str(exc)).lower()
 
 
 async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
@@ -74,12 +93,13 @@ async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
         )
     database = settings.database.path
     target = _backup_target(database, args.dest, datetime.now(UTC))
-    _check_writable(target.path, database)
+    _make_folder(target)
+    _check_writable(target.path, database, force=args.force)
     db = await open_database(database)
     try:
         await db.backup_to(target.path)
     except OSError as exc:
-        raise _cannot_write(target.path, (exc.strerror or str(exc)).lower()) from None
+        raise _cannot_write(target.path, _reason(exc)) from None
     finally:
         await db.close()
     print(f"backed up {database} to {target.path}")

@@ -1,4 +1,5 @@
-"""`lorebot backup DEST` into a folder (dated files, pruning) and onto paths it cannot write."""
+"""`lorebot backup DEST` into a folder (dated files, pruning, a folder it creates), onto a
+file that is there already, and onto paths it cannot write."""
 
 from __future__ import annotations
 
@@ -73,13 +74,31 @@ def test_a_folder_keeps_backup_keep_dated_backups_and_never_other_files(
     assert left == sorted([*older[2:], new, *foreign])
 
 
-def test_a_missing_folder_with_a_trailing_slash_is_not_written_as_a_file(
+def test_a_missing_folder_with_a_trailing_slash_is_created_for_a_dated_backup(
     noted: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, err = run_cli(capsys, "backup", str(noted / "nowhere") + "/")
-    assert code == 1 and out == "" and not (noted / "nowhere").exists()
-    assert err.startswith(f"lorebot: cannot write the backup to {noted / 'nowhere'}/lorebot-")
-    assert err.endswith(f": the folder {noted / 'nowhere'} does not exist\n")
+    folder = noted / "new" / "backups"
+    code, out, err = run_cli(capsys, "backup", f"{folder}/")
+    assert (code, err) == (0, ""), err
+    [written] = list(folder.iterdir())
+    assert STAMPED.fullmatch(written.name) and out == f"backed up {noted / 'cli.db'} to {written}\n"
+    assert folder.stat().st_mode & 0o777 == 0o700  # it holds copies of every note
+
+
+def test_an_existing_file_is_replaced_only_with_force(
+    noted: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = noted / "old.db"
+    old.write_text("an earlier backup, or anything else")
+
+    code, out, err = run_cli(capsys, "backup", str(old))
+    assert (code, out) == (1, "")
+    assert err == f"lorebot: {old} exists: add --force to replace it\n"
+    assert old.read_text() == "an earlier backup, or anything else"
+
+    code, out, _ = run_cli(capsys, "backup", str(old), "--force")
+    assert code == 0 and out == f"backed up {noted / 'cli.db'} to {old}\n"
+    assert run_cli(capsys, "restore", str(old))[0] == 0  # a backup now
 
 
 @pytest.mark.parametrize(
