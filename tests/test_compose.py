@@ -35,6 +35,11 @@ def _image_env(name: str) -> str:
     return value
 
 
+def _image_user() -> str:
+    [user] = re.findall(r"^USER (\w+):", CONTAINERFILE, flags=re.M)
+    return user
+
+
 def _profile(name: str | None) -> set[str]:
     """The services compose starts with profile `name` (None: with no profile)."""
     chosen = [] if name is None else [name]
@@ -106,6 +111,13 @@ def test_compose_agrees_with_the_image_on_port_and_stopping() -> None:
     # Docker kills the container after stop_grace_period: it must outlast the turns' own.
     grace = int(lorebot["stop_grace_period"].removesuffix("s"))
     assert grace > BotSettings().shutdown_timeout_s
+
+
+def test_the_readme_backs_up_into_a_folder_the_image_makes_for_its_user() -> None:
+    [folder] = re.findall(r"lorebot backup (/\S+?)/`", SECTION)
+    assert folder.startswith(f"{_image_volume()}/")  # kept with the state, in the volume
+    made = re.findall(r"install -d -o (\w+) -g \w+ -m 0\d+ (\S+)", CONTAINERFILE)
+    assert (_image_user(), folder) in made
 
 
 def test_the_readme_names_what_compose_and_the_example_hold() -> None:

@@ -65,6 +65,10 @@ def test_a_piped_chat_answers_from_memory_when_the_model_is_unreachable(
     assert owner.stdout.split() == ["lorebot", "600"]
     who = container.run("id", "-un")
     assert who.stdout.strip() == "lorebot"
+    # The README's backup command works as it is written there.
+    backup = container.run("lorebot", "backup", f"{STATE}/backups/")
+    assert backup.returncode == 0, backup.stderr
+    assert f" to {STATE}/backups/lorebot-" in backup.stdout
 
 
 def test_sandboxed_scripts_say_what_the_container_must_allow(container: Container) -> None:
