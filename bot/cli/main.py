@@ -9,7 +9,7 @@ import signal
 import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from bot import __version__
 from bot.cli import actions as actions_cli
@@ -24,7 +24,7 @@ from bot.cli import notes as notes_cli
 from bot.cli import proposals as proposals_cli
 from bot.cli import run as run_cli
 from bot.cli import skills as skills_cli
-from bot.errors import ConfigError, user_message
+from bot.errors import ConfigError, UserError, user_message
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
@@ -37,6 +37,7 @@ Command = Callable[[argparse.Namespace, "Settings"], Coroutine[Any, Any, int]]
 SnapshotCommand = Callable[[argparse.Namespace, "StoreSettings"], Coroutine[Any, Any, int]]
 
 EXIT_USER_ERROR = 1
+EXIT_USAGE = 2  # a command line the parser refuses, as argparse and most tools exit
 EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for `lorebot … | head`
 
@@ -57,8 +58,23 @@ CHECKED_FIRST = {"backup": False, "chat": True, "run": True}
 SNAPSHOT_COMMANDS = frozenset({"notes list", "notes show", "notes search"})
 
 
+class UsageError(UserError):
+    """A command line the parser refuses: one line naming the command and its --help."""
+
+    def __init__(self, prog: str, problem: str) -> None:
+        super().__init__(f"{prog}: {' '.join(problem.split())} (see '{prog} --help')")
+
+
+class _Parser(argparse.ArgumentParser):
+    """A parser that reports a mistake as a UsageError instead of a usage block and exit
+    2; every subcommand's parser is one too (subparsers take their parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="lorebot",
         description="A self-hosted chat-ops bot with reviewed memory, for Slack and Discord.",
     )
@@ -159,8 +175,23 @@ def _discard_stdout() -> None:
         pass
 
 
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; a UsageError naming the subcommand for arguments it does
+    not take (argparse would blame `lorebot`, which collects them from its subcommands)."""
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:
+        noun = "argument" if len(unknown) == 1 else "arguments"
+        problem = f"unrecognized {noun} {' '.join(unknown)}"
+        raise UsageError(f"lorebot {args.command_path}", problem)
+    return args
+
+
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = _parse(argv)
+    except UsageError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
     standalone: Callable[[argparse.Namespace], int] | None = getattr(args, "standalone", None)
     try:
         if standalone is not None:  # needs no settings, so it works while they are broken
