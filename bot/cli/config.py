@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from bot.errors import UserError
 
 if TYPE_CHECKING:
-    from bot.config.loading import Source
+    from bot.config.loading import SettingsInputs, Source
     from bot.config.settings import Settings
 
 
@@ -71,11 +71,22 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     looked = f"none (looked for {user_config_path()} and {SYSTEM_CONFIG})"
     print(f"config file: {inputs.config_file or looked}")
-    print(f".env: {inputs.dotenv_file}" + ("" if inputs.dotenv else " (no LOREBOT_ keys)"))
+    print(f".env: {_dotenv(inputs)}")
     for key, value in shown.items():
         text = "(not set)" if value is None else json.dumps(value, ensure_ascii=False)
         print(f"{key} = {text}  ({_origin(sources[key])})")
     return 0
+
+
+def _dotenv(inputs: SettingsInputs) -> str:
+    """The `.env` file as `config show` names it: whether there is one, and whether it
+    gives lorebot anything."""
+    path = inputs.dotenv_file
+    if not path.exists():
+        return f"none ({path} does not exist)"
+    if not path.is_file():
+        return f"none ({path} is not a file)"
+    return str(path) + ("" if inputs.dotenv else " (no LOREBOT_ keys)")
 
 
 def _origin(source: Source) -> str:

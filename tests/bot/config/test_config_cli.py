@@ -151,6 +151,16 @@ def test_config_show_says_where_each_setting_came_from_and_masks_secrets(shell: 
     assert as_json["settings"]["slack.bot_token"]["value"] == "********"
 
 
+def test_config_show_says_when_there_is_no_dotenv(shell: Shell) -> None:
+    dotenv = shell.cwd / ".env"
+    shown = shell.main("config", "show")
+    assert f".env: none ({dotenv} does not exist)" in shown.out.splitlines()
+
+    dotenv.write_text("POSTGRES_PASSWORD=x\n")  # another program's
+    shown = shell.main("config", "show")
+    assert f".env: {dotenv} (no LOREBOT_ keys)" in shown.out.splitlines()
+
+
 def uncommented(text: str) -> str:
     """The file with every `# key = value` line of a table's own settings uncommented."""
     return re.sub(r"^# ([a-z_]+ = .+)$", r"\1", text, flags=re.MULTILINE)
