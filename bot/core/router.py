@@ -8,8 +8,6 @@ import logging
 import re
 from collections.abc import AsyncIterator, Mapping
 
-from pydantic import BaseModel
-
 from adapters.base import (
     AWAITING_APPROVAL,
     Adapter,
@@ -47,21 +45,11 @@ from bot.core.commands import (
     parse_slash,
 )
 from bot.core.live_reply import Progress, live_reply, mend_cut_replies
-from bot.model.client import ModelUnavailable
-from bot.model.structured import InvalidModelOutput, ask_structured
+from bot.core.titles import draft_title
 from bot.split import split_message
 from memory import InvalidInput, NoteStore, NotFound
 from memory.live_replies import LiveReplies
 from memory.proposals import NOTE_FORGET, Proposal
-from memory.types import (
-    GENERIC_WORDS,
-    SUMMARY_MAX_CHARS,
-    hashed_topic,
-    is_generic,
-    slug_words,
-    slugify,
-    validate_topic,
-)
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
@@ -69,29 +57,6 @@ _log = logging.getLogger(__name__)
 SKILL_COMMAND = re.compile(r"^/([^\s/]+)(?:\s+(.*))?$", re.DOTALL)
 # `remember that` with nothing after it parses as the text "that".
 _NOTHING_TO_REMEMBER = re.compile(r"^(?:that\b)?[\W_]*$", re.IGNORECASE)
-
-
-class NoteTitle(BaseModel):
-    """What the model proposes as a note's topic and summary (structured output)."""
-
-    topic: str
-    summary: str
-
-
-def derived_topic(text: str) -> str:
-    """A topic without the model: the first four words of `text` that name something, or a
-    hash of the text when none does (only numbers, or a script slugs cannot spell)."""
-    words = [w for w in dict.fromkeys(slug_words(text)) if w not in GENERIC_WORDS][:4]
-    return hashed_topic(text) if is_generic(words) else slugify(" ".join(words))
-
-
-def fallback_title(text: str) -> NoteTitle:
-    """Topic and summary without the model: the first content words and the first sentence."""
-    topic = derived_topic(text)
-    first = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0]
-    limit = min(120, SUMMARY_MAX_CHARS)
-    summary = first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
-    return NoteTitle(topic=topic, summary=summary)
 
 
 def _card_posted(proposal: Proposal) -> str:
@@ -267,7 +232,7 @@ class Router:
                 "DM me to keep a note of your own.",
             )
             return None
-        title, derived = await self.title_for(command.text)
+        title, derived = await draft_title(self.agent.model, command.text)
         draft = draft_for(ctx, title.topic, title.summary, command.text, command.about_self)
         if derived:  # words that happen to match are no request to replace that note
             said_again = draft.body
@@ -276,24 +241,6 @@ class Router:
             )
             draft = dataclasses.replace(draft, topic=topic)
         return await self.approvals.propose_save(ctx.conversation, ctx.author, draft)
-
-    async def title_for(self, text: str) -> tuple[NoteTitle, bool]:
-        """Topic and summary from the model's structured output (one retry), else derived;
-        and whether the topic was derived from the text rather than chosen by the model."""
-        prompt = (
-            "Give this note a topic (a lowercase kebab-case slug of 1-4 words) and a one-line "
-            f"summary under 120 characters. Answer in JSON.\n\nNote: {text}"
-        )
-        try:
-            title = await ask_structured(self.agent.model, prompt, NoteTitle)
-            summary = " ".join(title.summary.split())
-            if summary and len(summary) <= SUMMARY_MAX_CHARS:
-                if is_generic(slug_words(title.topic)):  # "note", "it", "1", another script
-                    return NoteTitle(topic=derived_topic(text), summary=summary), True
-                return NoteTitle(topic=validate_topic(slugify(title.topic)), summary=summary), False
-        except (ModelUnavailable, InvalidModelOutput, InvalidInput) as exc:
-            _log.info("deriving the note title without the model: %s", exc)
-        return fallback_title(text), True
 
     async def forget(self, ctx: TurnContext, command: Forget, say: Answer) -> Proposal | None:
         """Post a card proposing to forget the note `command` names."""

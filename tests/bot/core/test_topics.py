@@ -69,14 +69,14 @@ async def test_an_unusable_model_topic_is_derived_from_the_text(harness: Harness
     first = await remember(harness, "the tokyo server is down")
     harness.script_title("東京", "Osaka's server is fine")
     second = await remember(harness, "the osaka server is fine")
-    harness.script_title("1", "one more")
+    harness.script_title("1", "1")
     third = await remember(harness, "1")
     assert (first, second) == ("tokyo-server-down", "osaka-server-fine")
     assert HASHED.fullmatch(third)
     assert [c.text.splitlines()[3] for c in harness.adapter.cards] == [
         "Summary: Tokyo's server is down",
         "Summary: Osaka's server is fine",
-        "Summary: one more",
+        "Summary: 1",
     ]
 
     # A topic the model chose is its judgement that this is the same subject: an update.
