@@ -49,7 +49,7 @@ def test_version_and_doctor_say_where_lorebot_keeps_its_state(container: Contain
     doctor = container.run("lorebot", "doctor")
     assert doctor.returncode == 1  # no model server: one check fails
     assert f"none yet at {STATE}/lorebot.db" in doctor.stdout
-    assert "✗ ollama: unreachable at http://127.0.0.1:11434" in doctor.stdout
+    assert "✗ model: unreachable at http://127.0.0.1:11434" in doctor.stdout
     assert "Traceback" not in doctor.stdout + doctor.stderr
 
 

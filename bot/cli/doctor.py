@@ -124,7 +124,9 @@ async def check_postgresql(settings: Settings) -> list[Check]:
 
 
 async def check_model(settings: Settings) -> list[Check]:
-    """The model probed as the daemon probes it, within the backend's probe timeout."""
+    """The model probed as the daemon probes it, within the backend's probe timeout: one
+    check named `model` whether it passes or not, saying where its context length came
+    from."""
     from bot.model.client import chat_client
     from bot.model.errors import ModelUnavailable
 
@@ -133,12 +135,11 @@ async def check_model(settings: Settings) -> list[Check]:
     try:
         info = await client.fetch_model_info(server.model)
     except ModelUnavailable as exc:
-        name = server.backend if exc.kind == "unreachable" else "model"
-        return [Check(False, name, str(exc), exc.fix)]
+        return [Check(False, "model", str(exc), exc.fix)]
     finally:
         await client.close()
-    checks = [Check(True, "model", f"{server.model} at {server.url}, "
-                    f"context {info.context_length} tokens, thinking "
+    checks = [Check(True, "model", f"{server.model} at {server.url}, context "
+                    f"{info.context_length} tokens ({info.context_from}), thinking "
                     f"{'yes' if info.supports_thinking else 'no'}")]  # fmt: skip
     if not info.supports_tools:
         checks.append(Check(False, "model tools", f"{server.model} does not support tools",

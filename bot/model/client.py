@@ -176,8 +176,9 @@ class Model:
         self.info = info
         if not self._probed:
             _log.info(
-                "model %s: context %d tokens, tools %s, thinking %s",
-                info.name, info.context_length, info.supports_tools, info.supports_thinking,
+                "model %s: context %d tokens (%s), tools %s, thinking %s",
+                info.name, info.context_length, info.context_from, info.supports_tools,
+                info.supports_thinking,
             )  # fmt: skip
         self._probed = True
         self._mark_up()

@@ -49,9 +49,10 @@ def refused(
     return ModelUnavailable(f"{server} refused the request ({status}): {error}", kind="refused")
 
 
-def unreachable(host: str, why: str) -> ModelUnavailable:
-    """No answer at all: `why` says what happened to the connection."""
-    return ModelUnavailable(f"unreachable at {host} ({why})", fix=UNREACHABLE_FIX)
+def unreachable(host: str, why: str, *, fix: str = UNREACHABLE_FIX) -> ModelUnavailable:
+    """No answer at all: `why` says what happened to the connection; `fix` is Ollama's
+    unless the server is another."""
+    return ModelUnavailable(f"unreachable at {host} ({why})", fix=fix)
 
 
 def unreadable(model: str, exc: BaseException) -> ModelUnavailable:

@@ -74,6 +74,8 @@ class ModelInfo:
     context_length: int
     supports_tools: bool
     supports_thinking: bool
+    context_from: str = "lorebot's default"  # where `context_length` came from
+    structured_output: str = ""  # how the server takes a JSON schema, when that is known
 
 
 def new_backoff(rng: random.Random | None = None) -> Backoff:
@@ -118,10 +120,14 @@ def model_info(model: str, shown: ollama.ShowResponse) -> ModelInfo:
             for key, value in (shown.modelinfo or {}).items()
             if key.endswith(".context_length") and isinstance(value, int) and value > 0
         ),
-        DEFAULT_CONTEXT,
+        None,
     )
     return ModelInfo(
-        model, context, "tools" in capabilities or not capabilities, "thinking" in capabilities
+        model,
+        context or DEFAULT_CONTEXT,
+        "tools" in capabilities or not capabilities,
+        "thinking" in capabilities,
+        "Ollama's /api/show" if context else "lorebot's default: Ollama does not say it",
     )
 
 

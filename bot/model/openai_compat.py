@@ -24,7 +24,12 @@ from bot.config.model_sections import OpenAISettings
 from bot.model.arguments import valid_text
 from bot.model.errors import ModelUnavailable, refused, unreachable, unreadable
 from bot.model.ollama import DEFAULT_CONTEXT, ModelInfo, OnContent, ServerEmbedder
-from bot.model.openai_shapes import StreamedCompletion, completion_request, ollama_body
+from bot.model.openai_shapes import (
+    StreamedCompletion,
+    completion_request,
+    ollama_body,
+    reported_context,
+)
 from bot.model.quick_embed import pooled
 
 _log = logging.getLogger(__name__)
@@ -32,10 +37,15 @@ _log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MISSING_FIX = "serve the model at openai.base_url, or set openai.model to one /v1/models lists"
+UNREACHABLE_FIX = (
+    "start the server, or set openai.base_url (LOREBOT_OPENAI__BASE_URL, or OPENAI_BASE_URL) "
+    "to where it runs; lorebot still answers from memory without it"
+)
 CONTEXT_FIX = (
     "the prompt is longer than the model's context: set openai.context_tokens "
     "(LOREBOT_OPENAI__CONTEXT_TOKENS) to the server's context length"
 )
+DEFAULT_SOURCE = "lorebot's default: the server does not say it; openai.context_tokens sets it"
 # Words servers use when a prompt does not fit the context (vLLM, llama.cpp, LiteLLM).
 _CONTEXT_WORDS = ("context length", "context window", "maximum context", "n_ctx", "too long")
 
@@ -62,9 +72,10 @@ def unavailable(exc: BaseException, *, url: str, model: str, within: float) -> M
             )
         return refused(exc.status_code, message, host=url, model=model, server="the server")
     if isinstance(exc, openai.APITimeoutError | TimeoutError):
-        return unreachable(url, f"no answer within {within:g} s")
+        return unreachable(url, f"no answer within {within:g} s", fix=UNREACHABLE_FIX)
     if isinstance(exc, (openai.APIConnectionError, ConnectionError, *TRANSPORT_ERRORS)):
-        return unreachable(url, "cannot connect" if _refused(exc) else "the connection broke")
+        why = "cannot connect" if _refused(exc) else "the connection broke"
+        return unreachable(url, why, fix=UNREACHABLE_FIX)
     return unreadable(model, exc)
 
 
@@ -137,6 +148,7 @@ class OpenAIClient:
         )
         self._closed = False
         self._schema_style = "json_schema"
+        self._props = True  # whether the server may have llama.cpp's /props
 
     @classmethod
     def for_settings(cls, settings: OpenAISettings) -> OpenAIClient:
@@ -151,10 +163,11 @@ class OpenAIClient:
 
     async def fetch_model_info(self, model: str) -> ModelInfo:
         """Probe `model` in `/v1/models` within the probe timeout. The context length is
-        `openai.context_tokens`, else what the server says (vLLM's `max_model_len`), else
+        `openai.context_tokens`, else what the server says (`reported_context`: llama.cpp's
+        `/props`, asked within a probe timeout of its own, or vLLM's `max_model_len`), else
         lorebot's default; tools are taken as supported."""
 
-        async def listed() -> ModelInfo:
+        async def listed() -> dict[str, Any]:
             page = await self._api.models.list()
             found = {entry.id: entry for entry in page.data}
             if model not in found:
@@ -164,14 +177,30 @@ class OpenAIClient:
                     kind="missing",
                     fix=MISSING_FIX,
                 )
-            extra = found[model].model_extra or {}
-            reported = extra.get("max_model_len") or extra.get("context_length")
-            context = self.context_tokens or (
-                reported if isinstance(reported, int) and reported > 0 else DEFAULT_CONTEXT
-            )
-            return ModelInfo(model, context, True, False)
+            return found[model].model_dump()
 
-        return await self._call(listed(), model, self.probe_timeout_s)
+        entry = await self._call(listed(), model, self.probe_timeout_s)
+        if self.context_tokens is not None:
+            context, source = self.context_tokens, "openai.context_tokens"
+        else:
+            said = entry.get("max_model_len") or entry.get("context_length")
+            props = None if said else await self._fetch_props()
+            context, source = reported_context(entry, props) or (DEFAULT_CONTEXT, DEFAULT_SOURCE)
+        return ModelInfo(model, context, True, False, source)
+
+    async def _fetch_props(self) -> Any:
+        """llama.cpp's `/props` (beside `/v1`), or None from a server without one, which is
+        not asked again, or one that does not answer it within the probe timeout."""
+        if not self._props:
+            return None
+        try:
+            async with asyncio.timeout(self.probe_timeout_s):
+                return await self._api.get(f"{self.host.removesuffix('/v1')}/props", cast_to=object)
+        except openai.APIStatusError:
+            self._props = False
+        except FAILURES as exc:
+            _log.debug("no /props from %s: %s", self.host, exc)
+        return None
 
     async def fetch_chat(self, request: Mapping[str, Any]) -> Any:
         """One non-streaming completion, as the body of Ollama's `/api/chat`."""

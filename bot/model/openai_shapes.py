@@ -75,6 +75,31 @@ def completion_request(
     return kwargs
 
 
+def _count(table: Any, key: str) -> int | None:
+    """A positive whole number at `key` of a JSON object, else None."""
+    value = table.get(key) if isinstance(table, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def reported_context(entry: Mapping[str, Any], props: Any = None) -> tuple[int, str] | None:
+    """The context length a server gives for its model, and where it gave it: llama.cpp's
+    `/props` (its `n_ctx`, what one request may use), vLLM's `max_model_len` or another's
+    `context_length` in the model's `/v1/models` entry, else the context the model was
+    trained for, from llama.cpp's `meta` there (the server may run with less)."""
+    entry = dict(entry)
+    settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+    found = [
+        (_count(settings, "n_ctx"), "the server's /props n_ctx"),
+        (_count(entry, "max_model_len"), "the server's max_model_len in /v1/models"),
+        (_count(entry, "context_length"), "the server's context_length in /v1/models"),
+        (
+            _count(entry.get("meta"), "n_ctx_train"),
+            "the model's n_ctx_train in /v1/models: the server may run with less",
+        ),
+    ]
+    return next(((count, source) for count, source in found if count), None)
+
+
 def _arguments(text: str | None) -> Any:
     """A call's arguments: the decoded JSON string, or the string itself when it is not
     JSON (the agent then tells the model what was wrong)."""

@@ -217,9 +217,9 @@ def test_doctor_reports_a_failing_check_and_exits_1(
     report = json.loads(out)
     checks = {c["name"]: c for c in report["checks"]}
     assert report["ok"] is False
-    assert checks["ollama"]["ok"] is False
-    assert checks["ollama"]["detail"] == f"unreachable at {NOWHERE} (cannot connect)"
-    assert "ollama serve" in checks["ollama"]["fix"]
+    assert checks["model"]["ok"] is False
+    assert checks["model"]["detail"] == f"unreachable at {NOWHERE} (cannot connect)"
+    assert "ollama serve" in checks["model"]["fix"]
     assert checks["config"] == {
         "name": "config", "ok": True, "detail": "loaded from the environment and defaults",
         "fix": None}  # fmt: skip
@@ -247,7 +247,7 @@ def test_json_values_carry_no_markdown_the_text_form_shows(
 ) -> None:
     monkeypatch.setenv("LOREBOT_OLLAMA__HOST", NOWHERE)
     text = run(capsys, "doctor")[1]
-    assert "✗ ollama" in text and "(`ollama serve`)" in text
+    assert "✗ model" in text and "(`ollama serve`)" in text
     assert "none configured (`lorebot chat` still works)" in text
 
     report = json.loads(run(capsys, "doctor", "--json")[1])

@@ -219,7 +219,7 @@ def test_doctor_reports_each_check_with_a_fix(
     code, out, _ = run_cli(capsys, "doctor")
     assert code == 1
     assert "✓ database:" in out and "FTS5 works" in out
-    assert "✗ ollama: unreachable at http://127.0.0.1:9" in out and "fix: start Ollama" in out
+    assert "✗ model: unreachable at http://127.0.0.1:9" in out and "fix: start Ollama" in out
 
 
 async def test_doctor_passes_against_a_working_model(

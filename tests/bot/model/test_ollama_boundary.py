@@ -305,7 +305,7 @@ async def test_ollama_host_is_ignored_when_lorebot_has_a_host_setting(
         config.write_text(f'[ollama]\nhost = "{nowhere}"\n')
         argv = ["--config", str(config)]
     out = await doctor(capsys, *argv)
-    assert f"✗ ollama: unreachable at {nowhere} (cannot connect)" in out
+    assert f"✗ model: unreachable at {nowhere} (cannot connect)" in out
     assert fake_ollama.requests == []
 
 
