@@ -126,12 +126,13 @@ async def check_postgresql(settings: Settings) -> list[Check]:
 async def check_model(settings: Settings) -> list[Check]:
     """The model probed as the daemon probes it, within the backend's probe timeout: one
     check named `model` whether it passes or not, saying where its context length came
-    from."""
+    from; on an OpenAI-compatible server, also how it takes structured output."""
     from bot.model.client import chat_client
     from bot.model.errors import ModelUnavailable
+    from bot.model.response_formats import ResponseFormats
 
     server = settings.model_server
-    client = chat_client(server)
+    client = chat_client(server, ResponseFormats.beside(settings.database.path))
     try:
         info = await client.fetch_model_info(server.model)
     except ModelUnavailable as exc:
@@ -141,6 +142,12 @@ async def check_model(settings: Settings) -> list[Check]:
     checks = [Check(True, "model", f"{server.model} at {server.url}, context "
                     f"{info.context_length} tokens ({info.context_from}), thinking "
                     f"{'yes' if info.supports_thinking else 'no'}")]  # fmt: skip
+    if server.backend == "openai":
+        learnt = info.structured_output or (
+            "not tried yet on this server (the first structured answer, such as a drafted "
+            "note, finds out and keeps it)"
+        )
+        checks.append(Check(True, "structured output", learnt))
     if not info.supports_tools:
         checks.append(Check(False, "model tools", f"{server.model} does not support tools",
                             "pick a model with tool support (e.g. qwen3:8b); without it lorebot "

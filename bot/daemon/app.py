@@ -36,6 +36,7 @@ from bot.jobs.patterns import PatternJob
 from bot.jobs.reflection import ReflectionJob
 from bot.jobs.runner import Job, JobRunner
 from bot.model.client import Model
+from bot.model.response_formats import ResponseFormats
 from bot.storage import database_url, open_leadership, open_memory
 from bot.tasks import TaskTracker
 from bot.tools.actions import sync_server_tools
@@ -120,7 +121,9 @@ class Bot:
         self.daily_logs = stores.daily_logs
         self.proposals = stores.proposals
         self.model = Model(
-            settings.model_server, max_concurrent=settings.bot.max_concurrent_model_calls
+            settings.model_server,
+            max_concurrent=settings.bot.max_concurrent_model_calls,
+            formats=ResponseFormats.beside(settings.database.path),
         )
         self._stack.push_async_callback(self.model.close)
         self.actions = stores.actions

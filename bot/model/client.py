@@ -38,6 +38,7 @@ from bot.model.ollama import (
     OnContent,
     new_backoff,
 )
+from bot.model.response_formats import ResponseFormats
 
 __all__ = [
     "DEFAULT_CONTEXT",
@@ -98,17 +99,21 @@ class ChatClient(Protocol):
     async def close(self) -> None: ...
 
 
-def chat_client(settings: OllamaSettings | OpenAISettings) -> ChatClient:
-    """The client of the configured backend's server (the openai package only for it)."""
+def chat_client(
+    settings: OllamaSettings | OpenAISettings, formats: ResponseFormats | None = None
+) -> ChatClient:
+    """The client of the configured backend's server (the openai package only for it);
+    `formats` keeps how an OpenAI-compatible server takes a JSON schema."""
     if isinstance(settings, OpenAISettings):
         from bot.model.openai_compat import OpenAIClient
 
-        return OpenAIClient.for_settings(settings)
+        return OpenAIClient.for_settings(settings, formats)
     return OllamaClient.for_settings(settings)
 
 
 class Model:
-    """The chat model lorebot talks to, with its capabilities and health."""
+    """The chat model lorebot talks to, with its capabilities and health; `formats` keeps
+    how an OpenAI-compatible server takes a JSON schema (in memory only when None)."""
 
     def __init__(
         self,
@@ -117,9 +122,10 @@ class Model:
         max_concurrent: int = 2,
         monotonic: Callable[[], float] = time.monotonic,
         backoff: Backoff | None = None,
+        formats: ResponseFormats | None = None,
     ) -> None:
         self.settings = settings
-        self.client = chat_client(settings)
+        self.client = chat_client(settings, formats)
         told = settings.context_tokens if isinstance(settings, OpenAISettings) else None
         context = told or DEFAULT_CONTEXT
         self.info = ModelInfo(settings.model, context, True, False)

@@ -31,6 +31,13 @@ from bot.model.openai_shapes import (
     reported_context,
 )
 from bot.model.quick_embed import pooled
+from bot.model.response_formats import (
+    STYLES,
+    Learnt,
+    ResponseFormats,
+    other_style,
+    server_of,
+)
 
 _log = logging.getLogger(__name__)
 
@@ -133,6 +140,7 @@ class OpenAIClient:
         probe_timeout_s: float,
         context_tokens: int | None = None,
         reasoning_effort: str | None = None,
+        formats: ResponseFormats | None = None,
     ) -> None:
         self.host = base_url
         self.reasoning_effort = reasoning_effort
@@ -147,11 +155,14 @@ class OpenAIClient:
             max_retries=0,
         )
         self._closed = False
-        self._schema_style = "json_schema"
+        self.formats = formats or ResponseFormats(None)
+        self._servers: dict[str, str] = {}  # each model's `server_of`, from the last probe
         self._props = True  # whether the server may have llama.cpp's /props
 
     @classmethod
-    def for_settings(cls, settings: OpenAISettings) -> OpenAIClient:
+    def for_settings(
+        cls, settings: OpenAISettings, formats: ResponseFormats | None = None
+    ) -> OpenAIClient:
         return cls(
             settings.base_url,
             api_key=settings.key(),
@@ -159,6 +170,7 @@ class OpenAIClient:
             probe_timeout_s=settings.probe_timeout_s,
             context_tokens=settings.context_tokens,
             reasoning_effort=settings.reasoning_effort,
+            formats=formats,
         )
 
     async def fetch_model_info(self, model: str) -> ModelInfo:
@@ -180,13 +192,15 @@ class OpenAIClient:
             return found[model].model_dump()
 
         entry = await self._call(listed(), model, self.probe_timeout_s)
+        self._servers[model] = server = server_of(entry)
         if self.context_tokens is not None:
             context, source = self.context_tokens, "openai.context_tokens"
         else:
             said = entry.get("max_model_len") or entry.get("context_length")
             props = None if said else await self._fetch_props()
             context, source = reported_context(entry, props) or (DEFAULT_CONTEXT, DEFAULT_SOURCE)
-        return ModelInfo(model, context, True, False, source)
+        learnt = self.formats.get(self.host, model, server)
+        return ModelInfo(model, context, True, False, source, learnt.describe() if learnt else "")
 
     async def _fetch_props(self) -> Any:
         """llama.cpp's `/props` (beside `/v1`), or None from a server without one, which is
@@ -206,20 +220,37 @@ class OpenAIClient:
         """One non-streaming completion, as the body of Ollama's `/api/chat`."""
 
         async def create() -> Any:
-            try:
-                completion = await self._create(request)
-            except openai.APIStatusError as exc:
-                if not request.get("format") or "response_format" not in str(exc):
-                    raise
-                self._schema_style = "json_object"  # this server's way, from now on
-                completion = await self._create(request)
-            return ollama_body(completion)
+            if request.get("format"):
+                return ollama_body(await self._create_structured(request))
+            return ollama_body(await self._create(request))
 
         return await self._call(create(), str(request.get("model", "")), self.timeout_s)
 
-    async def _create(self, request: Mapping[str, Any], **extra: Any) -> Any:
+    async def _create_structured(self, request: Mapping[str, Any]) -> Any:
+        """A completion held to a JSON schema, sent as the server took one before (kept in
+        `formats`), else as the API's `json_schema`; when that is refused, the other way,
+        which is then kept for this server."""
+        model = str(request.get("model", ""))
+        server = self._servers.get(model)
+        known = self.formats.get(self.host, model, server)
+        style = known.style if known else STYLES[0]
+        try:
+            completion = await self._create(request, style=style)
+        except openai.APIStatusError as exc:
+            if "response_format" not in str(exc):
+                raise
+            completion = await self._create(request, style=other_style(style))
+            self.formats.remember(self.host, model, Learnt(other_style(style), style, server))
+            return completion
+        if known is None:
+            self.formats.remember(self.host, model, Learnt(style, None, server))
+        return completion
+
+    async def _create(
+        self, request: Mapping[str, Any], *, style: str = STYLES[0], **extra: Any
+    ) -> Any:
         kwargs = completion_request(
-            request, schema_style=self._schema_style, reasoning_effort=self.reasoning_effort
+            request, schema_style=style, reasoning_effort=self.reasoning_effort
         )
         return await self._api.chat.completions.create(**kwargs, **extra)
 

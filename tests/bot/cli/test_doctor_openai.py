@@ -1,6 +1,7 @@
 """`lorebot doctor` with an OpenAI-compatible server (`model.backend = "openai"`): one check
-named `model` whether the server answers or not, with the OpenAI backend's fix, and the
-context length said with where it came from. The server is a fake on 127.0.0.1."""
+named `model` whether the server answers or not, with the OpenAI backend's fix; the context
+length said with where it came from; and how the server takes structured output. The
+server is a fake on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -10,10 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from bot.cli.main import main
+from bot.config.model_sections import OpenAISettings
+from bot.model.client import Model
+from bot.model.response_formats import ResponseFormats
+from bot.model.structured import ask_structured
 from tests.fakes.openai import FakeOpenAI, serving
 from tests.support.llama import free_port
+
+
+class Summary(BaseModel):
+    summary: str
 
 
 def use_openai(monkeypatch: pytest.MonkeyPatch, url: str, **values: str) -> None:
@@ -115,3 +125,24 @@ async def test_the_context_length_is_said_with_where_it_came_from(
             monkeypatch.setenv("LOREBOT_OPENAI__CONTEXT_TOKENS", configured)
         out = await doctor(capsys)
     assert f"✓ model: qwen3 at {fake.url}, {said}, thinking no" in out
+
+
+# --- structured output -----------------------------------------------------------------------
+
+
+async def test_doctor_says_how_the_server_takes_structured_output_once_it_is_known(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with serving(FakeOpenAI(refused_styles={"json_schema"})) as fake:
+        use_openai(monkeypatch, fake.url)
+        assert "✓ structured output: not tried yet on this server" in await doctor(capsys)
+        # The daemon's first drafted note, with the database where doctor looks.
+        settings = OpenAISettings(base_url=fake.url, model="qwen3", timeout_s=30.0)
+        formats = ResponseFormats.beside(env / "cli.db")
+        model = Model(settings, formats=formats)
+        try:
+            await ask_structured(model, "Summarise: deploys run on Tuesdays.", Summary)
+        finally:
+            await model.close()
+        out = await doctor(capsys)
+    assert "✓ structured output: json_object (json_schema refused)" in out
