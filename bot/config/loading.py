@@ -27,7 +27,14 @@ from bot.config.paths import (
     ENV_PREFIX,
     find_config_file,
 )
-from bot.config.settings import Settings, item_model, section_model, setting_fields, variable_name
+from bot.config.settings import (
+    Settings,
+    SettingsConflict,
+    item_model,
+    section_model,
+    setting_fields,
+    variable_name,
+)
 from bot.errors import ConfigError
 
 
@@ -207,6 +214,10 @@ def describe_errors(exc: ValidationError, inputs: SettingsInputs) -> list[str]:
             lines.append(f"{key} in {source} is not a lorebot setting: "
                          f"{_nearest(dotted, _dotted_names())}")  # fmt: skip
             continue
+        conflict = error.get("ctx", {}).get("error")
+        if isinstance(conflict, SettingsConflict):  # raised for the whole settings
+            lines.append(_conflict_line(conflict, inputs))
+            continue
         message = error["msg"].removeprefix("Value error, ")
         field = _field_at(loc)
         if error["type"] == "string_pattern_mismatch" and field and field.description:
@@ -215,3 +226,17 @@ def describe_errors(exc: ValidationError, inputs: SettingsInputs) -> list[str]:
         where = f"or {variable_name(keys)}" if source.origin == "default" else str(source)
         lines.append(f"{key} ({where}): {message}")
     return lines
+
+
+def _where(path: Sequence[str], inputs: SettingsInputs) -> str:
+    """Where a setting was set, or the variable that would set it."""
+    source = inputs.source_of(path)
+    return f"or {variable_name(path)}" if source.origin == "default" else str(source)
+
+
+def _conflict_line(conflict: SettingsConflict, inputs: SettingsInputs) -> str:
+    """Settings that do not go together, each named with where it was set."""
+    causes = "; ".join(_where(path, inputs) for path in conflict.because)
+    because = f" ({causes})" if causes else ""
+    where = _where(conflict.path, inputs)
+    return f"{'.'.join(conflict.path)} ({where}): {conflict.detail}{because}: {conflict.fix}"

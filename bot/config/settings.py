@@ -65,6 +65,22 @@ class SystemdEnvironment:
     watchdog_usec: int | None
 
 
+class SettingsConflict(ValueError):
+    """Settings that do not go together: the one at `path` is `detail` because of those at
+    `because`, and `fix` says what to do. The loader names where each of them was set."""
+
+    def __init__(
+        self,
+        path: tuple[str, ...],
+        detail: str,
+        fix: str,
+        *,
+        because: tuple[tuple[str, ...], ...] = (),
+    ) -> None:
+        super().__init__(f"{'.'.join(path)} is {detail}: {fix} ({variable_name(path)})")
+        self.path, self.detail, self.fix, self.because = path, detail, fix, because
+
+
 def systemd_environment() -> SystemdEnvironment:
     usec = os.environ.get("WATCHDOG_USEC", "")
     pid = os.environ.get("WATCHDOG_PID", "")
@@ -135,9 +151,11 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _openai_needs_a_model(self) -> Settings:
         if self.model.backend == "openai" and not self.openai.model:
-            raise ValueError(
-                'model.backend is "openai" but openai.model is not set: name the model as '
-                "the server's /v1/models lists it (LOREBOT_OPENAI__MODEL)"
+            raise SettingsConflict(
+                ("openai", "model"),
+                'not set, but model.backend is "openai"',
+                "name the model as the server's /v1/models lists it",
+                because=(("model", "backend"),),
             )
         return self
 

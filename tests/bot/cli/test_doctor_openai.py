@@ -1,7 +1,7 @@
 """`lorebot doctor` with an OpenAI-compatible server (`model.backend = "openai"`): one check
 named `model` whether the server answers or not, with the OpenAI backend's fix; the context
-length said with where it came from; and how the server takes structured output. The
-server is a fake on 127.0.0.1."""
+length said with where it came from; how the server takes structured output; and a missing
+`openai.model` named with where the backend was chosen. The server is a fake on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -146,3 +146,33 @@ async def test_doctor_says_how_the_server_takes_structured_output_once_it_is_kno
             await model.close()
         out = await doctor(capsys)
     assert "✓ structured output: json_object (json_schema refused)" in out
+
+
+# --- a missing openai.model --------------------------------------------------------------------
+
+MISSING = (
+    'openai.model ({model}): not set, but model.backend is "openai" ({backend}): name the '
+    "model as the server's /v1/models lists it"
+)
+
+
+@pytest.mark.parametrize("where", ["environment", ".env", "config file"])
+async def test_a_missing_openai_model_names_where_the_backend_was_chosen(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    argv: list[str] = []
+    model = "or LOREBOT_OPENAI__MODEL"
+    if where == "environment":
+        monkeypatch.setenv("LOREBOT_MODEL__BACKEND", "openai")
+        backend = "LOREBOT_MODEL__BACKEND in the environment"
+    elif where == ".env":
+        (env / ".env").write_text("LOREBOT_MODEL__BACKEND=openai\nLOREBOT_OPENAI__MODEL=\n")
+        backend = f"LOREBOT_MODEL__BACKEND in {env / '.env'}"
+        model = f"LOREBOT_OPENAI__MODEL in {env / '.env'}"
+    else:
+        config = env / "lorebot.toml"
+        config.write_text('[model]\nbackend = "openai"\n')
+        argv, backend = ["--config", str(config)], str(config)
+    out = await doctor(capsys, *argv)
+    expected = MISSING.format(model=model, backend=backend)
+    assert out.splitlines()[0] == f"✗ config: {expected}"
