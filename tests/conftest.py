@@ -62,6 +62,24 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(socket.socket, "connect_ex", guarded(real_connect_ex))
 
 
+REAL_MODEL_FIXTURES = {"llama_chat", "llama_embed"}
+
+
+def _runs_the_real_model(item: pytest.Item) -> bool:
+    if REAL_MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    module = getattr(item, "module", None)
+    return hasattr(module, "LlamaServer")  # the module starts servers of its own
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that run the real model, so that `pytest -m "not real_model"` runs
+    the quick part of the suite without them."""
+    for item in items:
+        if _runs_the_real_model(item):
+            item.add_marker(pytest.mark.real_model)
+
+
 _failed = pytest.StashKey[bool]()
 
 
