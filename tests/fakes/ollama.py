@@ -17,6 +17,8 @@ what the client sent (``fake.chat_requests``)::
     fake.vectors["some text"] = [1.0, 0.0, ...]  # /api/embed returns this for that text
     fake.hold_embeds(after=3)                    # embed requests after the 3rd wait …
     fake.release_embeds()                        # … until released
+    fake.hold_chats()                            # chat requests wait …
+    fake.release_chats()                         # … until released
     await fake.down()                            # stop listening: connection refused
     await fake.up()                              # listen again on the same port
 
@@ -191,6 +193,7 @@ class FakeOllama:
     _arrived: asyncio.Event | None = field(default=None, init=False, repr=False)
     _hold_after: int | None = field(default=None, init=False, repr=False)
     _released: asyncio.Event | None = field(default=None, init=False, repr=False)
+    _chats_released: asyncio.Event | None = field(default=None, init=False, repr=False)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -370,6 +373,22 @@ class FakeOllama:
         if self._released is not None:
             self._released.set()
 
+    def hold_chats(self) -> None:
+        """Hold the /api/chat requests from now on: each is recorded on arrival, then waits
+        until ``release_chats()`` (or until its client goes away) before it is answered.
+
+        A test can thus keep a turn waiting for the model as long as it needs, and let the
+        answer come at the moment it chooses: ``await fake.wait_for_requests(n)`` returns
+        once the n-th request is held.
+        """
+        self._chats_released = asyncio.Event()
+
+    def release_chats(self) -> None:
+        """Answer the held /api/chat requests, and the following ones at once."""
+        released, self._chats_released = self._chats_released, None
+        if released is not None:
+            released.set()
+
     def _embed_gate(self) -> asyncio.Event | None:
         """What a just-recorded /api/embed request must wait for, when it is held."""
         if self._hold_after is None or len(self.requests_to("/api/embed")) <= self._hold_after:
@@ -473,6 +492,8 @@ class FakeOllama:
         if body.get("think") and "thinking" not in self.capabilities:
             return _json({"error": f'"{model}" does not support thinking'}, status=400)
 
+        if (held := self._chats_released) is not None:
+            await held.wait()
         scripted = self._queue.popleft() if self._queue else _Reply(self.default_reply(body))
         if self._delays:
             await asyncio.sleep(self._delays.popleft())

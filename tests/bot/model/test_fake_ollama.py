@@ -177,6 +177,21 @@ async def test_down_cuts_off_a_request_in_flight(
     assert not isinstance(raised.value, ConnectionError)
 
 
+async def test_held_chats_are_recorded_and_answered_once_released(
+    fake_ollama: FakeOllama, client: ollama.AsyncClient
+) -> None:
+    fake_ollama.reply("first")
+    fake_ollama.hold_chats()
+    pending = asyncio.create_task(client.chat(model=MODEL, messages=HELLO))
+    await fake_ollama.wait_for_requests(1)
+    assert not pending.done()
+
+    fake_ollama.release_chats()
+
+    assert (await pending).message.content == "first"
+    assert (await client.chat(model=MODEL, messages=HELLO)).message.content == "ok"
+
+
 async def test_recorded_request_carries_tools_format_think_and_options(
     fake_ollama: FakeOllama, client: ollama.AsyncClient
 ) -> None:
