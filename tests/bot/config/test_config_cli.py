@@ -73,8 +73,8 @@ INVALID = [
      "higher than the maximum value (23)): write five fields, minute hour day month weekday, "
      "e.g. '30 23 * * *'"),
     ({}, '[[jobs.digests]]\nchannel = "channel:slack/C1"\ncron = "every morning"\n',
-     "jobs.digests.0.cron ({config}): 'every morning' is not a cron expression (Wrong number "
-     "of fields; got 2, expected 5): write five fields, minute hour day month weekday, "
+     "jobs.digests.0.cron ({config}): 'every morning' is not a cron expression (wrong number "
+     "of fields: got 2, expected 5): write five fields, minute hour day month weekday, "
      "e.g. '30 23 * * *'"),
     ({"LOREBOT_SKILLS__CHANNELS": "channel:slack/C1=deploy"}, None,
      "LOREBOT_SKILLS__CHANNELS in the environment is not valid JSON (Expecting value: line 1 "
