@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from adapters.base import (
     APPROVE,
@@ -31,12 +31,10 @@ from adapters.base import (
     ReplyStream,
     UserRef,
 )
+from adapters.console.screen import LineWriter, Screen
 from adapters.console.stream import ConsoleReplyStream
 from adapters.console.terminal import history_for, logs_through, on_sigint, typeahead_unechoed
 from adapters.console.text import plain_text
-
-if TYPE_CHECKING:
-    pass
 
 _log = logging.getLogger(__name__)
 
@@ -96,6 +94,7 @@ class ConsoleAdapter:
         self._session: list[str] = []  # the cards this chat posted, oldest first
         self._last_sent: tuple[str, str] = ("", "")
         self._interrupted: asyncio.Future[None] | None = None  # set while waiting
+        self._screen = Screen(lambda: self.stdout, terminal=self.stdout.isatty())
 
     async def start(self, sink: EventSink) -> None:
         self._sink = sink
@@ -104,8 +103,7 @@ class ConsoleAdapter:
         self._sink = None
 
     def _print(self, text: str) -> None:
-        self.stdout.write(text + "\n")
-        self.stdout.flush()
+        self._screen.line(text)
 
     async def send(self, conversation: ConversationRef, text: str) -> PostedMessage:
         message_id = f"console-{uuid.uuid4().hex[:12]}"
@@ -116,11 +114,9 @@ class ConsoleAdapter:
     stream_interval_s = 0.0
 
     def stream_reply(self, conversation: ConversationRef, recipient: UserRef) -> ReplyStream:
-        """The reply printed as it is written, at a terminal; piped, printed when done."""
-        return ConsoleReplyStream(
-            conversation, lambda: self.stdout, self.bot_name, plain_text,
-            live=self.stdout.isatty(),
-        )  # fmt: skip
+        """The reply printed as it is written, at a terminal while no prompt is up; else
+        printed when done."""
+        return ConsoleReplyStream(conversation, self._screen, self.bot_name, plain_text)
 
     async def edit(self, posted: PostedMessage, text: str) -> None:
         self._forget_card(posted.message_id)
@@ -266,7 +262,7 @@ class ConsoleAdapter:
         loop = asyncio.get_running_loop()
         with (
             patch_stdout(),
-            logs_through(sys.stdout, terminal),
+            logs_through(LineWriter(self._screen), terminal),
             on_sigint(lambda: loop.call_soon_threadsafe(self._interrupt)),
         ):
             self.stdout = sys.stdout
@@ -274,7 +270,8 @@ class ConsoleAdapter:
                 await self._show_open_cards()
                 while True:
                     try:
-                        line = await session.prompt_async(f"{self.user.name}> ")
+                        with self._screen.prompt():
+                            line = await session.prompt_async(f"{self.user.name}> ")
                     except KeyboardInterrupt:
                         continue
                     except EOFError:

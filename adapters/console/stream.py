@@ -5,33 +5,31 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
-from typing import TextIO
 
 from adapters.base import ConversationRef, PostedMessage
+from adapters.console.screen import Screen
 
 # Characters that may start markup, whose plain form is known only once the line is done.
 _MARKUP = re.compile(r"[*_~`<>&\[\]#|•]")
 
 
 class ConsoleReplyStream:
-    """Prints each new piece of the reply after `name> ` as plain text: prose as it comes,
-    a line with markup once it is complete. The final text is printed again in full only
-    when it is not what was printed (a notice added, the reply cut, a code block)."""
+    """Prints each new piece of the reply after `name> ` as plain text, while the screen can
+    show an unfinished line: prose as it comes, a line with markup once it is complete. The
+    final text is printed again in full when it is not what was printed (a notice added, the
+    reply cut, a code block), or when its line was cut (the prompt came back meanwhile)."""
 
     def __init__(
         self,
         conversation: ConversationRef,
-        stdout: Callable[[], TextIO],
+        screen: Screen,
         name: str,
         plain: Callable[[str], str],
-        *,
-        live: bool,
     ) -> None:
         self.conversation = conversation
-        self._stdout = stdout  # read at each write: the terminal chat swaps it for its proxy
+        self._screen = screen
         self._name = name
         self._plain = plain
-        self._live = live  # piped output gets the whole reply at once
         self._printed = ""
         self._done = ""  # the complete lines of the text last shown, and their plain form
         self._done_plain = ""
@@ -43,15 +41,16 @@ class ConsoleReplyStream:
 
     async def show(self, text: str) -> None:
         printable = self._printable(text)
-        if not self._live or not printable.startswith(self._printed):
+        if not printable.startswith(self._printed) or printable == self._printed:
             return
-        if printable == self._printed:
+        if self._printed and not self._screen.holds(self):
+            return  # its line was cut: the whole reply is printed when it is done
+        piece = printable[len(self._printed) :]
+        if not self._screen.extend(self, piece if self._printed else f"{self._name}> {piece}"):
             return
+        self._printed = printable
         if self._posted is None:
             self._posted = PostedMessage(self.conversation, f"console-{uuid.uuid4().hex[:12]}")
-            self._write(f"{self._name}> ")
-        self._write(printable[len(self._printed) :])
-        self._printed = printable
 
     def _printable(self, text: str) -> str:
         """The plain text that will not change as the model writes on: the complete lines,
@@ -67,15 +66,11 @@ class ConsoleReplyStream:
         plain = self._plain(text)
         if self._posted is None:
             self._posted = PostedMessage(self.conversation, f"console-{uuid.uuid4().hex[:12]}")
-            self._write(f"{self._name}> {plain}\n")
-        elif plain.startswith(self._printed):
-            self._write(plain[len(self._printed) :] + "\n")
+        printed, self._printed = self._printed, plain
+        if printed and plain.startswith(printed):
+            if self._screen.finish(self, plain[len(printed) :]):
+                return self._posted
         else:
-            self._write(f"\n{self._name}> {plain}\n")
-        self._printed = plain
+            self._screen.finish(self, "")  # what it printed stays, as it was
+        self._screen.line(f"{self._name}> {plain}")
         return self._posted
-
-    def _write(self, text: str) -> None:
-        stdout = self._stdout()
-        stdout.write(text)
-        stdout.flush()

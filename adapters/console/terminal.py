@@ -3,6 +3,7 @@ prompt, Ctrl-C, and typeahead that is not echoed while the bot answers."""
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import signal
@@ -44,7 +45,7 @@ def history_for(path: Path | None) -> History:
 
 
 @contextmanager
-def logs_through(stream: TextIO, terminal: Sequence[TextIO]) -> Iterator[None]:
+def logs_through(stream: TextIO | io.TextIOBase, terminal: Sequence[TextIO]) -> Iterator[None]:
     """Point the logging handlers that write to the terminal at `stream`, so a log line
     appears above the prompt instead of inside what the person is typing."""
     moved = [

@@ -1,6 +1,6 @@
 """The terminal chat prints an answer as the model writes it, as plain text: prose at once,
 a line with markup once it is complete, and the whole answer again only when what was
-printed is not what the answer became."""
+printed is not what the answer became, or when another line cut it short."""
 
 from __future__ import annotations
 
@@ -50,3 +50,18 @@ async def test_piped_output_gets_the_whole_answer_once() -> None:
     assert piped.getvalue() == ""
     await stream.finish("Staging is **pg-stage-2**.")
     assert piped.getvalue() == "lorebot> Staging is pg-stage-2.\n"
+
+
+async def test_a_reply_whose_line_another_cut_is_printed_again_whole() -> None:
+    screen = Terminal()
+    adapter = console(screen)
+    stream = adapter.stream_reply(adapter.conversation, UserRef("console", "alice"))
+    await stream.show("Staging is")
+    await adapter.send(adapter.conversation, "Card #1 waits.")  # a line of its own comes
+    await stream.show("Staging is pg-stage-2")  # its line is gone: nothing more of it now
+
+    await stream.finish("Staging is pg-stage-2.")
+
+    assert screen.getvalue() == (
+        "lorebot> Staging is…\nlorebot> Card #1 waits.\nlorebot> Staging is pg-stage-2.\n"
+    )

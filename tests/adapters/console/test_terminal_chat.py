@@ -1,24 +1,12 @@
 """`lorebot chat` as a person uses it: the real command in a pseudo-terminal, typed into key
 by key and read from the screen, against the fake Ollama; then the same card answers
-through piped stdin, and the plain-text rendering of replies.
-
-prompt_toolkit needs a real terminal (it reads the size and switches the tty to raw mode),
-so the terminal tests give the child a pty as its controlling terminal with a fixed size.
-"""
+through piped stdin, and the plain-text rendering of replies."""
 
 from __future__ import annotations
 
 import asyncio
-import codecs
-import fcntl
 import io
 import json
-import os
-import re
-import struct
-import sys
-import termios
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -29,173 +17,14 @@ from memory import Scope
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.notes import SqliteNoteStore
 from tests.fakes.ollama import FakeOllama
-from tests.support.paths import ROOT as ROOT
+from tests.support import terminal
+from tests.support.terminal import EXPECT_S, Terminal, end_chat, start_chat
 
-CLEARED = ("LOREBOT_", "XDG_", "STATE_DIRECTORY", "OLLAMA_HOST", "NOTIFY_SOCKET", "WATCHDOG_")
-ROWS, COLUMNS = 30, 100
-START_S = 90.0  # importing and starting lorebot on a slow, shared machine
-EXPECT_S = 30.0
+# The fixture, bound by assignment: an imported name used as a test argument trips ruff's F811.
+chats = terminal.chats
+
 ALICE = Scope.parse("user:console/alice")
 TITLE = json.dumps({"topic": "staging-db", "summary": "the staging DB is pg-stage-2"})
-
-_ESCAPES = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: cursor moves, colours, erase
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: window title
-    r"|\x1b[()][0-9A-Za-z]"  # character sets
-    r"|\x1b[@-Z\\-_=>78]"  # the other two-character escapes
-    r"|[\r\x07]"
-)
-
-
-class Terminal:
-    """The person's side of a pseudo-terminal: keys go in, the screen's text comes out
-    (escape sequences removed), and expectations wait until a text appears."""
-
-    def __init__(self, master: int, process: asyncio.subprocess.Process) -> None:
-        self.master = master
-        self.process = process
-        self.closed = False
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._raw = ""
-        self._seen = 0
-        self._changed = asyncio.Event()
-        asyncio.get_running_loop().add_reader(master, self._read)
-
-    @property
-    def screen(self) -> str:
-        """Everything shown so far, as text."""
-        return _ESCAPES.sub("", self._raw)
-
-    def _read(self) -> None:
-        try:
-            data = os.read(self.master, 65536)
-        except OSError:  # EIO: the child closed its side
-            data = b""
-        if not data:
-            self.closed = True
-            asyncio.get_running_loop().remove_reader(self.master)
-        self._raw += self._decoder.decode(data)
-        self._changed.set()
-
-    async def expect(self, text: str, within: float = EXPECT_S, *, anywhere: bool = False) -> str:
-        """Wait until `text` appears after what earlier expectations matched (or anywhere,
-        for what is printed above a prompt that may be drawn first); return the screen
-        between the two."""
-        start = 0 if anywhere else self._seen
-        try:
-            async with asyncio.timeout(within):
-                while (found := self.screen.find(text, start)) < 0:
-                    if self.closed:
-                        raise AssertionError(f"lorebot ended before {text!r}")
-                    self._changed.clear()
-                    await self._changed.wait()
-        except TimeoutError:
-            raise AssertionError(f"{text!r} not shown; the screen ends:\n{self.tail()}") from None
-        between = self.screen[start:found]
-        self._seen = max(self._seen, found + len(text))
-        return between
-
-    def skip_to_end(self) -> None:
-        """Let the next expectation look only at what appears from now on."""
-        self._seen = len(self.screen)
-
-    def tail(self, lines: int = 25) -> str:
-        return "\n".join(self.screen.splitlines()[-lines:])
-
-    async def type(self, keys: str) -> None:
-        data = keys.encode()
-        for start in range(0, len(data), 256):
-            await asyncio.to_thread(_write_all, self.master, data[start : start + 256])
-
-    async def prompt(self) -> None:
-        """Wait for the prompt, ready for keys."""
-        await self.expect("alice>")
-
-    async def say(self, line: str) -> None:
-        await self.prompt()
-        await self.type(line + "\r")
-
-    async def exit_code(self, within: float = EXPECT_S) -> int:
-        async with asyncio.timeout(within):
-            return await self.process.wait()
-
-    async def close(self) -> None:
-        if self.process.returncode is None:
-            self.process.kill()
-            await self.process.wait()
-        if not self.closed:
-            asyncio.get_running_loop().remove_reader(self.master)
-        os.close(self.master)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    while data:
-        data = data[os.write(fd, data) :]
-
-
-def _take_terminal() -> None:
-    """In the child, after `setsid`: make the pty its controlling terminal, so Ctrl-C
-    becomes SIGINT as at a real terminal."""
-    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-def chat_env(home: Path, fake: FakeOllama) -> dict[str, str]:
-    """A fresh person's environment: their own HOME and XDG folders, lorebot's database
-    under tmp, the fake Ollama, and an xterm."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(CLEARED)}
-    (home / "config" / "lorebot").mkdir(parents=True, exist_ok=True)
-    (home / "config" / "lorebot" / "config.toml").write_text("")  # never /etc/lorebot
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_DATA_HOME=str(home / "data"),
-        LOREBOT_DATABASE__PATH=str(home / "state" / "lorebot.db"),
-        LOREBOT_SKILLS__HOME_ROOT=str(home / "home-skills"),
-        LOREBOT_SKILLS__USER_ROOT=str(home / "user-skills"),
-        LOREBOT_OLLAMA__HOST=fake.url,
-        PYTHONPATH=str(ROOT),
-        PYTHONHASHSEED="0",
-        TERM="xterm",
-        LANG="C.UTF-8",
-        # This pty answers no cursor-position requests, which a real terminal would.
-        PROMPT_TOOLKIT_NO_CPR="1",
-    )
-    return env
-
-
-@pytest.fixture
-async def chats(fake_ollama: FakeOllama) -> AsyncIterator[list[Terminal]]:
-    """The chats a test starts, ended before the fake Ollama closes."""
-    started: list[Terminal] = []
-    yield started
-    for terminal in started:
-        await terminal.close()
-
-
-async def start_chat(chats: list[Terminal], home: Path, fake: FakeOllama, *argv: str) -> Terminal:
-    """`lorebot chat --user alice ARGV` in a new pseudo-terminal of ROWS x COLUMNS."""
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLUMNS, 0, 0))
-    try:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli.main", "chat", "--user", "alice", *argv,
-            cwd=home, env=chat_env(home, fake), stdin=slave, stdout=slave, stderr=slave,
-            start_new_session=True, preexec_fn=_take_terminal,
-        )  # fmt: skip
-    finally:
-        os.close(slave)
-    terminal = Terminal(master, process)
-    chats.append(terminal)
-    await terminal.expect("alice>", within=START_S)
-    terminal.skip_to_end()
-    return terminal
-
-
-async def end_chat(terminal: Terminal) -> None:
-    """Ctrl-D on an empty prompt: the chat ends cleanly."""
-    await terminal.type("\x04")
-    assert await terminal.exit_code() == 0, terminal.tail()
-    assert "Traceback" not in terminal.screen
 
 
 def chat_turns(fake: FakeOllama) -> list[str]:
@@ -273,6 +102,35 @@ async def test_ctrl_c_while_the_bot_answers_returns_to_the_prompt(
     await fake_ollama.down()  # the slow answer fails: it still arrives, above the prompt
     await chat.expect("lorebot> ")
     await chat.prompt()
+    await end_chat(chat)
+
+
+async def test_an_answer_that_comes_after_ctrl_c_is_shown_whole_above_the_prompt(
+    tmp_path: Path, fake_ollama: FakeOllama, chats: list[Terminal]
+) -> None:
+    answer = " ".join(f"word{n:03d}" for n in range(60)) + " end."  # five rows of the screen
+    chat = await start_chat(chats, tmp_path, fake_ollama)
+    asked = len(fake_ollama.chat_requests)
+    fake_ollama.reply(answer)
+    fake_ollama.hold_chats()
+    await chat.type("what takes so long?\r")
+    await fake_ollama.wait_for_requests(asked + 1, within=EXPECT_S)
+    await chat.type("\x03")
+    await chat.expect("(stopped waiting; the answer will appear here when it is ready)")
+    typed = "and then " * 15  # the next line, half typed: the prompt takes two rows
+    await chat.prompt()
+    await chat.type(typed)
+    await chat.expect(typed[-20:])
+
+    fake_ollama.release_chats()
+
+    await chat.expect("end.")
+    await chat.expect(typed[-20:])  # the prompt, drawn again below the answer
+    shown = "".join(chat.display)  # the rows as the terminal shows them, wrapped text joined
+    assert f"lorebot> {answer}" in shown, "\n".join(chat.display)
+    assert f"alice> {typed}" in shown
+    await chat.type("\x03")  # drops the half-typed line: a new, empty prompt comes below it
+    await chat.until_shown(lambda rows: rows[-2].endswith("and then") and rows[-1] == "alice>")
     await end_chat(chat)
 
 
