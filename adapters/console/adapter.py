@@ -2,19 +2,22 @@
 answered with `y`/`n` (the newest card of this chat) or `y 12`/`n 12` (card #12).
 
 At a terminal it is a prompt_toolkit prompt with line editing and history, and everything
-the bot prints appears above it. Piped stdin is read line by line instead, so a script can
-drive a whole conversation: after each line it waits until the bot has answered.
+the bot prints appears above it; while the person waits, `lorebot is thinking…` shows and
+the answer is printed as it is written. Piped stdin is read line by line instead, so a
+script can drive a whole conversation: after each line it waits until the bot has answered.
+A line of `/quit`, `/exit`, `quit` or `exit` ends the chat, as the end of input does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
 import re
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
@@ -22,6 +25,7 @@ from typing import TextIO
 from adapters.base import (
     APPROVE,
     REJECT,
+    THINKING,
     ConversationRef,
     EventSink,
     Message,
@@ -29,6 +33,7 @@ from adapters.base import (
     PostedMessage,
     ReactionEvent,
     ReplyStream,
+    Status,
     UserRef,
 )
 from adapters.console.screen import LineWriter, Screen
@@ -43,6 +48,8 @@ _NO = {"n", "no", REJECT, ":x:"}
 _WORDS = {"yes", "no"}
 _ANSWER = re.compile(r"(\S+)(?:\s+#?(\d+))?")
 _CARD_NUMBER = re.compile(r"\(proposal #(\d+)\)")
+# A line alone that ends the chat, as Ctrl-D on an empty line does.
+QUIT_WORDS = frozenset({"/quit", "/exit", "quit", "exit"})
 
 Settle = Callable[[], Awaitable[None]]
 
@@ -102,6 +109,11 @@ class ConsoleAdapter:
     async def close(self) -> None:
         self._sink = None
 
+    @property
+    def interactive(self) -> bool:
+        """Whether a person types the lines (stdin is a terminal), not a script."""
+        return self.stdin.isatty()
+
     def _print(self, text: str) -> None:
         self._screen.line(text)
 
@@ -117,6 +129,21 @@ class ConsoleAdapter:
         """The reply printed as it is written, at a terminal while no prompt is up; else
         printed when done."""
         return ConsoleReplyStream(conversation, self._screen, self.bot_name, plain_text)
+
+    @contextlib.asynccontextmanager
+    async def working(self, conversation: ConversationRef) -> AsyncIterator[Status]:
+        """`lorebot is thinking…` on the last line while the bot works and the person waits
+        at a terminal, gone when the answer comes."""
+        owner = object()
+
+        async def status(text: str) -> None:
+            self._screen.show_status(owner, f"{self.bot_name} {text}")
+
+        await status(THINKING)
+        try:
+            yield status
+        finally:
+            self._screen.clear_status(owner)
 
     async def edit(self, posted: PostedMessage, text: str) -> None:
         self._forget_card(posted.message_id)
@@ -227,36 +254,43 @@ class ConsoleAdapter:
                 "for it, or an admin, can decide it"
             )
 
-    async def run(self, settle: Settle, open_cards: OpenCards | None = None) -> None:
-        """Read lines until end of input; each is handled before the next is read.
+    async def run(
+        self, settle: Settle, open_cards: OpenCards | None = None, banner: str = ""
+    ) -> None:
+        """Read lines until end of input or a quit word; each is handled before the next is
+        read.
 
         `open_cards` gives the cards of this conversation still waiting for an answer,
-        also those of earlier chats, so `y 12` can answer them."""
+        also those of earlier chats, so `y 12` can answer them. `banner` is printed first
+        when a person types the lines."""
         self._open_cards = open_cards
-        if self.stdin.isatty() and self.stdout.isatty():
-            await self._run_terminal(settle)
+        if self.interactive and self.stdout.isatty():
+            await self._run_terminal(settle, banner)
             return
+        if self.interactive and banner:
+            self._print(banner)
         await self._show_open_cards()
-        interactive = self.stdin.isatty()
         _tolerate_bad_bytes(self.stdin)
         while True:
-            if interactive:
+            if self.interactive:
                 self.stdout.write(f"{self.user.name}> ")
                 self.stdout.flush()
             line = await asyncio.to_thread(self.stdin.readline)
-            if not line:
+            if not line or _quits(line):
                 return
             await self._take(line, settle)
 
     # --- at a terminal ------------------------------------------------------------------
 
-    async def _run_terminal(self, settle: Settle) -> None:
+    async def _run_terminal(self, settle: Settle, banner: str) -> None:
         """A prompt with line editing and history; replies and log lines are printed
         above it. Ctrl-C clears the line (or stops waiting for an answer); Ctrl-D on an
-        empty line ends the chat."""
+        empty line, or a quit word, ends the chat."""
         from prompt_toolkit import PromptSession
         from prompt_toolkit.patch_stdout import patch_stdout
 
+        if banner:
+            self._print(banner)
         session: PromptSession[str] = PromptSession(history=history_for(self.history))
         before, terminal = self.stdout, (sys.stdout, sys.stderr)
         loop = asyncio.get_running_loop()
@@ -275,6 +309,8 @@ class ConsoleAdapter:
                     except KeyboardInterrupt:
                         continue
                     except EOFError:
+                        return
+                    if _quits(line):
                         return
                     await self._take(line, settle, interruptible=True)
             finally:
@@ -301,6 +337,10 @@ class ConsoleAdapter:
         prompts it does nothing (the prompt handles its own Ctrl-C)."""
         if self._interrupted is not None and not self._interrupted.done():
             self._interrupted.set_result(None)
+
+
+def _quits(line: str) -> bool:
+    return line.strip().lower() in QUIT_WORDS
 
 
 def _card_answer(text: str) -> tuple[str, int | None] | None:

@@ -1,5 +1,5 @@
 """What `lorebot chat` prints, line by line, and the one line at the bottom that may still be
-unfinished: a reply shown as the model writes it.
+unfinished: the working indicator, or a reply shown as the model writes it.
 
 Above a prompt only whole lines can be printed. prompt_toolkit prints them above the line
 being typed; a piece of a line would stay beside the prompt, which is then drawn over it
@@ -22,7 +22,7 @@ CUT = "…"  # ends a reply's line that another line cut; the whole reply follow
 
 class Screen:
     """The console's output: whole lines, and at most one unfinished line, held by whoever
-    writes it (a reply stream), which any other line ends first."""
+    writes it (a reply stream, or the working indicator), which any other line ends first."""
 
     def __init__(self, stdout: Callable[[], TextIO], *, terminal: bool) -> None:
         self._stdout = stdout  # read at each write: the terminal chat swaps it for its proxy
@@ -30,6 +30,7 @@ class Screen:
         self._prompting = False
         self._lock = threading.RLock()  # log lines can come from other threads
         self._holder: object | None = None  # whose unfinished line is the last one
+        self._status = ""  # the working indicator's text, while it is that line
 
     @property
     def live(self) -> bool:
@@ -47,10 +48,10 @@ class Screen:
             self._write(text + "\n")
 
     def extend(self, owner: object, text: str) -> bool:
-        """Add `text` to `owner`'s unfinished line, which it starts when none is there;
-        False, printing nothing, when it cannot be shown now."""
+        """Add `text` to `owner`'s unfinished line, which it starts when none or only the
+        indicator is there; False, printing nothing, when it cannot be shown now."""
         with self._lock:
-            if not self.live or self._holder not in (None, owner):
+            if not self.live or (self._holder not in (None, owner) and not self._status):
                 return False
             if self._holder is not owner:
                 self._end_open()
@@ -68,6 +69,22 @@ class Screen:
             self._write(text + "\n")
             return True
 
+    def show_status(self, owner: object, text: str) -> None:
+        """Show `text` as `owner`'s working indicator on the last line, when no reply is
+        being written there and no prompt is up."""
+        with self._lock:
+            if not self.live or (self._holder is not None and not self._status):
+                return
+            self._end_open()
+            self._holder, self._status = owner, text
+            self._write(text)
+
+    def clear_status(self, owner: object) -> None:
+        """Take `owner`'s working indicator away, if it is shown."""
+        with self._lock:
+            if self._status and self._holder is owner:
+                self._end_open()
+
     @contextlib.contextmanager
     def prompt(self) -> Iterator[None]:
         """While a prompt is up: the unfinished line ends before it, and only whole lines
@@ -81,9 +98,11 @@ class Screen:
             self._prompting = False
 
     def _end_open(self) -> None:
-        if self._holder is not None:
+        if self._status:  # the indicator goes: spaces over it, back to its start
+            self._write("\r" + " " * len(self._status) + "\r")
+        elif self._holder is not None:
             self._write(CUT + "\n")
-        self._holder = None
+        self._holder, self._status = None, ""
 
     def _write(self, text: str) -> None:
         stdout = self._stdout()

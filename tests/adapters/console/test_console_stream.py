@@ -1,6 +1,7 @@
 """The terminal chat prints an answer as the model writes it, as plain text: prose at once,
 a line with markup once it is complete, and the whole answer again only when what was
-printed is not what the answer became, or when another line cut it short."""
+printed is not what the answer became, or when another line cut it short; before the answer,
+`lorebot is thinking…`."""
 
 from __future__ import annotations
 
@@ -65,3 +66,35 @@ async def test_a_reply_whose_line_another_cut_is_printed_again_whole() -> None:
     assert screen.getvalue() == (
         "lorebot> Staging is…\nlorebot> Card #1 waits.\nlorebot> Staging is pg-stage-2.\n"
     )
+
+
+async def test_the_working_indicator_gives_way_to_the_answer() -> None:
+    screen = Terminal()
+    adapter = console(screen)
+    stream = adapter.stream_reply(adapter.conversation, UserRef("console", "alice"))
+    async with adapter.working(adapter.conversation) as status:
+        assert screen.getvalue() == "lorebot is thinking…"
+        await status("is searching notes…")
+        await stream.show("It is")
+        await stream.finish("It is pg-stage-2.")
+
+    assert screen.getvalue() == (
+        f"lorebot is thinking…\r{' ' * 20}\rlorebot is searching notes…\r{' ' * 27}\r"
+        "lorebot> It is pg-stage-2.\n"
+    )
+
+
+async def test_the_working_indicator_goes_when_the_work_ends_without_an_answer() -> None:
+    screen = Terminal()
+    adapter = console(screen)
+    async with adapter.working(adapter.conversation):
+        pass
+    assert screen.getvalue() == f"lorebot is thinking…\r{' ' * 20}\r"
+
+
+async def test_piped_output_shows_no_working_indicator() -> None:
+    piped = io.StringIO()
+    adapter = console(piped)
+    async with adapter.working(adapter.conversation):
+        pass
+    assert piped.getvalue() == ""

@@ -216,6 +216,37 @@ async def test_a_stray_y_says_there_is_no_open_card_and_asks_the_model_nothing(
     await end_chat(chat)
 
 
+async def test_lorebot_is_thinking_shows_while_the_model_works_and_goes_with_the_answer(
+    tmp_path: Path, fake_ollama: FakeOllama, chats: list[Terminal]
+) -> None:
+    fake_ollama.reply("It is pg-stage-2.")
+    chat = await start_chat(chats, tmp_path, fake_ollama)
+    fake_ollama.hold_chats()
+
+    await chat.type("where is staging?\r")
+
+    await chat.expect("lorebot is thinking…")
+    fake_ollama.release_chats()
+    await chat.expect("lorebot> It is pg-stage-2.")
+    await chat.prompt()
+    shown = chat.display
+    assert not any("thinking" in row for row in shown), "\n".join(shown)
+    assert any(row.startswith("lorebot> It is pg-stage-2.") for row in shown)
+    await end_chat(chat)
+
+
+async def test_slash_quit_ends_the_chat_and_asks_the_model_nothing(
+    tmp_path: Path, fake_ollama: FakeOllama, chats: list[Terminal]
+) -> None:
+    chat = await start_chat(chats, tmp_path, fake_ollama)
+
+    await chat.type("/quit\r")
+
+    assert await chat.exit_code() == 0, chat.tail()
+    assert "skill" not in chat.screen and "Traceback" not in chat.screen
+    assert chat_turns(fake_ollama) == []
+
+
 # --- piped ----------------------------------------------------------------------------------
 
 
@@ -287,6 +318,22 @@ async def test_a_card_of_someone_else_stays_open_and_says_why(
     out = capsys.readouterr().out
     assert "open cards: #1 save `staging-db`" in out
     assert "card #1 is still open: only the person who asked for it, or an admin" in out
+
+
+@pytest.mark.parametrize("word", ["/quit", "/exit", "quit", "Exit"])
+async def test_a_quit_word_alone_on_a_line_ends_a_piped_chat(
+    env: Path,
+    fake_ollama: FakeOllama,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    word: str,
+) -> None:
+    monkeypatch.setenv("LOREBOT_OLLAMA__HOST", fake_ollama.url)
+
+    out = await piped_chat(monkeypatch, capsys, f"{word}\nwhere is staging?\n")
+
+    assert out == ""
+    assert chat_turns(fake_ollama) == []
 
 
 # --- plain text -----------------------------------------------------------------------------
