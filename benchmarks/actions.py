@@ -35,6 +35,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from results import record  # noqa: E402  (benchmarks/results.py, beside this script)
+
 from adapters.base import APPROVE  # noqa: E402
 from bot.actions.mcp import McpServer  # noqa: E402
 from bot.approvals.service import ApprovalService  # noqa: E402
@@ -129,7 +131,25 @@ def main() -> int:
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
+    record_figures(result["median_ms"])
     return 0
+
+
+FIGURES = {
+    "validation": ("actions.validate", "an MCP action: validating its arguments, median"),
+    "card": ("actions.card", "an MCP action: posting its card, median"),
+    "decision": ("actions.decision", "an MCP action: applying the ✅, median"),
+    "resume (without the tool)": (
+        "actions.resume",
+        "an MCP action: running and recording the call, median (without the tool)",
+    ),
+}
+
+
+def record_figures(median_ms: dict[str, float]) -> None:
+    """lorebot's own time per step, into the current table of RESULTS.md."""
+    for phase, (key, what) in FIGURES.items():
+        record(key, what, f"{median_ms[phase]:.2f} ms")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import record  # benchmarks/results.py, beside this script
+
 TARGETS_MS = {"--help": 150.0, "notes search": 250.0}
 
 
@@ -133,6 +135,12 @@ def main() -> None:
     parser.add_argument("--embed", action="store_true", help="with an embedding model set")
     parser.add_argument("--database-url", help="an empty PostgreSQL database to run on")
     parser.add_argument("--json", type=Path, help="also write the medians here")
+    parser.add_argument(
+        "--no-record",
+        dest="record",
+        action="store_false",
+        help="leave RESULTS.md's current table as it is",
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="lorebot-cold-"))
     database = {"LOREBOT_DATABASE__URL": args.database_url} if args.database_url else {}
@@ -147,6 +155,27 @@ def main() -> None:
         shutil.rmtree(home, ignore_errors=True)
     if args.json:
         args.json.write_text(json.dumps(MEDIANS_MS, indent=2) + "\n")
+    if args.record and not args.embed and not args.database_url:
+        record_figures(args.runs)
+
+
+FIGURES = {
+    "--help": ("cold.help", "`lorebot --help`, median of {} cold starts (target: 150 ms)"),
+    "notes search": (
+        "cold.search",
+        "`lorebot notes search`, median of {} cold starts (target: 250 ms)",
+    ),
+    "notes search, settings loaded in full": (
+        "cold.search.full",
+        "`lorebot notes search` after a settings change (settings loaded in full)",
+    ),
+}
+
+
+def record_figures(runs: int) -> None:
+    """The medians of SQLite without an embedding model, into RESULTS.md's current table."""
+    for row, (key, what) in FIGURES.items():
+        record(key, what.format(runs), f"{MEDIANS_MS[row]:.0f} ms")
 
 
 def _run(home: Path, args: argparse.Namespace, extra: dict[str, str]) -> None:

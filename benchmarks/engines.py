@@ -37,6 +37,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from results import record
+
 from memory import NoteDraft, Scope, Viewer, visibility_for
 from memory.stores import StoreOptions
 from tests.support.engines import open_engine
@@ -114,7 +116,7 @@ def bot_figures(args: argparse.Namespace, workdir: Path, urls: Sequence[str]) ->
     on_turns = ["--database-url", urls[0]] if urls else []
     on_cold = ["--database-url", urls[1]] if urls else []
     turns_argv = ["--notes", str(args.notes), "--levels", "1", "--turns", "200",
-                  "--latency-turns", "300", "--wide", "0"]  # fmt: skip
+                  "--latency-turns", "300", "--wide", "0", "--no-record"]  # fmt: skip
     # turns.py's exit status says whether its own targets hold, not whether it ran.
     subprocess.run(
         [
@@ -128,8 +130,9 @@ def bot_figures(args: argparse.Namespace, workdir: Path, urls: Sequence[str]) ->
         check=False,
         stdout=subprocess.DEVNULL,
     )
+    cold_argv = ["--json", str(cold), "--no-record", *on_cold]
     subprocess.run(
-        [sys.executable, str(BENCHMARKS / "cold_start.py"), "--json", str(cold), *on_cold],
+        [sys.executable, str(BENCHMARKS / "cold_start.py"), *cold_argv],
         check=True,
         stdout=subprocess.DEVNULL,
     )
@@ -209,7 +212,45 @@ async def main(argv: Sequence[str] | None = None) -> int:
     print_report(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
+    if args.notes == 100_000 and args.bot:
+        record_figures(report)
     return 0
+
+
+FIGURES = {
+    "engines.import": (
+        "import notes/s (median)",
+        "{:,.0f}",
+        "",
+        "100k notes imported, notes/s: SQLite / PostgreSQL",
+    ),
+    "engines.search": (
+        "search p50 ms",
+        "{:.2f}",
+        " ms",
+        "word search p50 at 100k notes: SQLite / PostgreSQL",
+    ),
+    "engines.turn": (
+        "turn own p50 ms",
+        "{:.1f}",
+        " ms",
+        "a turn's own time p50 at 100k notes: SQLite / PostgreSQL",
+    ),
+    "engines.cold": (
+        "cold notes search ms",
+        "{:.0f}",
+        " ms",
+        "a cold `notes search`: SQLite / PostgreSQL",
+    ),
+}
+
+
+def record_figures(report: dict[str, Any]) -> None:
+    """Both engines' figures at 100k notes, with their ratio, into RESULTS.md."""
+    lite, pg = report["sqlite"], report["postgresql"]
+    for key, (row, fmt, unit, what) in FIGURES.items():
+        both = f"{fmt.format(lite[row])} / {fmt.format(pg[row])}{unit}"
+        record(key, what, f"{both} ({pg[row] / lite[row]:.2f}×)")
 
 
 if __name__ == "__main__":

@@ -51,6 +51,8 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import record  # noqa: E402
+
 from memory.history_import import (  # noqa: E402
     Collector,
     ImportOptions,
@@ -425,7 +427,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if args.json:
         write_json(args.json, args.repeat, results, ("msg_per_s", "msg_per_cpu_s"))
+    if args.messages == 100_000:
+        record_figures(results, args.repeat)
     return 0
+
+
+FORMAT_NAMES = {
+    "slack": "Slack export (ZIP)",
+    "discord": "DiscordChatExporter",
+    "jsonl": "JSON Lines",
+}
+
+
+def record_figures(results: Sequence[Result], repeat: int) -> None:
+    """Each format's messages per second (wall), into the current table of RESULTS.md."""
+    runs = f"median of {repeat}" if repeat > 1 else "one run"
+    for r in results:
+        what = f"history import, {FORMAT_NAMES[r.format]}, messages/s ({runs})"
+        record(f"import.{r.format}", what, f"{r.rate(r.import_s):,.0f}")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prompt_cache import NOTES, settings_for  # noqa: E402  (the same channel and Bot)
+from results import record  # noqa: E402  (benchmarks/results.py, beside this script)
 
 from bot.core.fallback import (  # noqa: E402
     EMPTY_NOTICE,
@@ -216,6 +217,23 @@ def main() -> None:
           f"{result['turn_s_median_without_nudge'] * 1000:.0f} ms)")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(result, indent=2, default=str))
+    if args.questions == 50:
+        record_figures(result, empty_first=args.empty_first)
+
+
+def record_figures(result: dict[str, Any], *, empty_first: bool) -> None:
+    """What the person got of the 50 turns, into the current table of RESULTS.md."""
+    before, after = result["before"], result["after"]
+    if empty_first:
+        what = "of 50 turns with the first answer taken as empty: the nudge got an answer"
+        record("slips.nudge", what, str(after.get("answer", 0)))
+        added = f"{result['added_s_median']:.1f} s / {result['added_s_p95']:.1f} s"
+        record("slips.nudge.cost", "what a nudge adds to its turn, median / p95", added)
+        return
+    what = "of 50 turns on SmolLM2-135M with every tool offered: answered in words"
+    record("slips.words", what, str(before.get("words", 0)))
+    what = "of those 50: answers the server cut off, answered from memory"
+    record("slips.unreadable", what, str(before.get("unreadable", 0)))
 
 
 if __name__ == "__main__":

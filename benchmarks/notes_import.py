@@ -55,6 +55,7 @@ from history_import import (  # noqa: E402
 )
 from recall import generate_corpus  # noqa: E402
 from recall_eval import note_of  # noqa: E402
+from results import record  # noqa: E402
 
 from memory import Scope
 from memory.note_export import export_notes  # noqa: E402
@@ -213,7 +214,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     if args.json:
         write_json(args.json, args.repeat, results, ("notes_per_s", "notes_per_cpu_s"))
+    if args.corpus == "ops":
+        record_figures(results, args.repeat)
     return 0
+
+
+def record_figures(results: Sequence[Result], repeat: int) -> None:
+    """Ops notes from JSON Lines, notes per second (wall), into RESULTS.md's current table."""
+    runs = f"median of {repeat}" if repeat > 1 else "one run"
+    for r in results:
+        if r.form == "jsonl":
+            what = f"notes import, ops notes of 200–800 bytes (JSON Lines), notes/s ({runs})"
+            record("import.notes", what, f"{r.rate(r.import_s):,.0f}")
 
 
 if __name__ == "__main__":

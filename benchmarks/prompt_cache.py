@@ -35,6 +35,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from results import record  # noqa: E402  (benchmarks/results.py, beside this script)
+
 from bot.config.settings import Settings  # noqa: E402
 from bot.daemon.app import Bot  # noqa: E402
 from memory import NoteDraft, Scope  # noqa: E402
@@ -187,6 +189,18 @@ def main() -> None:
         print(f"  conversation {number}: " + "  ".join(cells))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
+    if args.chat_format == "chatml-function-calling":
+        record_figures(result)
+
+
+def record_figures(result: dict[str, Any]) -> None:
+    """The medians over the turns after each conversation's first, into RESULTS.md."""
+    what = "a turn's prompt already in the server's cache (median, turns after the first)"
+    record("cache.share", what, f"{result['first_prompt_cached_median']:.1%}")
+    what = "prompt tokens the server reads anew per turn (median)"
+    record("cache.new_tokens", what, f"{result['tokens_read_anew_median']:.0f}")
+    what = "message to the first piece of the answer (median)"
+    record("cache.first_piece", what, f"{result['first_piece_s_median'] * 1000:,.0f} ms")
 
 
 if __name__ == "__main__":

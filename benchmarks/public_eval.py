@@ -37,6 +37,7 @@ from typing import Any
 
 import recall_eval
 from recall_eval import Question, Score, first_rank, score
+from results import record
 
 from memory import NoteDraft, Scope, explicit
 from memory.ranking import ENGLISH_STOPWORDS
@@ -324,7 +325,31 @@ async def main(argv: Sequence[str] | None = None) -> int:
     print_table(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
+    record_figures(report)
     return 0
+
+
+FIGURES = {
+    "realtalk": "REALTALK held-back half, hit@5 / hit@10 / MRR@10",
+    "ops": "ops set held-back half, hit@5 / hit@10 / MRR@10",
+}
+
+
+def record_figures(report: dict[str, Any]) -> None:
+    """Each set's held-back half, into the current table of RESULTS.md."""
+    for set_name, halves in report.items():
+        if "second" not in halves:
+            continue
+        rankings = halves["second"]
+        for label, key, who in (
+            (LOREBOT, f"public.{set_name}", ": lorebot (SQLite)"),
+            (PLAIN, f"public.{set_name}.plain", " (a plain FTS5 query)"),
+            (ON_POSTGRESQL, f"public.{set_name}.postgresql", ": lorebot on PostgreSQL"),
+        ):
+            if label in rankings:
+                s = Score(**rankings[label])
+                value = f"{s.hit5:.1%} / {s.hit10:.1%} / {s.mrr:.3f}".replace(" 0.", " .")
+                record(key, FIGURES[set_name] + who, value)
 
 
 if __name__ == "__main__":

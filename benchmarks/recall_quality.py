@@ -40,6 +40,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # for recall.py's generator
 
+from results import record
+
 from memory import NoteDraft, Scope, Viewer, ranking, visibility_for
 from memory.conversations import LogEntry
 from memory.ranking import query_terms
@@ -567,6 +569,7 @@ async def main() -> None:
             await es.db.close()
         if args.scale:
             report["scale"] = await scale_latency(args.scale, 384, Path(tmp))
+            report["scale_notes"] = args.scale
     notes = report["quality"]["notes"]
     fts = notes["FTS5 alone"]["hit10"]
     best = notes[f"fusion: weighted, keyword weight {DEFAULT_WEIGHT}"]["hit10"]
@@ -581,6 +584,38 @@ async def main() -> None:
               f"(target < {TARGET_P50_MS} ms): {verdict}")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
+    record_figures(report)
+
+
+def record_figures(report: dict[str, Any]) -> None:
+    """The summary's figures, into the current table of RESULTS.md."""
+    notes, messages = report["quality"]["notes"], report["quality"]["messages"]
+    fused = "fusion: weighted, keyword weight {}"
+    hits = {
+        "quality.notes.words": (
+            "notes: hit@10, words alone (curated set, 173 questions)",
+            notes["FTS5 alone"],
+        ),
+        "quality.notes.fused": (
+            "notes: hit@10, words and vectors fused",
+            notes[fused.format(DEFAULT_WEIGHT)],
+        ),
+        "quality.messages.words": (
+            "messages: hit@10, words alone (172 questions)",
+            messages[LOREBOT_MESSAGES],
+        ),
+        "quality.messages.fused": (
+            "messages: hit@10, words and vectors fused",
+            messages[fused.format(MESSAGE_WEIGHT)],
+        ),
+    }
+    for key, (what, scores) in hits.items():
+        record(key, what, f"{scores['hit10']:.1%}")
+    if report.get("scale_notes") == 100_000:
+        p50 = report["scale"][TURN_RECALL]["p50_ms"]
+        what = "a turn's hybrid recall at 100k notes, p50 without the embedding call"
+        what += " (target: under 5 ms)"
+        record("quality.hybrid.100k", what, f"{p50:.2f} ms")
 
 
 if __name__ == "__main__":

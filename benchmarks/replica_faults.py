@@ -37,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from replicas import replica_env  # noqa: E402
+from results import record  # noqa: E402
 from turns import FakeOllamaProcess  # noqa: E402
 
 from bot.core.dispatcher import ABANDONED_REPLY, BUSY_REPLY, UNAVAILABLE_REPLY  # noqa: E402
@@ -207,7 +208,18 @@ async def main(argv: Sequence[str] | None = None) -> int:
           f"{result['all_answered_after_s']} s after the last was sent")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
+    record_figures(result, args.rate)
     return 0 if result["answered_twice"] == 0 and result["lost"] == 0 else 1
+
+
+def record_figures(result: dict[str, Any], rate: float) -> None:
+    """Every event counted, into the current table of RESULTS.md."""
+    what = f"events answered under a kill, a PostgreSQL restart and a SIGTERM, {rate:g}/s"
+    value = (
+        f"{result['answered']} of {result['sent']}; {result['answered_twice']} twice, "
+        f"{result['lost']} lost"
+    )
+    record(f"faults.{rate:g}", what, value)
 
 
 if __name__ == "__main__":

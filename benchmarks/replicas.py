@@ -13,7 +13,7 @@ Slack's.
 
 Run by hand, not in CI (about a minute):
 
-    PYTHONPATH=. python benchmarks/replicas.py
+    PYTHONPATH=. python benchmarks/replicas.py --runs 3     # medians of 3 runs of each
     PYTHONPATH=. python benchmarks/replicas.py --events 600 --channels 60 --json r.json
 """
 
@@ -35,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from results import record  # noqa: E402
 from turns import FakeOllamaProcess  # noqa: E402
 
 from tests.fakes.slack import FakeSlack  # noqa: E402
@@ -126,6 +127,7 @@ async def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=300)
     parser.add_argument("--channels", type=int, default=30)
     parser.add_argument("--in-flight", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=1, help="runs of both levels, alternating")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args(argv)
     programs = server_programs()
@@ -139,9 +141,11 @@ async def main(argv: Sequence[str] | None = None) -> int:
         ollama = FakeOllamaProcess()
         url = await ollama.start()
         try:
-            for replicas in (1, 2):
-                database = server.new_database()
-                results.append(await run_level(replicas, database, url, workdir, args))
+            for number in range(args.runs):
+                (folder := workdir / f"run{number}").mkdir()
+                for replicas in (1, 2):
+                    database = server.new_database()
+                    results.append(await run_level(replicas, database, url, folder, args))
         finally:
             await ollama.stop()
             server.stop()
@@ -150,11 +154,35 @@ async def main(argv: Sequence[str] | None = None) -> int:
     for r in results:
         print(f"| {r['replicas']} | {r['events']} | {r['seconds']} | {r['events_per_s']} | "
               f"{r['p50_ms']} | {r['p95_ms']} | {r['answered_twice']} |")  # fmt: skip
-    ratio = results[1]["events_per_s"] / results[0]["events_per_s"]
-    print(f"\n2 replicas / 1: {ratio:.2f}× the events per second")
+    one, two = (median_of(results, level) for level in (1, 2))
+    ratio = two["events_per_s"] / one["events_per_s"]
+    print(f"\n2 replicas / 1: {ratio:.2f}× the events per second (medians of {args.runs})")
     if args.json:
         args.json.write_text(json.dumps({"levels": results, "ratio": ratio}, indent=2) + "\n")
+    if args.events == 300:
+        record_figures(one, two, args.runs)
     return 0
+
+
+def median_of(results: list[dict[str, Any]], replicas: int) -> dict[str, float]:
+    """The median events per second and p50 wait of the runs with `replicas` replicas."""
+    runs = [r for r in results if r["replicas"] == replicas]
+    return {
+        "events_per_s": statistics.median(r["events_per_s"] for r in runs),
+        "p50_ms": statistics.median(r["p50_ms"] for r in runs),
+    }
+
+
+def record_figures(one: dict[str, float], two: dict[str, float], runs: int) -> None:
+    """The medians of the runs, into the current table of RESULTS.md."""
+    of = f"median of {runs} runs" if runs > 1 else "one run"
+    what = f"Slack events/s, one replica on PostgreSQL ({of})"
+    record("replicas.one", what, f"{one['events_per_s']:.1f}")
+    what = f"Slack events/s, two replicas on the same 2 cores ({of})"
+    ratio = two["events_per_s"] / one["events_per_s"]
+    record("replicas.two", what, f"{two['events_per_s']:.1f} ({ratio:.2f}× one)")
+    what = f"sent → answered p50 with two replicas ({of})"
+    record("replicas.two.wait", what, f"{two['p50_ms']:,.0f} ms")
 
 
 if __name__ == "__main__":

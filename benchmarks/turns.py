@@ -65,6 +65,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from results import record  # benchmarks/results.py, beside this script
+
 import bot.daemon.app as app_module
 from adapters.base import ConversationRef, EventSink, Message, PostedMessage, UserRef
 from bot.config.settings import Settings
@@ -1098,6 +1100,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--database-url", help="run on this PostgreSQL database (empty) instead of SQLite"
     )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument(
+        "--no-record",
+        dest="record",
+        action="store_false",
+        help="leave RESULTS.md's current table as it is",
+    )
     return parser.parse_args(argv)
 
 
@@ -1110,7 +1118,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = asdict(results)
         data["args"]["json"] = str(args.json)
         args.json.write_text(json.dumps(data, indent=2, default=str))
+    if args.record and args.notes == 100_000 and not args.database_url:
+        record_figures(results, wide=args.wide == 10_000)
     return 0 if all(results.targets.values()) else 1
+
+
+def record_figures(results: Results, *, wide: bool) -> None:
+    """The summary's figures of a SQLite run at 100k notes, into RESULTS.md's current table."""
+    pre, own = results.prefix, results.latency["own_p50_ms"]
+    what = "prompt prefix byte-identical between a speaker's turns, no note changed"
+    record("turns.prefix", what, f"{pre['same_speaker_share']:.1%}")
+    what = "lorebot's own time per turn p50, 100k notes, 200 of them visible"
+    record("turns.own.p50", what, f"{own:.1f} ms")
+    if wide and results.wide:
+        own_wide = results.wide["latency"]["own_p50_ms"]
+        what = "own time p50 of a turn that sees 10,000 notes / one that sees 200"
+        record("turns.wide.ratio", what, f"{own_wide / own:.1f}× ({own_wide:.1f} / {own:.1f} ms)")
 
 
 if __name__ == "__main__":
