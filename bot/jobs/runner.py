@@ -10,11 +10,12 @@ is retried later.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -95,6 +96,9 @@ class JobRunner:
         self.retry_after = retry_after
         self.scheduler: AsyncIOScheduler | None = None
         self._locks = {name: asyncio.Lock() for name in self.jobs}
+        # The tasks running a period now (scheduled, caught up or retried): a shutdown
+        # stops them rather than waiting on a job that waits on the model.
+        self._running: set[asyncio.Task[Any]] = set()
 
     def trigger(self, cron: str) -> BaseTrigger:
         return cron_trigger(cron, self.timezone)
@@ -106,12 +110,36 @@ class JobRunner:
 
     async def run(self, job: Job, scope: str, fire_time: datetime) -> RunResult:
         """One period of one scope, at most once; runs of one job never overlap."""
-        period = period_of(fire_time)
+        with self._tracked():
+            return await self._run_once(job, scope, fire_time, period_of(fire_time))
+
+    @contextlib.contextmanager
+    def _tracked(self) -> Iterator[None]:
+        """Count the current task among the runs in flight, for `shutdown` to stop."""
+        task = asyncio.current_task()
+        if task is None or task in self._running:
+            yield
+            return
+        self._running.add(task)
+        try:
+            yield
+        finally:
+            self._running.discard(task)
+
+    async def _run_once(self, job: Job, scope: str, fire_time: datetime, period: str) -> RunResult:
         async with self._locks[job.name]:
             if not await self.runs.claim(job.name, scope, period):
                 return RunResult(job.name, scope, period, "already-done")
             try:
                 detail = await job.run(scope, fire_time)
+            except asyncio.CancelledError:
+                # Stopped (shutdown, or this replica lost the lead): the period is run
+                # again at the next start, or by the next leader, within the grace window.
+                await self.runs.finish(
+                    job.name, scope, period, "failed", "stopped before it finished"
+                )
+                _log.info("job %s %s %s stopped before it finished", job.name, scope, period)
+                raise
             except Exception as exc:
                 await self.runs.finish(
                     job.name, scope, period, "failed", f"{type(exc).__name__}: {exc}"
@@ -140,6 +168,10 @@ class JobRunner:
 
     async def catch_up(self) -> list[RunResult]:
         """At start: run or record each job's last period that has no successful run."""
+        with self._tracked():
+            return await self._catch_up()
+
+    async def _catch_up(self) -> list[RunResult]:
         now = self.clock()
         results: list[RunResult] = []
         for job in self.jobs.values():
@@ -186,9 +218,11 @@ class JobRunner:
         )
 
     async def shutdown(self) -> None:
-        """Stop scheduling and wait for running jobs; safe to call twice."""
+        """Stop scheduling and stop the runs in flight (each is marked failed, to run again);
+        safe to call twice. Never waits on a job: one may wait minutes on the model."""
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
-        for lock in self._locks.values():
-            async with lock:
-                pass
+        running = [task for task in self._running if task is not asyncio.current_task()]
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)

@@ -11,15 +11,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import time_machine
 
 from adapters.base import APPROVE, EventSink
 from bot.cli.main import main
 from bot.daemon import replica as replica_module
 from bot.daemon.app import Bot
+from memory import NoteDraft, Scope
 from memory.leadership import LEASE_S
 from memory.postgres import leadership
 from tests.fakes.adapter import RecordingAdapter
@@ -31,6 +34,7 @@ from tests.support.skills import write_skill
 from tests.support.stalling_proxy import StallingProxy
 
 BEAT_S = 0.1
+MONDAY_MORNING = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 
 
 class Gateway:
@@ -109,6 +113,50 @@ async def test_one_replica_leads_and_a_standby_takes_over_when_it_stops(
     assert second.replica.role == "leader"
     assert gateway.most == 1
     assert [r["id"] for r in await _doctor_replicas(capsys)] == [second.replica.id]
+
+
+async def test_the_scheduled_jobs_run_on_the_leader_alone_and_move_with_the_lead(
+    replicas: Callable[..., Bot], fake_ollama: FakeOllama
+) -> None:
+    """A leader stopped while its digest waits on the model stops at once; the standby
+    takes the lead and posts that digest, once."""
+    jobs = {"enabled": True, "digests": [{"channel": "channel:test/C1", "cron": "0 9 * * 1-5"}]}
+    with time_machine.travel(MONDAY_MORNING - timedelta(minutes=30), tick=False) as traveller:
+        writer = replicas("writer", Gateway())
+        await writer.start()
+        await writer.notes.save(
+            NoteDraft(Scope.parse("channel:test/C1"), "deploy-day", "we deploy on tuesdays"),
+            actor="user:test/UALICE",
+        )
+        await writer.stop()
+        traveller.move_to(MONDAY_MORNING + timedelta(minutes=1))
+        fake_ollama.hold_chats()  # the digest's summary waits on the model
+        gateway = Gateway()
+        first, second = replicas("a", gateway, jobs=jobs), replicas("b", gateway, jobs=jobs)
+        await first.start()
+        await second.start()
+
+        def scheduling(bot: Bot) -> bool:
+            return bot.jobs.scheduler is not None and bot.jobs.scheduler.running
+
+        assert scheduling(first) and not scheduling(second)
+        await fake_ollama.wait_for_requests(1)  # the leader's catch-up runs the digest
+        await first.stop()
+        stopped = await second.jobs.runs.fetch("digest", "channel:test/C1", "2026-12-07T09:00Z")
+        assert stopped is not None and stopped.status == "failed"
+        assert stopped.error == "stopped before it finished"
+
+        fake_ollama.release_chats()
+        await until(lambda: scheduling(second))
+        await until(lambda: digests(second))
+        assert digests(first) == [] and len(digests(second)) == 1
+        assert "deploy-day" in digests(second)[0]
+
+
+def digests(bot: Bot) -> list[str]:
+    adapter = bot.adapters["test"]
+    assert isinstance(adapter, RecordingAdapter)
+    return [s.text for s in adapter.sent if s.text.startswith("📰 Digest")]
 
 
 async def test_a_leader_cut_off_from_postgresql_stops_before_a_standby_takes_over(

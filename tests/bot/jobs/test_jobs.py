@@ -16,6 +16,7 @@ from tests.fakes.adapter import PLATFORM, RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+from tests.support.polling import HANG_GUARD_S
 
 CHANNEL = Scope.parse(f"channel:{PLATFORM}/C1")
 DIGESTS: dict[str, Any] = {"digests": [{"channel": str(CHANNEL), "cron": "0 9 * * *"}]}
@@ -311,5 +312,33 @@ async def test_maintenance_expires_cards_and_keeps_n_backups(
         assert h.adapter.cards[0].current.startswith("⌛ Expired")
         backups = sorted(p.name for p in (tmp_path / "bk").iterdir())
         assert backups == ["lorebot-2026-11-04.db", "lorebot-2026-11-05.db"]
+    finally:
+        await h.bot.stop()
+
+
+async def test_a_shutdown_stops_a_run_waiting_on_the_model_and_the_period_runs_again(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    """Whoever started the run (a catch-up here, which nothing else cancels), shutting the
+    jobs down never waits on the model; the period is kept to run again."""
+    clock.now = at("2026-11-02T08:00:00")
+    h = await jobs_harness(tmp_path, fake_ollama, clock)
+    try:
+        await h.bot.notes.save(NoteDraft(CHANNEL, "deploy-day", "we deploy on tuesdays"), actor="a")
+        clock.now = at("2026-11-02T09:01:00")
+        fake_ollama.hold_chats()
+        catching_up = asyncio.create_task(h.bot.jobs.catch_up())
+        await fake_ollama.wait_for_requests(1)  # the digest's summary waits on the model
+
+        async with asyncio.timeout(HANG_GUARD_S):
+            await h.bot.jobs.shutdown()
+
+        assert catching_up.cancelled()
+        stopped = await h.bot.jobs.runs.fetch("digest", str(CHANNEL), "2026-11-02T09:00Z")
+        assert stopped is not None and stopped.status == "failed"
+        fake_ollama.release_chats()
+        fake_ollama.reply("One decision was made.")
+        [again] = await h.bot.jobs.catch_up()
+        assert again.status == "succeeded" and len(digests(h)) == 1
     finally:
         await h.bot.stop()
