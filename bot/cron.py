@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import tzinfo
+from typing import TYPE_CHECKING
 
-from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.combining import OrTrigger
-from apscheduler.triggers.cron import CronTrigger
+if TYPE_CHECKING:  # APScheduler is imported by the daemon, not by every command line
+    from apscheduler.triggers.base import BaseTrigger
 
 # cron's numbering: Sunday is 0 (and 7).
 CRON_DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -92,6 +92,9 @@ def _apscheduler_weekdays(fields: CronFields) -> str:
 
 def cron_trigger(expression: str, timezone: tzinfo | str) -> BaseTrigger:
     """The trigger that fires when cron would fire for `expression` in `timezone`."""
+    from apscheduler.triggers.combining import OrTrigger
+    from apscheduler.triggers.cron import CronTrigger
+
     fields = parse_cron(expression)
 
     def trigger(day: str, weekday: str) -> CronTrigger:

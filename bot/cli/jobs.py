@@ -7,7 +7,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from bot.cli.common import iso_z, print_json
-from bot.cron import describe_days
 from bot.errors import UserError
 
 if TYPE_CHECKING:
@@ -80,6 +79,8 @@ def _last_json(last: JobRun | None) -> dict[str, Any] | None:
 
 
 def _schedule_json(schedule: _Schedule, timezone: str) -> dict[str, Any]:
+    from bot.cron import describe_days
+
     return {
         "job": schedule.job,
         "scope": schedule.scope,
@@ -92,6 +93,7 @@ def _schedule_json(schedule: _Schedule, timezone: str) -> dict[str, Any]:
 
 
 def _schedule_line(schedule: _Schedule, timezone: str) -> str:
+    from bot.cron import describe_days
     from bot.jobs.runner import ALL
 
     last = schedule.last
