@@ -209,12 +209,15 @@ class Model:
         tools: Sequence[Mapping[str, Any]] | None = None,
         format: Mapping[str, Any] | None = None,
         on_content: OnContent | None = None,
+        max_tokens: int | None = None,
     ) -> ChatResult:
         """One chat call; raises `ModelUnavailable` instead of hanging, and at once while the
         model waits out a backoff. With `on_content` the answer is streamed, each piece of
         its content awaited through `on_content` as it arrives; what that raises propagates."""
         await self._ready()
         request = self._request(messages, tools, format, stream=on_content is not None)
+        if max_tokens is not None:  # Ollama's name; the OpenAI backend sends `max_tokens`
+            request["options"] = {"num_predict": max_tokens}
         async with self._semaphore:  # held until the last line of a stream
             if not self.available:  # it failed while this call waited for its turn
                 raise self._refusal()

@@ -66,6 +66,8 @@ def completion_request(
                            for tool in request["tools"]]  # fmt: skip
     if reasoning_effort is not None:
         kwargs["reasoning_effort"] = reasoning_effort
+    if (options := request.get("options")) and options.get("num_predict"):
+        kwargs["max_tokens"] = options["num_predict"]
     if request.get("format"):
         schema = dict(request["format"])
         kwargs["response_format"] = (

@@ -15,6 +15,11 @@ _log = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
 
+# What a structured answer may cost: every schema lorebot asks for fits well within it,
+# and a small model looping inside a JSON grammar stops there instead of filling its
+# context (minutes on a CPU).
+MAX_ANSWER_TOKENS = 1024
+
 
 class InvalidModelOutput(LorebotError):
     """The model kept answering something that does not fit the schema."""
@@ -28,7 +33,9 @@ async def ask_structured(model: Model, prompt: str, schema: type[T], *, attempts
     problem = ""
     for _ in range(attempts):
         result = await model.chat(
-            [{"role": "user", "content": prompt}], format=schema.model_json_schema()
+            [{"role": "user", "content": prompt}],
+            format=schema.model_json_schema(),
+            max_tokens=MAX_ANSWER_TOKENS,
         )
         try:
             # A raw newline or tab inside a string is taken as written (`strict=False`):

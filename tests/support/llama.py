@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 from aiohttp import ClientSession, web
 
+from tests.support.polling import HANG_GUARD_S
+
 MODEL = "smollm2"
 START_TIMEOUT_S = 90.0
 
@@ -112,7 +114,9 @@ def openai_sections(url: str, **openai: Any) -> dict[str, dict[str, Any]]:
     """The settings sections that point lorebot at a server of the OpenAI API."""
     return {
         "model": {"backend": "openai"},
-        "openai": {"base_url": url, "model": MODEL, "timeout_s": 60.0, **openai},
+        # A hang guard, not a speed target: on a busy 2-core machine this model writes
+        # about 4 tokens a second.
+        "openai": {"base_url": url, "model": MODEL, "timeout_s": 600.0, **openai},
     }
 
 
@@ -226,7 +230,7 @@ async def record_stream(server: LlamaServer, request: dict[str, Any]) -> bytes:
         return await answer.read()
 
 
-async def wait_until(condition: Any, timeout_s: float = 10.0) -> None:
+async def wait_until(condition: Any, timeout_s: float = HANG_GUARD_S) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         if time.monotonic() > deadline:

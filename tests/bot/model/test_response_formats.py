@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from bot.config.model_sections import OpenAISettings
 from bot.model.client import Model
 from bot.model.response_formats import FILE_NAME, ResponseFormats
-from bot.model.structured import InvalidModelOutput, ask_structured
+from bot.model.structured import MAX_ANSWER_TOKENS, InvalidModelOutput, ask_structured
 from tests.fakes.openai import FakeOpenAI, serving
 from tests.support.llama import MODEL, LlamaServer, proxy_to
 
@@ -43,6 +43,9 @@ async def test_a_refused_response_format_is_not_sent_again_by_a_new_process(
         assert fake.chat_styles() == ["json_schema", "json_object"]
         await a_drafted_note(fake.url, fake.model, tmp_path)  # another process, later
         assert fake.chat_styles() == ["json_schema", "json_object", "json_object"]
+        # Each asks for no more than a structured answer needs.
+        chats = [body for path, body in fake.requests if path.endswith("/chat/completions")]
+        assert {body["max_tokens"] for body in chats} == {MAX_ANSWER_TOKENS}
     [kept] = json.loads((tmp_path / FILE_NAME).read_text())["servers"]
     assert (kept["url"], kept["model"], kept["style"]) == (fake.url, fake.model, "json_object")
 

@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 from bot.config.model_sections import OllamaSettings
 from bot.model.client import Model
-from bot.model.structured import InvalidModelOutput, ask_structured
+from bot.model.structured import MAX_ANSWER_TOKENS, InvalidModelOutput, ask_structured
 from tests.fakes.ollama import FakeOllama
 
 
@@ -46,3 +46,16 @@ async def test_an_answer_that_does_not_fit_twice_is_refused_with_what_was_wrong(
     finally:
         await model.close()
     assert len(fake_ollama.chat_requests) == 2
+
+
+async def test_a_structured_answer_is_capped_so_a_looping_model_stops(
+    fake_ollama: FakeOllama,
+) -> None:
+    model = Model(OllamaSettings(host=fake_ollama.url, timeout_s=2.0))
+    try:
+        fake_ollama.reply('{"summary": "deploys run on Tuesdays", "topics": ["deploy"]}')
+        await ask_structured(model, "Summarise: deploys run on Tuesdays.", Summary)
+    finally:
+        await model.close()
+    [request] = fake_ollama.chat_requests
+    assert request["options"] == {"num_predict": MAX_ANSWER_TOKENS}
