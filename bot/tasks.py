@@ -10,6 +10,16 @@ from typing import Any
 _log = logging.getLogger(__name__)
 
 
+def stop_if_asked() -> None:
+    """In a loop that lives through errors: end it when its task was asked to stop. A
+    library below may have answered the stop with an error (a driver closing its connection
+    mid-statement) instead of letting it through; the loop would then run on, and whoever
+    awaits it, `stop()`, wait forever."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 class TaskTracker:
     """Keeps a reference to every task it starts and routes its exception to the log."""
 

@@ -31,7 +31,7 @@ from bot.context.scopes import channel_scope, user_scope
 from bot.core.event_payload import from_payload, to_payload
 from bot.core.router import Router
 from bot.errors import user_message
-from bot.tasks import TaskTracker
+from bot.tasks import TaskTracker, stop_if_asked
 from memory import Conflict, InvalidInput
 from memory.errors import StoreError, StoreUnavailable
 from memory.inbox import CLAIM_LEASE, Inbox, InboxEntry
@@ -273,6 +273,7 @@ class Dispatcher:
                             _log.info("taking up the waiting events of %s", conversation)
                             self._wake(conversation)
             except StoreError as exc:
+                stop_if_asked()
                 _log.warning("could not renew or look for waiting conversations: %s", exc)
             await asyncio.sleep(KEEP_S)
 

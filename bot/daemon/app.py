@@ -38,7 +38,7 @@ from bot.jobs.runner import Job, JobRunner
 from bot.model.client import Model
 from bot.model.response_formats import ResponseFormats
 from bot.storage import database_url, open_leadership, open_memory
-from bot.tasks import TaskTracker
+from bot.tasks import TaskTracker, stop_if_asked
 from bot.tools.actions import sync_server_tools
 from bot.tools.base import Toolbox
 from bot.tools.memory import memory_tools
@@ -241,7 +241,6 @@ class Bot:
         return done
 
     async def _follow_up_forever(self) -> None:
-        task = asyncio.current_task()
         while True:
             try:
                 await self.follow_up()
@@ -249,8 +248,7 @@ class Bot:
                 _log.exception("could not look for decided proposals")
             # A stop that arrived inside a round, where a library below turned it into an
             # error or took it in, still ends the loop: else `stop()` waits for it forever.
-            if task is not None and task.cancelling():
-                raise asyncio.CancelledError
+            stop_if_asked()
             await asyncio.sleep(FOLLOW_UP_INTERVAL_S)
 
     def _build_jobs(self) -> JobRunner:

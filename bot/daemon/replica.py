@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from bot import metrics
+from bot.tasks import stop_if_asked
 from memory.clock import Clock, utc_now
 from memory.errors import StoreError
 from memory.leadership import LEASE_S, Leadership
@@ -133,6 +134,7 @@ class ReplicaRole:
                 )
                 self.beats += 1
             except StoreError as exc:
+                stop_if_asked()
                 _log.warning("replica %s could not write its heartbeat: %s", self.id, exc)
             await asyncio.sleep(BEAT_S)
 

@@ -8,6 +8,7 @@ one API serves async and sync code; and COPY is first-class, for imports and cop
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import urllib.parse
 from collections.abc import AsyncIterator
@@ -176,23 +177,11 @@ class PostgresDatabase:
         try:
             async with self.pool.connection(timeout=CONNECT_TIMEOUT_S) as conn:
                 yield conn
-        except PoolTimeout as exc:
-            raise StoreUnavailable(
-                f"no PostgreSQL connection within {CONNECT_TIMEOUT_S:g} s: {exc}"
-            ) from exc
-        except psycopg.errors.QueryCanceled as exc:  # the server is up; the statement was slow
-            raise StoreUnavailable(
-                "a PostgreSQL statement ran past the statement_timeout set for lorebot's role "
-                "or database and was cancelled (nothing of it was written): try again, and "
-                f"raise that timeout if it keeps happening ({_first_line(exc)})"
-            ) from exc
-        except psycopg.errors.LockNotAvailable as exc:
-            raise StoreUnavailable(
-                "a PostgreSQL lock was held elsewhere past the lock_timeout set for lorebot's "
-                f"role or database (nothing was written): try again ({_first_line(exc)})"
-            ) from exc
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailable(f"PostgreSQL is unavailable: {exc}") from exc
+        except (PoolTimeout, psycopg.Error) as exc:
+            _stop_stays_a_stop(exc)
+            if (unavailable := _unavailable(exc)) is None:
+                raise  # a statement's own error (a constraint, bad data): the caller's
+            raise unavailable from exc
 
     async def rows(
         self,
@@ -280,3 +269,33 @@ def _first_line(exc: BaseException) -> str:
     """The first line of libpq's message (which never holds the password)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _stop_stays_a_stop(exc: BaseException) -> None:
+    """psycopg may answer a stop that arrives mid-statement with an error of its own (the
+    connection closed while cancelling, a failed rollback): it stays a stop, or a loop that
+    lives through store errors (a heartbeat) would run on, and `stop()` wait for it."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError from exc
+
+
+def _unavailable(exc: PoolTimeout | psycopg.Error) -> StoreUnavailable | None:
+    """What a pool or server failure means to lorebot, in words an operator can act on;
+    None for an error of the statement itself."""
+    if isinstance(exc, PoolTimeout):
+        return StoreUnavailable(f"no PostgreSQL connection within {CONNECT_TIMEOUT_S:g} s: {exc}")
+    if isinstance(exc, psycopg.errors.QueryCanceled):  # the server is up; the statement was slow
+        return StoreUnavailable(
+            "a PostgreSQL statement ran past the statement_timeout set for lorebot's role "
+            "or database and was cancelled (nothing of it was written): try again, and "
+            f"raise that timeout if it keeps happening ({_first_line(exc)})"
+        )
+    if isinstance(exc, psycopg.errors.LockNotAvailable):
+        return StoreUnavailable(
+            "a PostgreSQL lock was held elsewhere past the lock_timeout set for lorebot's "
+            f"role or database (nothing was written): try again ({_first_line(exc)})"
+        )
+    if isinstance(exc, psycopg.OperationalError):
+        return StoreUnavailable(f"PostgreSQL is unavailable: {exc}")
+    return None

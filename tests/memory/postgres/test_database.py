@@ -4,6 +4,7 @@ the password, and the schema holds the same tables and columns as SQLite's."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,27 @@ async def test_the_schema_has_the_tables_and_columns_of_sqlite(
         "message_words.message_id", "message_words.scope", "message_words.words",
         "message_words.word_count",
     }  # fmt: skip
+
+
+
+async def test_a_stop_the_driver_answers_with_an_error_stays_a_stop(pg_url: str) -> None:
+    """psycopg may answer a stop that arrives mid-statement with an error of its own (its
+    connection closed while cancelling): that must not pass for a store error, or a loop
+    that lives through store errors (the heartbeat) runs on and `stop()` never returns."""
+    db = await PostgresDatabase.open(pg_url)
+
+    async def stopped_mid_statement() -> None:
+        async with db.connection() as conn:
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()  # the stop arrives…
+            conn.pgconn.finish()  # …and the driver gives up the connection
+            await conn.execute("SELECT 1")
+
+    try:
+        statement = asyncio.create_task(stopped_mid_statement())
+        await asyncio.wait([statement])
+        assert statement.cancelled(), statement.exception()
+        assert await db.rows("SELECT 1 AS one") == [{"one": 1}]  # the pool goes on
+    finally:
+        await db.close()
