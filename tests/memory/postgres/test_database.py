@@ -132,7 +132,6 @@ async def test_the_schema_has_the_tables_and_columns_of_sqlite(
     }  # fmt: skip
 
 
-
 async def test_a_stop_the_driver_answers_with_an_error_stays_a_stop(pg_url: str) -> None:
     """psycopg may answer a stop that arrives mid-statement with an error of its own (its
     connection closed while cancelling): that must not pass for a store error, or a loop
