@@ -11,6 +11,7 @@ had begun is handed to the next holder marked `abandoned`: its turn may have run
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, Protocol
@@ -29,6 +30,17 @@ class InboxEntry:
     key: str  # the platform's event id, as `SeenEvents` keeps it
     payload: dict[str, Any]
     abandoned: bool  # begun by a holder that is gone
+
+
+def read_payload(text: str) -> dict[str, Any]:
+    """A stored event as the dispatcher reads it; `{}` when the text is not a JSON object
+    (written by hand, or damaged), which the dispatcher drops as unreadable at once rather
+    than failing on it at every sweep while the conversation's later events wait."""
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return {}
+    return payload if isinstance(payload, dict) else {}
 
 
 def platform_of(conversation: str) -> str:

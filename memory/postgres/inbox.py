@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, platform_of
+from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, platform_of, read_payload
 from memory.postgres.database import PostgresDatabase
 
 
@@ -73,7 +73,7 @@ class PostgresInbox:
             await conn.execute(
                 "UPDATE inbox SET started_at = %s WHERE id = %s", (self.clock(), row["id"])
             )
-        payload = json.loads(row["payload_json"])
+        payload = read_payload(row["payload_json"])
         return InboxEntry(int(row["id"]), row["key"], payload, row["started_at"] is not None)
 
     async def finish(self, entry_id: int) -> None:

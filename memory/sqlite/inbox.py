@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, platform_of
+from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, platform_of, read_payload
 from memory.sqlite.database import SqliteDatabase, to_db_time
 
 
@@ -66,7 +66,7 @@ class SqliteInbox:
                 "UPDATE inbox SET started_at = ? WHERE id = ?",
                 (to_db_time(self.clock()), row[0]),
             )
-        return InboxEntry(row[0], row[1], json.loads(row[2]), abandoned=row[3] is not None)
+        return InboxEntry(row[0], row[1], read_payload(row[2]), abandoned=row[3] is not None)
 
     async def finish(self, entry_id: int) -> None:
         async with self.db.write() as conn:

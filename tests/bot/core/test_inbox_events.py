@@ -121,3 +121,36 @@ async def test_a_waiting_event_this_lorebot_cannot_read_is_dropped_and_the_rest_
         await h.bot.stop()
     assert adapter.replies == ["Answered."]
     assert "dropped waiting event test:odd, which this lorebot cannot read" in caplog.text
+
+
+async def test_a_waiting_event_that_is_not_json_is_dropped_at_once_on_each_engine(
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    clock: FakeClock,
+    on_each_engine: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A damaged entry, written by hand or by a fault, is dropped with a log line, and the
+    conversation's next event is answered at once, not after maintenance a day later."""
+    adapter = RecordingAdapter()
+    after = adapter.message("and this one?", channel="C1")
+    stores = await open_memory(make_settings(tmp_path / "bot.db", fake_ollama.url), clock=clock)
+    try:
+        await stores.inbox.take("test:damaged", "test/C1", {"kind": "message"}, limit=9)
+        await stores.inbox.take(f"test:{after.event_id}", "test/C1", to_payload(after), limit=9)
+        mark = "%s" if on_each_engine == "postgresql" else "?"
+        async with stores.db.write() as conn:
+            await conn.execute(
+                f"UPDATE inbox SET payload_json = {mark} WHERE key = {mark}",
+                ('{"kind": "message", "text": "cut sho', "test:damaged"),
+            )
+    finally:
+        await stores.close()
+    fake_ollama.reply("Answered.")
+    h = await start_harness(tmp_path, fake_ollama, clock, adapter=adapter)
+    try:
+        await _until(lambda: adapter.replies)
+    finally:
+        await h.bot.stop()
+    assert adapter.replies == ["Answered."]
+    assert "dropped waiting event test:damaged, which this lorebot cannot read" in caplog.text
