@@ -37,6 +37,7 @@ from bot.actions.mcp_values import (
 from bot.approvals.card_text import valid_tool_name
 from bot.backoff import Backoff
 from bot.config.sections import McpServerSettings, McpSettings
+from bot.tasks import stop_if_asked
 from memory.redaction import redact
 
 _log = logging.getLogger(__name__)
@@ -190,6 +191,7 @@ class McpServer:
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # noqa: BLE001 - the SDK raises exception groups
+                stop_if_asked()  # a stop the SDK wrapped in a group still ends the loop
                 self.reason = self._describe(exc)
                 delay = backoff.next_delay()
                 _log.warning("MCP server %s: %s; retrying in %.0f s", self.name, self.reason, delay)

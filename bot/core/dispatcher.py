@@ -203,6 +203,7 @@ class Dispatcher:
                     if conversation not in self._woken:  # given an event as it was let go
                         return
                 except StoreError as exc:
+                    stop_if_asked()
                     _log.warning("could not go on with %s, trying again: %s", conversation, exc)
                     await asyncio.sleep(backoff.next_delay())
         finally:
@@ -235,6 +236,7 @@ class Dispatcher:
                 await self.inbox.finish(entry.id)
                 return
             except StoreError as exc:
+                stop_if_asked()
                 if asyncio.get_running_loop().time() > deadline:
                     _log.error("could not mark event %s handled: %s", entry.key, exc)
                     return
