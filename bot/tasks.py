@@ -13,8 +13,8 @@ _log = logging.getLogger(__name__)
 def stop_if_asked() -> None:
     """In a loop that lives through errors: end it when its task was asked to stop. A
     library below may have answered the stop with an error (a driver closing its connection
-    mid-statement) instead of letting it through; the loop would then run on, and whoever
-    awaits it, `stop()`, wait forever."""
+    mid-statement), or lost it (Python 3.11's `wait_for` returning a result that came with
+    it); the loop would then run on, and whoever awaits it, `stop()`, wait forever."""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError

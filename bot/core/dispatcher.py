@@ -275,8 +275,8 @@ class Dispatcher:
                             _log.info("taking up the waiting events of %s", conversation)
                             self._wake(conversation)
             except StoreError as exc:
-                stop_if_asked()
                 _log.warning("could not renew or look for waiting conversations: %s", exc)
+            stop_if_asked()
             await asyncio.sleep(KEEP_S)
 
     async def handle(self, event: Event) -> None:

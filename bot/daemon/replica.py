@@ -134,8 +134,8 @@ class ReplicaRole:
                 )
                 self.beats += 1
             except StoreError as exc:
-                stop_if_asked()
                 _log.warning("replica %s could not write its heartbeat: %s", self.id, exc)
+            stop_if_asked()
             await asyncio.sleep(BEAT_S)
 
     async def _leave(self) -> None:

@@ -176,9 +176,12 @@ class PostgresDatabase:
         be had (the server is down or every connection is busy past the timeout)."""
         try:
             async with self.pool.connection(timeout=CONNECT_TIMEOUT_S) as conn:
+                # The pool waits with Python 3.11's `wait_for`, which may hand over a
+                # connection and lose a stop that came at the same moment.
+                _stop_if_stopping()
                 yield conn
         except (PoolTimeout, psycopg.Error) as exc:
-            _stop_stays_a_stop(exc)
+            _stop_if_stopping(exc)
             if (unavailable := _unavailable(exc)) is None:
                 raise  # a statement's own error (a constraint, bad data): the caller's
             raise unavailable from exc
@@ -271,13 +274,13 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _stop_stays_a_stop(exc: BaseException) -> None:
-    """psycopg may answer a stop that arrives mid-statement with an error of its own (the
-    connection closed while cancelling, a failed rollback): it stays a stop, or a loop that
-    lives through store errors (a heartbeat) would run on, and `stop()` wait for it."""
+def _stop_if_stopping(cause: BaseException | None = None) -> None:
+    """A stop that the driver or the pool lost (answered with an error of its own, or with
+    a connection) stays a stop: else a loop that lives through store errors (a heartbeat)
+    runs on, and `stop()` waits for it forever."""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
-        raise asyncio.CancelledError from exc
+        raise asyncio.CancelledError from cause
 
 
 def _unavailable(exc: PoolTimeout | psycopg.Error) -> StoreUnavailable | None:
