@@ -176,9 +176,6 @@ class PostgresDatabase:
         be had (the server is down or every connection is busy past the timeout)."""
         try:
             async with self.pool.connection(timeout=CONNECT_TIMEOUT_S) as conn:
-                # The pool waits with Python 3.11's `wait_for`, which may hand over a
-                # connection and lose a stop that came at the same moment.
-                _stop_if_stopping()
                 yield conn
         except (PoolTimeout, psycopg.Error) as exc:
             _stop_if_stopping(exc)
@@ -274,10 +271,13 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _stop_if_stopping(cause: BaseException | None = None) -> None:
-    """A stop that the driver or the pool lost (answered with an error of its own, or with
-    a connection) stays a stop: else a loop that lives through store errors (a heartbeat)
-    runs on, and `stop()` waits for it forever."""
+def _stop_if_stopping(cause: BaseException) -> None:
+    """A stop that the driver answered with an error of its own (its connection closed
+    while cancelling, a failed rollback) stays a stop: else a loop that lives through store
+    errors (a heartbeat) runs on, and `stop()` waits for it forever. (A stop the pool loses
+    outright, handing over a connection instead, is caught by the loops themselves:
+    `bot.tasks.stop_if_asked`; a check here would also stop the writes a stopping task
+    still makes on purpose, such as a replica removing its row.)"""
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError from cause
