@@ -101,6 +101,19 @@ async def _inbox_empty(tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
         await stores.close()
 
 
+async def _answers_at_start(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, adapter: RecordingAdapter
+) -> list[str]:
+    """Start lorebot on what waits in the inbox; its replies, once there is one."""
+    fake_ollama.reply("Answered.")
+    h = await start_harness(tmp_path, fake_ollama, clock, adapter=adapter)
+    try:
+        await _until(lambda: adapter.replies)
+    finally:
+        await h.bot.stop()
+    return adapter.replies
+
+
 async def test_a_waiting_event_this_lorebot_cannot_read_is_dropped_and_the_rest_answered(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -113,13 +126,7 @@ async def test_a_waiting_event_this_lorebot_cannot_read_is_dropped_and_the_rest_
         await stores.inbox.take(f"test:{after.event_id}", "test/C1", to_payload(after), limit=9)
     finally:
         await stores.close()
-    fake_ollama.reply("Answered.")
-    h = await start_harness(tmp_path, fake_ollama, clock, adapter=adapter)
-    try:
-        await _until(lambda: adapter.replies)
-    finally:
-        await h.bot.stop()
-    assert adapter.replies == ["Answered."]
+    assert await _answers_at_start(tmp_path, fake_ollama, clock, adapter) == ["Answered."]
     assert "dropped waiting event test:odd, which this lorebot cannot read" in caplog.text
 
 
@@ -146,11 +153,5 @@ async def test_a_waiting_event_that_is_not_json_is_dropped_at_once_on_each_engin
             )
     finally:
         await stores.close()
-    fake_ollama.reply("Answered.")
-    h = await start_harness(tmp_path, fake_ollama, clock, adapter=adapter)
-    try:
-        await _until(lambda: adapter.replies)
-    finally:
-        await h.bot.stop()
-    assert adapter.replies == ["Answered."]
+    assert await _answers_at_start(tmp_path, fake_ollama, clock, adapter) == ["Answered."]
     assert "dropped waiting event test:damaged, which this lorebot cannot read" in caplog.text
