@@ -7,11 +7,18 @@ time, in the order they were taken: the one holding the conversation's claim. A 
 kept for `CLAIM_LEASE` and renewed while its holder works; one not renewed in time is a
 holder that is gone, and anyone may take the conversation over. An entry the gone holder
 had begun is handed to the next holder marked `abandoned`: its turn may have run part-way.
+
+A claim has a fencing token, new whenever the claim changes hands. A holder that stopped
+for longer than the lease (a paused process, a frozen VM) may wake up in the middle of a
+turn whose conversation another replica has taken over since: before each effect of the
+turn, its holder extends the claim under the token it began with (`hold`), and removes the
+finished entry under it too (`finish`), so a replica that lost the claim stops quietly.
 """
 
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, Protocol
@@ -30,6 +37,13 @@ class InboxEntry:
     key: str  # the platform's event id, as `SeenEvents` keeps it
     payload: dict[str, Any]
     abandoned: bool  # begun by a holder that is gone
+    token: int  # the fencing token of the claim it was begun under
+
+
+def new_token() -> int:
+    """A claim's fencing token: random, so that one never comes back after a claim was let
+    go and taken again (0 is a claim from before tokens)."""
+    return secrets.randbits(62) + 1
 
 
 def read_payload(text: str) -> dict[str, Any]:
@@ -60,7 +74,13 @@ class Inbox(Protocol):
 
     async def claim(self, conversation: str, holder: str) -> bool:
         """Take the conversation for `holder`: True when it is unclaimed, its claim lapsed,
-        or `holder` has it already."""
+        or `holder` has it already. A claim taken from another holder, or anew, gets a new
+        fencing token; `holder` keeps its own."""
+        ...
+
+    async def hold(self, conversation: str, holder: str, token: int) -> bool:
+        """Extend the claim by `CLAIM_LEASE` when `holder` still has it under `token`:
+        whether it does (the check before each effect of a turn)."""
         ...
 
     async def next(self, conversation: str, holder: str) -> InboxEntry | None:
@@ -68,8 +88,9 @@ class Inbox(Protocol):
         `holder` no longer holds the conversation."""
         ...
 
-    async def finish(self, entry_id: int) -> None:
-        """The entry was handled: remove it."""
+    async def finish(self, entry: InboxEntry, holder: str) -> bool:
+        """The entry was handled: remove it, when `holder` still has its conversation under
+        the entry's token (else its new holder handles it); whether it was removed."""
         ...
 
     async def release(self, conversation: str, holder: str) -> bool:

@@ -30,6 +30,7 @@ from bot.approvals.cards import ACTION, conversation_of, outcome_text, quote, sc
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
 from bot.context.turn import free_topic
+from bot.fencing import still_held
 from memory import Conflict, Note, NoteDraft, NoteStore
 from memory.actions import ActionLog
 from memory.events import EventLog
@@ -200,6 +201,7 @@ class ApprovalService:
     ) -> Proposal:
         """Any proposal: stored, then its card posted with the ✅/❌ reactions; the card's
         first line gets the proposal id."""
+        await still_held()  # the card goes out just after: the claim was just extended
         proposal = await self._create(kind, conversation, requester, payload)
         first, _, rest = card.partition("\n")
         card = f"{first} (proposal #{proposal.id})" + (f"\n{rest}" if rest else "")
@@ -308,6 +310,7 @@ class ApprovalService:
     async def decide(self, proposal_id: int, *, approve: bool, by: str) -> Proposal:
         """Decide a proposal and carry it out. The card is finished by `follow_up`, by
         whichever process has the platform connected; an expired one is marked expired."""
+        await still_held()
         try:
             proposal = await self.proposals.fetch(proposal_id)
             if approve and self._now_read_only(proposal):

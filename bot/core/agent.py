@@ -39,6 +39,7 @@ from bot.core.turn_state import (
     echo,
     pending_call,
 )
+from bot.fencing import ClaimLost
 from bot.model.arguments import ToolArgumentError
 from bot.model.client import ChatResult, Model, ModelUnavailable
 from bot.split import clip_reply
@@ -351,7 +352,7 @@ class Agent:
         except TimeoutError:
             _log.warning("tool %s timed out after %s s", name, self.settings.bot.tool_timeout_s)
             return f"error: {name} timed out"
-        except ModelUnavailable:
+        except (ModelUnavailable, ClaimLost):
             raise
         except Exception:
             # Whatever the model sends must not fail the turn: log it, tell the model.

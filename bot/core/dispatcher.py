@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from adapters.base import (
     Adapter,
@@ -28,9 +28,10 @@ from bot.approvals.service import ApprovalService
 from bot.backoff import Backoff
 from bot.config.sections import BotSettings
 from bot.context.scopes import channel_scope, user_scope
-from bot.core.event_payload import from_payload, to_payload
+from bot.core.event_payload import ExactEvents, from_payload, to_payload
 from bot.core.router import Router
 from bot.errors import user_message
+from bot.fencing import Claim, ClaimLost, under
 from bot.tasks import TaskTracker, stop_if_asked
 from memory import Conflict, InvalidInput
 from memory.errors import StoreError, StoreUnavailable
@@ -71,6 +72,7 @@ class Dispatcher:
         *,
         holder: str,
         platforms: Callable[[], Collection[str]] | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         self.settings = settings
         self.router = router
@@ -82,6 +84,8 @@ class Dispatcher:
         self.holder = holder  # this replica, as the claims name it
         # The platforms this replica answers on now (a standby has no Discord connection).
         self.platforms = platforms or (lambda: list(adapters))
+        self.secrets = tuple(secrets)  # lorebot's own, never in a waiting event's row
+        self.exact = ExactEvents(settings.queue_size)
         self._draining: set[str] = set()  # conversations a task of this replica works on
         self._woken: set[str] = set()  # … and that were given an event meanwhile
         self._accepting = True
@@ -150,9 +154,17 @@ class Dispatcher:
             await self.seen.forget_sighting(key)
             self._drop("reaction removed")
             return False
-        outcome = await self.inbox.take(
-            key, event.conversation.key, to_payload(event), limit=self.settings.queue_size
-        )
+        payload = to_payload(event, self.secrets)
+        # Held before it is stored: a task of this replica may begin it at once.
+        held = self.exact.keep(key, event, payload)
+        outcome: str | None = None
+        try:
+            outcome = await self.inbox.take(
+                key, event.conversation.key, payload, limit=self.settings.queue_size
+            )
+        finally:
+            if held and outcome != "taken":  # not to be handled, unless by who held it first
+                self.exact.take(key)
         if outcome == "duplicate":
             _log.info("dropped duplicate event %s", key)
             self._drop("duplicate")
@@ -222,7 +234,8 @@ class Dispatcher:
                 continue
             # A turn cut at the shutdown timeout is left begun: whoever takes the
             # conversation up says so (`handle` itself raises nothing else).
-            await self._handle_entry(entry)
+            with under(Claim(self.inbox, conversation, self.holder, entry.token)):
+                await self._handle_entry(entry)
             await self._finish(entry)
 
     async def _finish(self, entry: InboxEntry) -> None:
@@ -233,7 +246,9 @@ class Dispatcher:
         deadline = asyncio.get_running_loop().time() + CLAIM_LEASE.total_seconds()
         while True:
             try:
-                await self.inbox.finish(entry.id)
+                if not await self.inbox.finish(entry, self.holder):
+                    _log.warning("left event %s to the replica that took its conversation "
+                                 "over", entry.key)  # fmt: skip
                 return
             except StoreError as exc:
                 stop_if_asked()
@@ -244,7 +259,7 @@ class Dispatcher:
 
     async def _handle_entry(self, entry: InboxEntry) -> None:
         try:
-            event = from_payload(entry.payload)
+            event = self.exact.take(entry.key) or from_payload(entry.payload)
         except (KeyError, TypeError, ValueError) as exc:  # kept by another lorebot version
             _log.error(
                 "dropped waiting event %s, which this lorebot cannot read: %r", entry.key, exc
@@ -293,6 +308,9 @@ class Dispatcher:
                 await self.router.handle(event)
         except Conflict as exc:
             outcome = f"closed proposal ({exc})"
+        except ClaimLost as exc:  # its new holder answers; a word here would come twice
+            _log.warning("stopped handling event %s: %s", event.event_id, exc)
+            outcome = "taken over"
         except DeliveryError as exc:
             outcome = "not delivered"  # the adapter logged what to fix; an apology would fail too
             if isinstance(event, SlashCommand):  # but a command's answer reaches the person

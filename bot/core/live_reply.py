@@ -30,9 +30,10 @@ from adapters.base import (
     UserRef,
     measure,
 )
+from bot.fencing import ClaimLost, still_held
 from bot.split import split_message
 from memory.live_replies import LiveReplies
-from memory.redaction import MIN_SECRET_CHARS, mask_known
+from memory.redaction import MIN_SECRET_CHARS, mask_known, redact
 
 _log = logging.getLogger(__name__)
 
@@ -106,7 +107,12 @@ class LiveReply:
         if not visible or visible == self._shown:
             return
         try:
+            await still_held()
             await self.stream.show(visible)
+        except ClaimLost as exc:  # `finish` says so to the turn
+            _log.warning("stopped showing a reply in %s: %s", self.conversation.key, exc)
+            self._live = False
+            return
         except DeliveryError:
             self._live = False  # the adapter logged why; `finish` still posts the reply
             return
@@ -128,14 +134,16 @@ class LiveReply:
         if self.record is None or posted is None:
             return
         conversation = dataclasses.asdict(self.conversation)
-        await self.record.record(
-            self.conversation.platform, conversation, posted.message_id, self._shown
-        )
+        # Kept redacted, as the history keeps the reply: a credential the model repeated
+        # from the person's message is no more written to the database than theirs was.
+        shown = redact(self._shown, self.secrets)
+        await self.record.record(self.conversation.platform, conversation, posted.message_id, shown)
 
     async def finish(self, text: str) -> PostedMessage:
         """Make the reply say exactly `text`: its first part in the streamed message, the
         rest in messages after it."""
         await self._updated()  # its text is part of what the platform shows now
+        await still_held()
         parts = split_message(text, self.adapter.max_message_chars, self._measure)
         self._done = True
         posted = await self.stream.finish(parts[0])
@@ -155,6 +163,8 @@ class LiveReply:
             return
         try:
             await self.finish(f"{self._shown}\n\n{CUT_SHORT}")
+        except ClaimLost:
+            pass  # the conversation's new holder marks it
         except Exception as exc:  # the record stays; the next start mends the message
             _log.warning("could not mark a cut-short reply in %s: %r", self.conversation.key, exc)
 

@@ -46,6 +46,7 @@ from bot.core.commands import (
 )
 from bot.core.live_reply import Progress, live_reply, mend_cut_replies
 from bot.core.titles import draft_title
+from bot.fencing import still_held
 from bot.split import split_message
 from memory import InvalidInput, NoteStore, NotFound
 from memory.live_replies import LiveReplies
@@ -92,6 +93,7 @@ class Router:
     async def reply(self, conversation: ConversationRef, text: str) -> None:
         """Post `text` in the conversation, split to the platform's limit."""
         adapter = self.adapters[conversation.platform]
+        await still_held()
         for chunk in split_message(text, adapter.max_message_chars, measure(adapter)):
             await adapter.send(conversation, chunk)
 

@@ -30,6 +30,7 @@ from bot.approvals.cards import ACTION
 from bot.approvals.service import ApprovalService
 from bot.context.scopes import user_scope
 from bot.context.turn import TurnContext
+from bot.fencing import still_held
 from bot.model.arguments import coerce_arguments
 from bot.tools.base import Call, Kind, Suspend, Toolbox, ToolOutput
 from bot.tools.schemas import flatten, validate
@@ -169,6 +170,7 @@ class McpTool:
             conversation=dataclasses.asdict(ctx.conversation), approval=exemption or BY_CARD,
         )  # fmt: skip
         if exemption is not None:
+            await still_held()
             await self.actions.start(action.id)
             return await self._call(action.id, arguments, remote)
         card = self._card(ctx, arguments, remote)
@@ -227,6 +229,7 @@ class McpTool:
         except NotRunnable as exc:
             await not_run(self.actions, self.approvals, proposal, str(exc))
             return f"error: it was not run: {exc}"
+        await still_held()
         try:
             await self.actions.start(action_id, proposal.decided_by)
         except ValueError:

@@ -40,6 +40,7 @@ from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
 from bot.context.turn import TurnContext
 from bot.errors import ConfigError
+from bot.fencing import still_held
 from bot.tools.actions import close_unapproved, not_run
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
 from memory.actions import BY_CARD, ActionLog
@@ -244,6 +245,7 @@ class SkillScripts:
             script, snapshot = await self._approved_script(payload, args)
         except (ScriptError, SkillError) as exc:
             return await self._not_run(proposal, str(exc))
+        await still_held()
         try:
             await self.actions.start(action_id, proposal.decided_by)
         except ValueError:

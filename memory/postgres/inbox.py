@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, platform_of, read_payload
+from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, new_token, platform_of, read_payload
 from memory.postgres.database import PostgresDatabase
 
 
@@ -48,12 +48,23 @@ class PostgresInbox:
         now = self.clock()
         async with self.db.write() as conn:
             cursor = await conn.execute(
-                "INSERT INTO conversation_claims (conversation, holder, until) "
-                "VALUES (%s, %s, %s) ON CONFLICT (conversation) DO UPDATE SET "
-                "holder = excluded.holder, until = excluded.until "
+                "INSERT INTO conversation_claims (conversation, holder, until, token) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT (conversation) DO UPDATE SET "
+                "until = excluded.until, holder = excluded.holder, token = CASE "
+                "WHEN conversation_claims.holder = excluded.holder "
+                "THEN conversation_claims.token ELSE excluded.token END "
                 "WHERE conversation_claims.holder = excluded.holder "
                 "OR conversation_claims.until < %s",
-                (conversation, holder, now + CLAIM_LEASE, now),
+                (conversation, holder, now + CLAIM_LEASE, new_token(), now),
+            )
+        return cursor.rowcount == 1
+
+    async def hold(self, conversation: str, holder: str, token: int) -> bool:
+        async with self.db.write() as conn:
+            cursor = await conn.execute(
+                "UPDATE conversation_claims SET until = %s "
+                "WHERE conversation = %s AND holder = %s AND token = %s",
+                (self.clock() + CLAIM_LEASE, conversation, holder, token),
             )
         return cursor.rowcount == 1
 
@@ -61,7 +72,7 @@ class PostgresInbox:
         async with self.db.write() as conn:
             row = await (
                 await conn.execute(
-                    "SELECT i.id, i.key, i.payload_json, i.started_at FROM inbox AS i "
+                    "SELECT i.id, i.key, i.payload_json, i.started_at, c.token FROM inbox AS i "
                     "JOIN conversation_claims AS c ON c.conversation = i.conversation "
                     "WHERE i.conversation = %s AND c.holder = %s ORDER BY i.id LIMIT 1 "
                     "FOR UPDATE OF i",
@@ -74,11 +85,18 @@ class PostgresInbox:
                 "UPDATE inbox SET started_at = %s WHERE id = %s", (self.clock(), row["id"])
             )
         payload = read_payload(row["payload_json"])
-        return InboxEntry(int(row["id"]), row["key"], payload, row["started_at"] is not None)
+        abandoned = row["started_at"] is not None
+        return InboxEntry(int(row["id"]), row["key"], payload, abandoned, int(row["token"]))
 
-    async def finish(self, entry_id: int) -> None:
+    async def finish(self, entry: InboxEntry, holder: str) -> bool:
         async with self.db.write() as conn:
-            await conn.execute("DELETE FROM inbox WHERE id = %s", (entry_id,))
+            cursor = await conn.execute(
+                "DELETE FROM inbox WHERE id = %s AND EXISTS (SELECT 1 FROM conversation_claims "
+                "AS c WHERE c.conversation = inbox.conversation AND c.holder = %s "
+                "AND c.token = %s)",
+                (entry.id, holder, entry.token),
+            )
+        return cursor.rowcount == 1
 
     async def release(self, conversation: str, holder: str) -> bool:
         async with self.db.write() as conn:

@@ -338,6 +338,7 @@ STEPS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    (20, "ALTER TABLE conversation_claims ADD COLUMN token bigint NOT NULL DEFAULT 0;"),
 )
 
 SCHEMA_VERSION = BASELINE + len(STEPS)

@@ -7,7 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, platform_of, read_payload
+from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, new_token, platform_of, read_payload
 from memory.sqlite.database import SqliteDatabase, to_db_time
 
 
@@ -42,19 +42,31 @@ class SqliteInbox:
         now = self.clock()
         async with self.db.write() as conn:
             cursor = await conn.execute(
-                "INSERT INTO conversation_claims (conversation, holder, until) VALUES (?, ?, ?) "
-                "ON CONFLICT (conversation) DO UPDATE SET holder = excluded.holder, "
-                "until = excluded.until "
+                "INSERT INTO conversation_claims (conversation, holder, until, token) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (conversation) DO UPDATE SET "
+                "until = excluded.until, holder = excluded.holder, token = CASE "
+                "WHEN conversation_claims.holder = excluded.holder "
+                "THEN conversation_claims.token ELSE excluded.token END "
                 "WHERE conversation_claims.holder = excluded.holder "
                 "OR conversation_claims.until < ?",
-                (conversation, holder, to_db_time(now + CLAIM_LEASE), to_db_time(now)),
+                (conversation, holder, to_db_time(now + CLAIM_LEASE), new_token(),
+                 to_db_time(now)),
+            )  # fmt: skip
+        return cursor.rowcount == 1
+
+    async def hold(self, conversation: str, holder: str, token: int) -> bool:
+        async with self.db.write() as conn:
+            cursor = await conn.execute(
+                "UPDATE conversation_claims SET until = ? "
+                "WHERE conversation = ? AND holder = ? AND token = ?",
+                (to_db_time(self.clock() + CLAIM_LEASE), conversation, holder, token),
             )
         return cursor.rowcount == 1
 
     async def next(self, conversation: str, holder: str) -> InboxEntry | None:
         async with self.db.write() as conn:
             async with conn.execute(
-                "SELECT i.id, i.key, i.payload_json, i.started_at FROM inbox AS i "
+                "SELECT i.id, i.key, i.payload_json, i.started_at, c.token FROM inbox AS i "
                 "JOIN conversation_claims AS c ON c.conversation = i.conversation "
                 "WHERE i.conversation = ? AND c.holder = ? ORDER BY i.id LIMIT 1",
                 (conversation, holder),
@@ -66,11 +78,18 @@ class SqliteInbox:
                 "UPDATE inbox SET started_at = ? WHERE id = ?",
                 (to_db_time(self.clock()), row[0]),
             )
-        return InboxEntry(row[0], row[1], read_payload(row[2]), abandoned=row[3] is not None)
+        payload = read_payload(row[2])
+        return InboxEntry(row[0], row[1], payload, abandoned=row[3] is not None, token=row[4])
 
-    async def finish(self, entry_id: int) -> None:
+    async def finish(self, entry: InboxEntry, holder: str) -> bool:
         async with self.db.write() as conn:
-            await conn.execute("DELETE FROM inbox WHERE id = ?", (entry_id,))
+            cursor = await conn.execute(
+                "DELETE FROM inbox WHERE id = ? AND EXISTS (SELECT 1 FROM conversation_claims "
+                "AS c WHERE c.conversation = inbox.conversation AND c.holder = ? "
+                "AND c.token = ?)",
+                (entry.id, holder, entry.token),
+            )
+        return cursor.rowcount == 1
 
     async def release(self, conversation: str, holder: str) -> bool:
         async with self.db.write() as conn:

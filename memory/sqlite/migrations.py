@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 import aiosqlite
 
 from memory.sqlite.redacting_migration import redact_stored_messages
+from memory.sqlite.replica_migrations import REPLICA_MIGRATIONS
 
 Step = Callable[[aiosqlite.Connection], Awaitable[None]]
 
@@ -374,27 +375,7 @@ MIGRATIONS: tuple[str | Step, ...] = (
         PRIMARY KEY (change_id, scope, topic)
     ) WITHOUT ROWID;
     """,
-    # 18: the running lorebot processes of this database, each with its heartbeat and
-    # whether it leads (on PostgreSQL, several replicas; on SQLite, the one daemon).
-    """
-    CREATE TABLE replicas (
-        id TEXT PRIMARY KEY,
-        host TEXT NOT NULL,
-        pid INTEGER NOT NULL,
-        role TEXT NOT NULL CHECK (role IN ('leader', 'standby')),
-        started_at TEXT NOT NULL,
-        heartbeat_at TEXT NOT NULL
-    );
-    """,
-    # 19: the events taken and not finished, and who handles each conversation's.
-    """
-    CREATE TABLE inbox (id INTEGER PRIMARY KEY, platform TEXT NOT NULL,
-        conversation TEXT NOT NULL, key TEXT NOT NULL, payload_json TEXT NOT NULL,
-        taken_at TEXT NOT NULL, started_at TEXT);
-    CREATE INDEX inbox_by_conversation ON inbox (conversation, id);
-    CREATE TABLE conversation_claims (conversation TEXT PRIMARY KEY,
-        holder TEXT NOT NULL, until TEXT NOT NULL) WITHOUT ROWID;
-    """,
+    *REPLICA_MIGRATIONS,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

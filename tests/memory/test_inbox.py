@@ -1,7 +1,8 @@
 """The inbox on both engines: an event stored in the transaction that sees it, a
 conversation handled by one holder at a time in the order its events came, a lapsed
 claim taken over with the begun entry marked abandoned, and a claim let go only when
-nothing waits."""
+nothing waits; a holder that lost its claim, even to a holder that let it go since, can
+neither extend it nor finish an entry under it (fencing)."""
 
 from __future__ import annotations
 
@@ -39,11 +40,11 @@ async def test_one_holder_handles_a_conversation_in_order(engine_stores: Any) ->
     first = await inbox.next("slack/C1", "a:1")
     assert first is not None and first.payload == _event(1) and not first.abandoned
     assert await inbox.fetch_unclaimed(["slack"]) == []
-    await inbox.finish(first.id)
+    assert await inbox.finish(first, "a:1")
     assert await inbox.release("slack/C1", "a:1")  # one still waits: a keeps it
     second = await inbox.next("slack/C1", "a:1")
     assert second is not None and second.payload == _event(2)
-    await inbox.finish(second.id)
+    assert await inbox.finish(second, "a:1")
     assert not await inbox.release("slack/C1", "a:1")
     assert await inbox.claim("slack/C1", "b:1")  # let go: anyone may take it
     assert await inbox.waiting() == 0
@@ -70,7 +71,7 @@ async def test_a_lapsed_claim_is_taken_over_with_its_begun_entry_abandoned(
     assert await inbox.claim("slack/C1", "b:1")
     begun = await inbox.next("slack/C1", "b:1")
     assert begun is not None and begun.payload == _event(1) and begun.abandoned
-    await inbox.finish(begun.id)
+    assert await inbox.finish(begun, "b:1")
     waiting = await inbox.next("slack/C1", "b:1")
     assert waiting is not None and waiting.payload == _event(2) and not waiting.abandoned
     # The old holder, back, finds the conversation is no longer its own.
@@ -93,7 +94,7 @@ async def test_renewing_keeps_a_claim_past_its_first_lease(
     assert await inbox.fetch_unclaimed(["slack"]) == ["slack/C2"]
     entry = await inbox.next("slack/C1", "a:1")
     assert entry is not None
-    await inbox.finish(entry.id)
+    assert await inbox.finish(entry, "a:1")
     assert await inbox.fetch_busy() == {"slack/C1", "slack/C2"}  # C1 claimed, C2 waits
     await inbox.release_all()
     assert await inbox.claim("slack/C1", "b:1")
@@ -117,3 +118,37 @@ async def test_entries_waiting_past_an_age_are_dropped(
     await inbox.take("gone:E2", "gone/C1", _event(2), limit=10)
     assert await inbox.forget_taken_before(timedelta(hours=1)) == 1
     assert await inbox.waiting() == 1
+
+
+async def test_a_holder_that_lost_its_claim_is_fenced_off(
+    engine_stores: Any, clock: FakeClock
+) -> None:
+    inbox = engine_stores.inbox
+    await inbox.take("slack:E1", "slack/C1", _event(1), limit=10)
+    assert await inbox.claim("slack/C1", "a:1")
+    begun = await inbox.next("slack/C1", "a:1")
+    assert begun is not None
+    assert await inbox.hold("slack/C1", "a:1", begun.token)  # a holds it, and extends it
+    clock.advance(seconds=CLAIM_LEASE.total_seconds() * 0.9)
+    assert not await inbox.claim("slack/C1", "b:1")  # extended by `hold`: not lapsed
+    assert await inbox.claim("slack/C1", "a:1")  # a's own claim again: the same token
+    assert await inbox.hold("slack/C1", "a:1", begun.token)
+
+    clock.advance(seconds=CLAIM_LEASE.total_seconds() + 1)  # a is paused past its lease
+    assert await inbox.claim("slack/C1", "b:1")
+    taken_over = await inbox.next("slack/C1", "b:1")
+    assert taken_over is not None and taken_over.abandoned
+    assert taken_over.token != begun.token
+    # a wakes up: it can neither go on under its old claim nor remove b's entry.
+    assert not await inbox.hold("slack/C1", "a:1", begun.token)
+    assert not await inbox.finish(begun, "a:1")
+    assert await inbox.waiting() == 1
+    assert await inbox.finish(taken_over, "b:1")
+    assert not await inbox.release("slack/C1", "b:1")  # b lets it go: nothing waits
+
+    # a takes the conversation anew: its old turn's token still holds nothing.
+    await inbox.take("slack:E2", "slack/C1", _event(2), limit=10)
+    assert await inbox.claim("slack/C1", "a:1")
+    assert not await inbox.hold("slack/C1", "a:1", begun.token)
+    fresh = await inbox.next("slack/C1", "a:1")
+    assert fresh is not None and await inbox.hold("slack/C1", "a:1", fresh.token)

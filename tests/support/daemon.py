@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -32,11 +32,12 @@ def daemon_env(tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack) -
 
 @asynccontextmanager
 async def daemon(
-    tmp_path: Path, env: dict[str, str], *args: str
+    tmp_path: Path, env: dict[str, str], *args: str, run_args: Sequence[str] = ()
 ) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`lorebot [args] run [run_args]` in `tmp_path`, its output in `daemon.log` there."""
     log = (tmp_path / "daemon.log").open("wb")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli.main", *args, "run",
+        sys.executable, "-m", "bot.cli.main", *args, "run", *run_args,
         cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
         stdout=log, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
