@@ -28,7 +28,7 @@ from bot.approvals.service import ApprovalService
 from bot.backoff import Backoff
 from bot.config.sections import BotSettings
 from bot.context.scopes import channel_scope, user_scope
-from bot.core.event_payload import ExactEvents, from_payload, to_payload
+from bot.core.event_payload import from_payload, redacted, to_payload
 from bot.core.router import Router
 from bot.errors import user_message
 from bot.fencing import Claim, ClaimLost, under
@@ -84,8 +84,7 @@ class Dispatcher:
         self.holder = holder  # this replica, as the claims name it
         # The platforms this replica answers on now (a standby has no Discord connection).
         self.platforms = platforms or (lambda: list(adapters))
-        self.secrets = tuple(secrets)  # lorebot's own, never in a waiting event's row
-        self.exact = ExactEvents(settings.queue_size)
+        self.secrets = tuple(secrets)  # lorebot's own: redacted from every event's text
         self._draining: set[str] = set()  # conversations a task of this replica works on
         self._woken: set[str] = set()  # … and that were given an event meanwhile
         self._accepting = True
@@ -114,6 +113,9 @@ class Dispatcher:
         """Accept one event from an adapter; returns once it is queued (or dropped). While
         lorebot stops, raises `NotTaken` for any event but a command (which is answered)."""
         metrics.EVENTS_RECEIVED.labels(event.conversation.platform).inc()
+        # From here on the message is what the history keeps: nothing after this (the
+        # inbox's table, recall, the model, a log line) gets a credential it holds.
+        event = redacted(event, self.secrets)
         if not self._accepting:
             self._drop("stopping")
             if isinstance(event, SlashCommand):  # answered: the platform waits for one
@@ -154,17 +156,10 @@ class Dispatcher:
             await self.seen.forget_sighting(key)
             self._drop("reaction removed")
             return False
-        payload = to_payload(event, self.secrets)
-        # Held before it is stored: a task of this replica may begin it at once.
-        held = self.exact.keep(key, event, payload)
-        outcome: str | None = None
-        try:
-            outcome = await self.inbox.take(
-                key, event.conversation.key, payload, limit=self.settings.queue_size
-            )
-        finally:
-            if held and outcome != "taken":  # not to be handled, unless by who held it first
-                self.exact.take(key)
+        outcome = await self.inbox.take(
+            key, event.conversation.key, to_payload(event, self.secrets),
+            limit=self.settings.queue_size,
+        )  # fmt: skip
         if outcome == "duplicate":
             _log.info("dropped duplicate event %s", key)
             self._drop("duplicate")
@@ -259,7 +254,7 @@ class Dispatcher:
 
     async def _handle_entry(self, entry: InboxEntry) -> None:
         try:
-            event = self.exact.take(entry.key) or from_payload(entry.payload)
+            event = from_payload(entry.payload)
         except (KeyError, TypeError, ValueError) as exc:  # kept by another lorebot version
             _log.error(
                 "dropped waiting event %s, which this lorebot cannot read: %r", entry.key, exc

@@ -157,7 +157,7 @@ class Bot:
         self.duties: LeaderDuties | None = None
         self.dispatcher = Dispatcher(
             settings.bot, self.router, self.approvals, self.seen, stores.inbox, self.adapters,
-            TaskTracker(), holder=self.replica_id, platforms=self._answering,
+            TaskTracker(), holder=self.replica_id, platforms=self._answering, secrets=self.secrets,
         )  # fmt: skip
         self._stack.push_async_callback(self.tasks.cancel_all)
         if self.vectors.embedder is not None and self.daemon:

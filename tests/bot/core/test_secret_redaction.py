@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.base import APPROVE
 from bot.daemon.logs import configure_logging
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
@@ -93,15 +94,19 @@ async def test_a_note_with_a_secret_in_its_summary_is_refused(harness: Harness) 
     assert await harness.bot.notes.list_notes() == []
 
 
-async def test_remembering_a_connection_string_with_a_password_is_refused(
+async def test_remembering_a_connection_string_keeps_it_without_its_password(
     harness: Harness,
 ) -> None:
+    """The message is redacted as it comes in, so the note proposed is the URL without its
+    password, and neither the model asked for a title nor the card ever had it."""
     harness.script_title("staging-db", "the staging database URL")
     await harness.say("remember that staging is mongodb+srv://app:p%40ss@cluster0.example.net/db")
-    assert harness.adapter.cards == []
-    assert harness.adapter.replies[-1].startswith(
-        "⚠️ not saved: the note contains credentials in a URL"
-    )
+    [card] = harness.adapter.cards
+    assert "mongodb+srv://app:[REDACTED]@cluster0.example.net/db" in card.text
+    await harness.react(card, APPROVE)
+    [note] = await harness.bot.notes.list_notes()
+    assert "mongodb+srv://app:[REDACTED]@cluster0.example.net/db" in note.body
+    assert "p%40ss" not in json.dumps(harness.ollama.chat_requests) + card.text + note.body
 
 
 async def test_captured_actions_are_stored_without_credentials(harness: Harness) -> None:
