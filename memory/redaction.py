@@ -124,15 +124,22 @@ def redact(text: str, known: Iterable[str] = ()) -> str:
     `[REDACTED]`; key names and URL parts stay (`password=[REDACTED]`). Text with nothing
     to redact comes back unchanged; otherwise it comes back normalised."""
     clean = normalise(text)
+    spans = secret_spans(clean, known)
+    if not spans:
+        return text
+    return mask_spans(clean, spans)
+
+
+def secret_spans(clean: str, known: Iterable[str] = ()) -> list[tuple[int, int]]:
+    """Where `redact` masks in `clean`, a text already normalised (`normalise`): the start
+    and end of each credential and each `known` secret value, overlapping or not."""
     lowered = clean.lower()
     spans: list[tuple[int, int]] = []
     for secret in _candidates(lowered):
         if not _misses(secret, clean, lowered):
             spans += secret.spans(clean, lowered)
     spans += _known_spans(clean, known)
-    if not spans:
-        return text
-    return _replace(clean, spans)
+    return spans
 
 
 def _known_spans(text: str, known: Iterable[str]) -> Iterator[tuple[int, int]]:
@@ -153,7 +160,7 @@ def _known_value(secret: str) -> str:
     return normalise(secret)
 
 
-def _replace(text: str, spans: list[tuple[int, int]]) -> str:
+def mask_spans(text: str, spans: list[tuple[int, int]]) -> str:
     """`text` with each run of overlapping or touching spans replaced by one marker."""
     pieces: list[str] = []
     position = 0
@@ -190,4 +197,4 @@ def mask_known(text: str, known: Iterable[str]) -> str:
     changed: for text a person reads as written, such as the model's reply."""
     clean = normalise(text)
     spans = list(_known_spans(clean, known))
-    return _replace(clean, spans) if spans else text
+    return mask_spans(clean, spans) if spans else text
