@@ -141,6 +141,9 @@ class SqliteDatabase:
         await self.conn.execute("PRAGMA journal_mode = WAL")
         await self.conn.execute("PRAGMA synchronous = NORMAL")
         await self.conn.execute("PRAGMA foreign_keys = ON")
+        # What is deleted is overwritten, so a removed row (a handled event, a forgotten
+        # note) does not stay readable in the file's free space.
+        await self.conn.execute("PRAGMA secure_delete = ON")
         for number in range(int(version), SCHEMA_VERSION):
             try:
                 await self._migrate(number)
@@ -237,13 +240,19 @@ class SqliteDatabase:
         return False
 
     async def backup_to(self, target: Path) -> None:
-        """An online copy of the database at `target`, written atomically."""
+        """An online copy of the database at `target`, written atomically. It holds the
+        rows alone: not the free space where deleted ones were (`VACUUM INTO`), which a
+        database written before `secure_delete` was set may still have."""
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".partial")
         partial.unlink(missing_ok=True)
         _create_private(partial)
-        async with driver.connect(partial) as copy:
-            await self.conn.backup(copy)
+        # A connection of its own: VACUUM refuses to run beside a transaction or another
+        # statement of its connection, and the shared one may have either at any time.
+        async with driver.connect(self.path) as source:
+            async with source.execute("PRAGMA busy_timeout = 5000"):
+                pass
+            await source.execute("VACUUM INTO ?", (str(partial),))
         partial.replace(target)
 
     @property
