@@ -65,7 +65,7 @@ class Turn:
             "author": dataclasses.asdict(ctx.author),
             "read_only": ctx.read_only,
             "start": self.start,
-            "mistakes": self.mistakes,
+            "mistakes": redact_value(self.mistakes, known=held.secrets),
         }
 
 
