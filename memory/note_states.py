@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from memory.clock import to_utc_text
+from memory.storable import storable_json, storable_text
 
 if TYPE_CHECKING:
     from memory.types import NoteDraft
@@ -41,13 +42,10 @@ def content_fingerprint(state: Mapping[str, object] | None) -> str | None:
     return hashlib.sha256(content.encode()).hexdigest()[:24]
 
 
-# Keys keep STATE_COLUMNS order; compact separators keep change sets small. One encoder for
-# all: `json.dumps` with options builds a new one per call, a fifth of its time.
-_STATE_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
 def dump_state(state: Mapping[str, object] | None) -> str | None:
-    return None if state is None else _STATE_ENCODER.encode(state)
+    """The state as a change set keeps it, its text as the note's own (`memory.storable`).
+    Keys keep STATE_COLUMNS order; compact separators keep change sets small."""
+    return None if state is None else storable_json(state, ensure_ascii=False, compact=True)
 
 
 def load_state(text: str | None) -> dict[str, object] | None:
@@ -58,15 +56,15 @@ def state_after(
     draft: NoteDraft, before: Mapping[str, object] | None, actor: str, now: str
 ) -> dict[str, object]:
     """The state a save of `draft` at `now` (UTC text) leaves, keeping the creation time
-    of `before`."""
+    of `before`; its text as stored, so a draft saved again compares unchanged."""
     return {
-        "summary": draft.summary,
-        "body": draft.body,
+        "summary": storable_text(draft.summary),
+        "body": storable_text(draft.body),
         "category": draft.category.value,
         "private": int(draft.private),
         "pinned": int(draft.pinned),
-        "author": draft.author or actor,
-        "source": draft.source,
+        "author": storable_text(draft.author or actor),
+        "source": storable_text(draft.source),
         "confidence": draft.confidence,
         "created_at": now if before is None else before["created_at"],
         "updated_at": now,

@@ -7,7 +7,6 @@ outcome. Arguments and output are scrubbed of secrets before they are stored.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
@@ -22,6 +21,7 @@ from memory.actions import (
 from memory.clock import Clock, utc_now
 from memory.postgres.database import PostgresDatabase, utc
 from memory.redaction import redact_value
+from memory.storable import storable_json
 
 
 class PostgresActionLog:
@@ -188,4 +188,4 @@ class PostgresActionLog:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return storable_json(value, ensure_ascii=False, sort_keys=True)

@@ -25,6 +25,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 from memory.database import Health, Transaction
 from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
 from memory.postgres.migrations import SCHEMA_VERSION, steps_after
+from memory.postgres.text_dumpers import ADAPTERS
 
 _log = logging.getLogger(__name__)
 
@@ -106,7 +107,8 @@ class PostgresDatabase:
             min_size=1,
             max_size=max(1, pool_size),
             open=False,
-            kwargs={"row_factory": dict_row, "autocommit": True},
+            # `ADAPTERS`: strings go out as every engine keeps text (a NUL as U+FFFD).
+            kwargs={"row_factory": dict_row, "autocommit": True, "context": ADAPTERS},
             # A connection the server dropped (a restart) is replaced, not handed out.
             check=AsyncConnectionPool.check_connection,
             name="lorebot",

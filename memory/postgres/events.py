@@ -15,6 +15,7 @@ from memory.clock import Clock, utc_now
 from memory.events import CapturedEvent, redacted_arguments
 from memory.postgres.database import PostgresDatabase, utc
 from memory.redaction import redact
+from memory.storable import storable_json
 
 
 class PostgresEventLog:
@@ -49,8 +50,8 @@ class PostgresEventLog:
                 "channel_scope, person, created_at, content_hash) "
                 "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 (
-                    action, json.dumps(clean, ensure_ascii=False), redact(outcome, self.secrets),
-                    json.dumps(dict(conversation)), channel_scope, person, self.clock(), digest,
+                    action, storable_json(clean, ensure_ascii=False), redact(outcome, self.secrets),
+                    storable_json(dict(conversation)), channel_scope, person, self.clock(), digest,
                 ),
             )  # fmt: skip
         return cursor.rowcount == 1

@@ -3,13 +3,13 @@ shared by every replica of the database."""
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
 from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, new_token, platform_of, read_payload
 from memory.postgres.database import PostgresDatabase
+from memory.storable import storable_json
 
 
 class PostgresInbox:
@@ -40,7 +40,7 @@ class PostgresInbox:
             await conn.execute(
                 "INSERT INTO inbox (platform, conversation, key, payload_json, taken_at) "
                 "VALUES (%s, %s, %s, %s, %s)",
-                (platform_of(conversation), conversation, key, json.dumps(payload), now),
+                (platform_of(conversation), conversation, key, storable_json(payload), now),
             )
         return "taken"
 

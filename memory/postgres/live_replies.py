@@ -10,6 +10,7 @@ from typing import Any
 from memory.clock import Clock, utc_now
 from memory.live_replies import LiveReplyRow
 from memory.postgres.database import PostgresDatabase
+from memory.storable import storable_json
 
 
 class PostgresLiveReplies:
@@ -34,7 +35,7 @@ class PostgresLiveReplies:
                 "DO UPDATE SET shown = excluded.shown, updated_at = excluded.updated_at",
                 (
                     platform,
-                    json.dumps(dict(conversation), ensure_ascii=False),
+                    storable_json(dict(conversation), ensure_ascii=False),
                     message_id,
                     shown,
                     self.clock(),

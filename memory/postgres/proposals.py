@@ -6,7 +6,6 @@ A decision is claimed and applied in one transaction, so it happens exactly once
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
@@ -16,6 +15,7 @@ from memory.errors import Conflict, InvalidInput, NotFound
 from memory.postgres.database import Connection, connection_of, utc
 from memory.postgres.notes import PostgresNoteStore
 from memory.proposals import Proposal, apply_proposal, proposal_from_row
+from memory.storable import storable_json
 
 _log = logging.getLogger(__name__)
 
@@ -45,8 +45,8 @@ class PostgresProposalStore:
                 "payload_json, created_at, expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s) "
                 "RETURNING id",
                 (
-                    kind, requester, platform, json.dumps(dict(conversation)),
-                    json.dumps(dict(payload), ensure_ascii=False), now,
+                    kind, requester, platform, storable_json(dict(conversation)),
+                    storable_json(dict(payload), ensure_ascii=False), now,
                     now + ttl,
                 ),
             )  # fmt: skip

@@ -13,6 +13,7 @@ from memory.engine_copy import TABLES, TableSource
 from memory.errors import StoreError
 from memory.postgres.conversations import index_messages_from
 from memory.postgres.database import Connection, PostgresDatabase, shown_url
+from memory.storable import storable_json_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +66,7 @@ async def _copy_table(
 ) -> int:
     kinds = await _column_types(conn, table)
     columns = [c for c in await source.columns(table) if c in kinds]
-    convert = [_converter(kinds[c]) for c in columns]
+    convert = [_converter(c, kinds[c]) for c in columns]
     written = 0
     async with conn.cursor().copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
         async for batch in source.batches(table, columns):
@@ -88,8 +89,12 @@ async def _copy_table(
     return written
 
 
-def _converter(kind: str) -> Callable[[object], object]:
-    """How a stored value becomes a PostgreSQL value of `kind`."""
+def _converter(column: str, kind: str) -> Callable[[object], object]:
+    """How a stored value of `column` becomes a PostgreSQL value of `kind`. Text follows
+    the rule of every engine (`memory.storable`): the connection's dumpers apply it to
+    plain text; JSON written before it may hold the escape of a NUL, which jsonb refuses."""
+    if column.endswith("_json"):
+        return lambda v: v if not isinstance(v, str) else storable_json_text(v)
     if kind == "timestamp with time zone":
         return lambda v: None if v is None else from_utc_text(str(v))
     if kind == "boolean":

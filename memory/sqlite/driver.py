@@ -18,6 +18,8 @@ from typing import Any
 
 import aiosqlite
 
+from memory.storable import storable_text
+
 
 @functools.cache
 def sqlite_module() -> ModuleType:
@@ -34,6 +36,9 @@ def sqlite_module() -> ModuleType:
 
 
 _DRIVER = sqlite_module()
+# Every text parameter of every statement goes in as every engine keeps text: a NUL, which
+# PostgreSQL cannot hold, as U+FFFD (`memory.storable`).
+_DRIVER.register_adapter(str, storable_text)
 # Exception classes of the chosen driver: catch these, never the stdlib's directly.
 Error: type[Exception] = _DRIVER.Error
 DatabaseError: type[Exception] = _DRIVER.DatabaseError

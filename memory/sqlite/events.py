@@ -15,6 +15,7 @@ from memory.clock import Clock, utc_now
 from memory.events import CapturedEvent, redacted_arguments
 from memory.redaction import redact
 from memory.sqlite.database import SqliteDatabase, from_db_time, to_db_time
+from memory.storable import storable_json
 
 
 class SqliteEventLog:
@@ -45,8 +46,8 @@ class SqliteEventLog:
                 "conversation_json, channel_scope, person, created_at, content_hash) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    action, json.dumps(clean, ensure_ascii=False), redact(outcome, self.secrets),
-                    json.dumps(dict(conversation)), channel_scope, person,
+                    action, storable_json(clean, ensure_ascii=False), redact(outcome, self.secrets),
+                    storable_json(dict(conversation)), channel_scope, person,
                     to_db_time(self.clock()), digest,
                 ),
             )  # fmt: skip

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
 from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, new_token, platform_of, read_payload
 from memory.sqlite.database import SqliteDatabase, to_db_time
+from memory.storable import storable_json
 
 
 class SqliteInbox:
@@ -34,7 +34,7 @@ class SqliteInbox:
             await conn.execute(
                 "INSERT INTO inbox (platform, conversation, key, payload_json, taken_at) "
                 "VALUES (?, ?, ?, ?, ?)",
-                (platform_of(conversation), conversation, key, json.dumps(payload), now),
+                (platform_of(conversation), conversation, key, storable_json(payload), now),
             )
         return "taken"
 

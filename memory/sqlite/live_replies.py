@@ -10,6 +10,7 @@ from typing import Any
 from memory.clock import Clock, utc_now
 from memory.live_replies import LiveReplyRow
 from memory.sqlite.database import SqliteDatabase, to_db_time
+from memory.storable import storable_json
 
 
 class SqliteLiveReplies:
@@ -30,7 +31,7 @@ class SqliteLiveReplies:
                 "DO UPDATE SET shown = excluded.shown, updated_at = excluded.updated_at",
                 (
                     platform,
-                    json.dumps(dict(conversation), ensure_ascii=False),
+                    storable_json(dict(conversation), ensure_ascii=False),
                     message_id,
                     shown,
                     to_db_time(self.clock()),

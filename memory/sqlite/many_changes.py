@@ -13,6 +13,7 @@ from memory.errors import Conflict
 from memory.sqlite import rows
 from memory.sqlite.note_sql import INSERT_ITEM, INSERT_MANY_CHANGE
 from memory.sqlite.note_writes import write_state
+from memory.storable import storable_json
 from memory.types import Scope
 
 # The items of change :id no later change touched: neither one of that note, nor one of
@@ -54,7 +55,7 @@ async def revert_many(
     await conn.execute(
         "DELETE FROM notes WHERE (scope, topic) IN (SELECT json_extract(value, '$[0]'), "
         "json_extract(value, '$[1]') FROM json_each(?))",
-        (json.dumps(created),),
+        (storable_json(created),),
     )
     for row in found:
         if row["before_json"] is not None:

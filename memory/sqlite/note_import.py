@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +33,7 @@ from memory.sqlite.note_sql import (
     scope_text,
 )
 from memory.sqlite.note_writes import state_after
+from memory.storable import storable_json
 from memory.types import NoteDraft
 from memory.visibility import scope_keys
 
@@ -151,7 +151,7 @@ async def _states(
     async with conn.execute(
         "SELECT n.* FROM json_each(?) AS k JOIN notes AS n ON "
         "n.scope = json_extract(k.value, '$[0]') AND n.topic = json_extract(k.value, '$[1]')",
-        (json.dumps(keys),),
+        (storable_json(keys),),
     ) as cursor:
         return {(r["scope"], r["topic"]): rows.state_of(r) for r in await cursor.fetchall()}
 

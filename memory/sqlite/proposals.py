@@ -5,7 +5,6 @@ A decision is claimed and applied in one transaction, so it happens exactly once
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -17,6 +16,7 @@ from memory.errors import Conflict, InvalidInput, NotFound
 from memory.proposals import Proposal, apply_proposal, proposal_from_row
 from memory.sqlite.database import connection_of, from_db_time, to_db_time
 from memory.sqlite.notes import SqliteNoteStore
+from memory.storable import storable_json
 
 _log = logging.getLogger(__name__)
 
@@ -45,8 +45,8 @@ class SqliteProposalStore:
                 "INSERT INTO proposals (kind, requester, platform, conversation_json, "
                 "payload_json, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
-                    kind, requester, platform, json.dumps(dict(conversation)),
-                    json.dumps(dict(payload), ensure_ascii=False), to_db_time(now),
+                    kind, requester, platform, storable_json(dict(conversation)),
+                    storable_json(dict(payload), ensure_ascii=False), to_db_time(now),
                     to_db_time(now + ttl),
                 ),
             )  # fmt: skip
