@@ -8,10 +8,13 @@ outcome. Arguments and output are scrubbed of secrets before they are stored.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
+
+_log = logging.getLogger(__name__)
 
 # How an action came to run, or not.
 BY_CARD = "card"
@@ -134,3 +137,16 @@ class ActionLog(Protocol):
     async def fetch_allowances(self) -> list[Allowance]: ...
 
     async def revoke(self, allowance_id: int) -> bool: ...
+
+
+async def finish_run(
+    log: ActionLog, action_id: int, outcome: str, output: str, duration_ms: int
+) -> Action:
+    """`log.finish`, and when its output cannot be stored, the outcome still is, with a
+    note in the output's place: a run that ended never stays `running` in the audit."""
+    try:
+        return await log.finish(action_id, outcome, output, duration_ms)
+    except Exception as exc:
+        _log.exception("the output of action %d could not be recorded", action_id)
+        note = f"(the output could not be recorded: {type(exc).__name__})"
+        return await log.finish(action_id, outcome, note, duration_ms)

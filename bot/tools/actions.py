@@ -34,7 +34,7 @@ from bot.fencing import still_held
 from bot.model.arguments import coerce_arguments
 from bot.tools.base import Call, Kind, Suspend, Toolbox, ToolOutput
 from bot.tools.schemas import flatten, validate
-from memory.actions import BY_ALLOW_LIST, BY_ALLOWANCE, BY_CARD, BY_TRUST, ActionLog
+from memory.actions import BY_ALLOW_LIST, BY_ALLOWANCE, BY_CARD, BY_TRUST, ActionLog, finish_run
 from memory.proposals import Proposal
 from memory.redaction import redact, redact_value
 
@@ -292,7 +292,7 @@ class McpTool:
     async def _record(self, action_id: int, result: CallResult) -> str:
         """Store how the call ended; the output as stored (scrubbed of secrets)."""
         text = redact(result.text, self.secrets)
-        await self.actions.finish(action_id, result.outcome, text, result.duration_ms)
+        await finish_run(self.actions, action_id, result.outcome, text, result.duration_ms)
         _log.info(
             "action %d %s: %s in %d ms", action_id, self.name, result.outcome, result.duration_ms
         )

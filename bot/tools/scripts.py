@@ -43,7 +43,7 @@ from bot.errors import ConfigError
 from bot.fencing import still_held
 from bot.tools.actions import close_unapproved, not_run
 from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
-from memory.actions import BY_CARD, ActionLog
+from memory.actions import BY_CARD, ActionLog, finish_run
 from memory.proposals import Proposal
 from memory.redaction import redact, redact_value
 from skills.resources import ScriptFile, list_scripts, read_script
@@ -332,7 +332,7 @@ class SkillScripts:
         known = [*self.secrets, *referenced]
         text = self._output(result, known)
         outcome = "ok" if result.ok else "error"
-        await self.actions.finish(action_id, outcome, text, result.duration_ms)
+        await finish_run(self.actions, action_id, outcome, text, result.duration_ms)
         _log.info("action %d %s: %s in %d ms", action_id, script.relative,
                   self._status(result, limits), result.duration_ms)  # fmt: skip
         if outcome == "ok":
