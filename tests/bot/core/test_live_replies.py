@@ -180,6 +180,26 @@ async def test_a_reply_a_crash_left_half_written_is_marked_at_the_next_start(
         await again.bot.stop()
 
 
+async def test_a_reply_is_recorded_while_it_streams_without_the_credentials_it_shows(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    """What a streamed reply shows is kept until it is finished, redacted as the history
+    keeps the reply: a credential the model wrote reaches no row of the database."""
+    h, adapter = await streaming(tmp_path, fake_ollama, clock)
+    adapter.hold_after(8)  # the reply stays unfinished, its record in the database
+    fake_ollama.reply("Log in with password: hunter2-Q7x and then restart the workers.")
+    await h.bot.dispatcher.submit(adapter.message("how do I get in?"))
+    try:
+        async with asyncio.timeout(10):
+            await adapter.held.wait()
+        [row] = await SqliteLiveReplies(h.bot.db).fetch_unfinished("test")
+        assert "hunter2-Q7x" in adapter.sent[0].current  # shown, as the model wrote it
+        assert row.shown.startswith("Log in with password: [REDACTED] and")
+    finally:
+        adapter.release.set()
+        await h.bot.stop()
+
+
 async def test_a_turn_waiting_for_a_card_says_so_and_shows_its_work_again_when_resumed(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
