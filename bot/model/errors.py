@@ -20,6 +20,11 @@ Kind = Literal[
 BACKS_OFF: frozenset[Kind] = frozenset({"unreachable", "missing", "failing"})
 
 
+class UnreadableReply(ValueError):
+    """An answer that is not in the shape of the server's API (an object where a list
+    belongs, a number where text does); the message says what, never what the server sent."""
+
+
 class ModelUnavailable(LorebotError):
     """The model cannot answer now: `kind` says why (unreachable, missing, failing,
     refused, unreadable, too_long: the prompt does not fit the model's context, or empty:
@@ -59,6 +64,8 @@ def unreadable(model: str, exc: BaseException) -> ModelUnavailable:
     """An answer that could not be read."""
     if isinstance(exc, RecursionError):
         why = "a reply nested too deeply to read"
+    elif isinstance(exc, UnreadableReply):
+        why = f"an unreadable reply ({exc})"
     else:  # not JSON, not UTF-8, a body the client cannot decode, or one of the wrong shape
         why = f"an unreadable reply ({type(exc).__name__})"
     return ModelUnavailable(f"{model} sent {why}", kind="unreadable")

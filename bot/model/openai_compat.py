@@ -22,15 +22,17 @@ import openai
 from bot.backoff import Backoff
 from bot.config.model_sections import OpenAISettings
 from bot.model.arguments import valid_text
-from bot.model.errors import ModelUnavailable, refused, unreachable, unreadable
+from bot.model.errors import ModelUnavailable, UnreadableReply, refused, unreachable, unreadable
 from bot.model.ollama import DEFAULT_CONTEXT, ModelInfo, OnContent, ServerEmbedder
 from bot.model.openai_shapes import (
     StreamedCompletion,
     completion_request,
+    decoded,
     ollama_body,
     reported_context,
+    served_models,
 )
-from bot.model.quick_embed import pooled
+from bot.model.quick_embed import openai_vectors
 from bot.model.response_formats import (
     STYLES,
     Learnt,
@@ -121,15 +123,21 @@ def _transport_errors() -> tuple[type[BaseException], ...]:
 TRANSPORT_ERRORS = _transport_errors()
 # What a stream raises when its connection breaks.
 STREAM_BREAKS: tuple[type[BaseException], ...] = (openai.APIConnectionError, *TRANSPORT_ERRORS)
-# Everything a call can raise that means "no usable answer".
+# Everything a call can raise that means "no usable answer", among them `UnreadableReply`
+# (a ValueError) for an answer of the wrong shape and RecursionError for one nested too deep
+# to decode: slips, not outages. Not TypeError or AttributeError, which would pass lorebot's
+# own bugs off as the model's unreadable answers.
 FAILURES: tuple[type[BaseException], ...] = (
     openai.OpenAIError, *TRANSPORT_ERRORS, ConnectionError, TimeoutError, ValueError,
+    RecursionError,
 )  # fmt: skip
 
 
 class OpenAIClient:
     """One OpenAI-compatible server: a model's capabilities, chat and embeddings, each call
-    bounded by its timeout and each failure raised as `ModelUnavailable`."""
+    bounded by its timeout and each failure raised as `ModelUnavailable`. Answers are read
+    as JSON by `openai_shapes`: the SDK builds its typed objects from whatever a server
+    sends, unchecked."""
 
     def __init__(
         self,
@@ -180,8 +188,7 @@ class OpenAIClient:
         lorebot's default; tools are taken as supported."""
 
         async def listed() -> dict[str, Any]:
-            page = await self._api.models.list()
-            found = {entry.id: entry for entry in page.data}
+            found = served_models(await self._api.get("/models", cast_to=object))
             if model not in found:
                 names = ", ".join(sorted(found)) or "none"
                 raise ModelUnavailable(
@@ -189,7 +196,7 @@ class OpenAIClient:
                     kind="missing",
                     fix=MISSING_FIX,
                 )
-            return found[model].model_dump()
+            return found[model]
 
         entry = await self._call(listed(), model, self.probe_timeout_s)
         self._servers[model] = server = server_of(entry)
@@ -247,12 +254,21 @@ class OpenAIClient:
         return completion
 
     async def _create(
-        self, request: Mapping[str, Any], *, style: str = STYLES[0], **extra: Any
+        self, request: Mapping[str, Any], *, style: str = STYLES[0], stream: bool = False
     ) -> Any:
-        kwargs = completion_request(
+        """The completion's JSON (with `stream`, its chunks'), for `openai_shapes` to read."""
+        body = completion_request(
             request, schema_style=style, reasoning_effort=self.reasoning_effort
         )
-        return await self._api.chat.completions.create(**kwargs, **extra)
+        if stream:
+            body["stream"] = True
+        return await self._api.post(
+            "/chat/completions",
+            body=body,
+            cast_to=object,
+            stream=stream,
+            stream_cls=openai.AsyncStream[object],
+        )
 
     async def _create_again(self, request: Mapping[str, Any]) -> Any:
         """The request unstreamed, after a stream that failed empty. Such a server may have
@@ -307,9 +323,12 @@ class OpenAIClient:
         generation timeout)."""
 
         async def embed() -> list[list[float]]:
-            response = await self._api.embeddings.create(model=model, input=list(texts))
-            ordered = sorted(response.data, key=lambda item: item.index)
-            return [[float(x) for x in pooled(item.embedding)] for item in ordered]
+            body = {"model": model, "input": list(texts), "encoding_format": "float"}
+            answer = await self._api.post("/embeddings", body=body, cast_to=object)
+            try:
+                return openai_vectors(decoded(answer))
+            except (KeyError, TypeError) as exc:
+                raise UnreadableReply(f"embeddings of another shape ({exc!r})") from exc
 
         return await self._call(embed(), model, timeout_s or self.timeout_s)
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.model.arguments import read_json, valid_text
+from bot.model.errors import UnreadableReply
 from bot.model.ollama import IncompleteStream
 
 
@@ -102,60 +103,123 @@ def reported_context(entry: Mapping[str, Any], props: Any = None) -> tuple[int, 
     return next(((count, source) for count, source in found if count), None)
 
 
-def _arguments(text: str | None) -> Any:
-    """A call's arguments: the decoded JSON string, or the string itself when it is not
-    JSON (the agent then tells the model what was wrong)."""
-    if not text:
+_KINDS = {dict: "an object", list: "a list", str: "text", int: "a number", float: "a number"}
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, as an error names it."""
+    return _KINDS.get(type(value), type(value).__name__)
+
+
+def _object(value: Any, what: str) -> dict[str, Any]:
+    """A JSON object of the answer ({} for null); `UnreadableReply` for anything else."""
+    if value is None:
         return {}
-    try:
-        return read_json(text)
-    except (ValueError, RecursionError):
-        return text
+    if not isinstance(value, dict):
+        raise UnreadableReply(f"{what} is {_kind(value)}, not an object")
+    return value
 
 
-def _reasoning(part: Any) -> str:
-    """The reasoning text a server sends beside the answer (`reasoning_content`, or
-    `reasoning` on some), kept by the SDK as an extra field."""
-    extra = getattr(part, "model_extra", None) or {}
-    text = extra.get("reasoning_content") or extra.get("reasoning")
+def _list(value: Any, what: str) -> list[Any]:
+    """A JSON list of the answer ([] for null); `UnreadableReply` for anything else."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise UnreadableReply(f"{what} is {_kind(value)}, not a list")
+    return value
+
+
+def _text(value: Any, what: str) -> str:
+    """Text of the answer, made valid ("" for null); `UnreadableReply` for anything else."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise UnreadableReply(f"{what} is {_kind(value)}, not text")
+    return valid_text(value)
+
+
+def _reasoning(part: dict[str, Any]) -> str:
+    """The reasoning text a server sends beside the answer: `reasoning_content`, or
+    `reasoning` on some; an extra of theirs, so anything but text is left out."""
+    text = part.get("reasoning_content") or part.get("reasoning")
     return valid_text(text) if isinstance(text, str) else ""
 
 
+def _usage(body: dict[str, Any]) -> dict[str, Any]:
+    """The token counts of the answer's `usage` by Ollama's names, those that are counts."""
+    names = {"prompt_eval_count": "prompt_tokens", "eval_count": "completion_tokens"}
+    counts = {key: _count(body.get("usage"), name) for key, name in names.items()}
+    return {key: count for key, count in counts.items() if count is not None}
+
+
+def decoded(answer: Any) -> Any:
+    """An answer's JSON: the SDK gives one sent without a JSON content type as its text."""
+    return read_json(answer) if isinstance(answer, str) else answer
+
+
+def served_models(listing: Any) -> dict[str, dict[str, Any]]:
+    """The entries of a `/v1/models` answer by model id; `UnreadableReply` when it is not
+    in the API's shape."""
+    entries = _list(_object(decoded(listing), "the model list").get("data"), "the models")
+    found = [_object(entry, "a model's entry") for entry in entries]
+    return {_text(entry.get("id"), "a model's id"): entry for entry in found}
+
+
+def _arguments(pieces: Sequence[Any]) -> Any:
+    """A call's arguments from its pieces: the JSON text they make, decoded (the text
+    itself when it is not JSON: the agent then tells the model what was wrong). Arguments
+    sent as a JSON value rather than as its text (some servers and proxies do) are taken as
+    that value."""
+    given = [piece for piece in pieces if piece is not None and piece != ""]
+    if all(isinstance(piece, str) for piece in given):
+        text = "".join(given)
+        try:
+            return read_json(text) if text else {}
+        except (ValueError, RecursionError):
+            return text
+    if len(given) == 1:
+        return given[0]
+    raise UnreadableReply("a call's arguments came as pieces that are not all text")
+
+
+def _call(name: str, arguments: Sequence[Any]) -> dict[str, Any]:
+    return {"function": {"name": name, "arguments": _arguments(arguments)}}
+
+
 def ollama_body(completion: Any) -> dict[str, Any]:
-    """A chat completion as the body of Ollama's `/api/chat`, which the model client reads."""
-    choice = completion.choices[0] if completion.choices else None
-    message = choice.message if choice is not None else None
-    body_message: dict[str, Any] = {
+    """A chat completion's JSON, read as untrusted data, as the body of Ollama's
+    `/api/chat`, which the model client reads; `UnreadableReply` when it is not in the
+    API's shape."""
+    body = _object(decoded(completion), "the answer")
+    choices = _list(body.get("choices"), "choices")
+    choice = _object(choices[0], "a choice") if choices else {}
+    message = _object(choice.get("message"), "the message")
+    reply: dict[str, Any] = {
         "role": "assistant",
-        "content": valid_text(message.content or "") if message is not None else "",
+        "content": _text(message.get("content"), "the content"),
     }
-    if message is not None:
-        if thinking := _reasoning(message):
-            body_message["thinking"] = thinking
-        if message.tool_calls:
-            body_message["tool_calls"] = [
-                {"function": {"name": call.function.name,
-                              "arguments": _arguments(call.function.arguments)}}
-                for call in message.tool_calls if getattr(call, "function", None)
-            ]  # fmt: skip
-    return {**_usage(completion), "message": body_message, "done": True}
-
-
-def _usage(completion: Any) -> dict[str, Any]:
-    usage = getattr(completion, "usage", None)
-    if usage is None:
-        return {}
-    return {"prompt_eval_count": usage.prompt_tokens, "eval_count": usage.completion_tokens}
+    if thinking := _reasoning(message):
+        reply["thinking"] = thinking
+    calls = []
+    for call in _list(message.get("tool_calls"), "tool_calls"):
+        function = _object(_object(call, "a tool call").get("function"), "a call's function")
+        name = _text(function.get("name"), "a function name")
+        calls.append(_call(name, [function.get("arguments")]))
+    if calls:
+        reply["tool_calls"] = calls
+    return {**_usage(body), "message": reply, "done": True}
 
 
 class StreamedCompletion:
-    """The chunks of a streamed completion joined into the body a non-streaming call gives:
-    content and reasoning concatenated, each tool call's pieces put together by index."""
+    """The chunks of a streamed completion, read as untrusted data and joined into the body
+    a non-streaming call gives: content and reasoning concatenated, each tool call's pieces
+    put together by index. `add` raises `UnreadableReply` for a chunk not in the API's shape."""
 
     def __init__(self) -> None:
         self._content: list[str] = []
         self._thinking: list[str] = []
-        self._calls: dict[int, dict[str, str]] = {}
+        self._calls: dict[int, dict[str, Any]] = {}
+        self._latest = -1  # the index of the call the last piece belonged to
         self._finished = False
         self._usage: dict[str, Any] = {}
         self.chunks = 0
@@ -163,30 +227,42 @@ class StreamedCompletion:
     def add(self, chunk: Any) -> str:
         """Take one chunk; return its piece of content ("" when it has none)."""
         self.chunks += 1
+        chunk = _object(chunk, "a chunk")
         self._usage = _usage(chunk) or self._usage
-        if not chunk.choices:
+        choices = _list(chunk.get("choices"), "choices")
+        if not choices:
             return ""
-        choice = chunk.choices[0]
-        if choice.finish_reason is not None:
+        choice = _object(choices[0], "a choice")
+        if choice.get("finish_reason") is not None:
             self._finished = True
-        delta = choice.delta
-        if delta is None:
-            return ""
+        delta = _object(choice.get("delta"), "a delta")
         if thinking := _reasoning(delta):
             self._thinking.append(thinking)
-        for call in delta.tool_calls or ():
-            part = self._calls.setdefault(call.index, {"name": "", "arguments": ""})
-            if call.function is not None:
-                # The name comes whole in the first piece; some servers (llama.cpp) repeat
-                # it in every piece, which must not be added again.
-                name = call.function.name or ""
-                if name != part["name"]:
-                    part["name"] += name
-                part["arguments"] += call.function.arguments or ""
-        content = valid_text(delta.content or "")
+        for call in _list(delta.get("tool_calls"), "tool_calls"):
+            self._add_call(_object(call, "a tool call"))
+        content = _text(delta.get("content"), "the content")
         if content:
             self._content.append(content)
         return content
+
+    def _add_call(self, piece: dict[str, Any]) -> None:
+        """One piece of a tool call, joined to the call its index names. Some servers
+        number only a call's first piece: one without an index belongs to the latest call,
+        unless it names another call's id."""
+        index = piece.get("index")
+        if not isinstance(index, int):
+            latest = self._calls.get(self._latest)
+            same = latest is not None and piece.get("id") in (None, latest["id"])
+            index = self._latest if same else max(self._calls, default=-1) + 1
+        part = self._calls.setdefault(index, {"id": piece.get("id"), "name": "", "arguments": []})
+        self._latest = index
+        function = _object(piece.get("function"), "a call's function")
+        # The name comes whole in the first piece; some servers (llama.cpp) repeat it in
+        # every piece, which must not be added again.
+        name = _text(function.get("name"), "a function name")
+        if name != part["name"]:
+            part["name"] += name
+        part["arguments"].append(function.get("arguments"))
 
     def body(self) -> dict[str, Any]:
         """The whole answer; `IncompleteStream` when it ended before its finish reason."""
@@ -197,7 +273,6 @@ class StreamedCompletion:
             message["thinking"] = "".join(self._thinking)
         if self._calls:
             message["tool_calls"] = [
-                {"function": {"name": part["name"], "arguments": _arguments(part["arguments"])}}
-                for _, part in sorted(self._calls.items())
+                _call(part["name"], part["arguments"]) for _, part in sorted(self._calls.items())
             ]
         return {**self._usage, "message": message, "done": True}

@@ -98,7 +98,7 @@ class QuickEmbedder:
         if response.status != 200:
             raise refused(response.status, _error_text(data), host=self._host, model=self._model)
         try:
-            return _openai_vectors(data) if self._openai else _vectors(data)
+            return openai_vectors(json.loads(data)) if self._openai else _vectors(data)
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise unreadable(self._model, exc) from exc
 
@@ -128,9 +128,10 @@ def pooled(embedding: Any) -> Any:
     return embedding
 
 
-def _openai_vectors(data: bytes) -> list[list[float]]:
-    """The vectors of an OpenAI `/embeddings` answer, in the order of their `index`."""
-    found = json.loads(data)["data"]
+def openai_vectors(answer: Any) -> list[list[float]]:
+    """The vectors of an OpenAI `/embeddings` answer (its JSON), in the order of their
+    `index`; `KeyError` or `TypeError` for an answer of another shape."""
+    found = answer["data"]
     if not isinstance(found, list):
         raise TypeError("data is not a list")
     ordered = sorted(found, key=lambda item: item["index"])

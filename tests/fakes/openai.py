@@ -7,7 +7,14 @@ talks to, recording what it is sent. It plays the parts of real servers that tes
     fake.refused_styles = {"json_schema"}            # response formats answered with a 500,
                                                      # as llama.cpp's server answers
     fake.answer = '{"summary": "deploys run on Tuesdays"}'  # each chat completion's content
+    fake.answers.append({"choices": "none"})         # the next completion, any JSON as sent;
+    fake.answers.append([chunk, chunk])              # to a streamed request, its chunks
+    fake.answers.append(web.Response(text="{...}"))  # or a whole response, as it is
+    fake.listing = {"data": "none"}                  # /v1/models' whole answer, as sent
+    fake.embeddings = {"data": 5}                    # /v1/embeddings' answer, as sent
 
+A request with `stream: true` gets server-sent events: each chunk of its queued answer (any
+JSON, as given), then `[DONE]`; with none queued, `fake.answer` in one chunk and a finish.
 `fake.requests` holds each request's path and JSON body, in order. Start one with
 `async with serving(FakeOpenAI(...)) as fake:`.
 """
@@ -15,6 +22,7 @@ talks to, recording what it is sent. It plays the parts of real servers that tes
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +42,9 @@ class FakeOpenAI:
     props: dict[str, Any] | None = None  # None: /props is a 404, as on most servers
     refused_styles: set[str] = field(default_factory=set)
     answer: str = '{"summary": "deploys run on Tuesdays"}'
+    answers: list[Any] = field(default_factory=list)  # the next completions, as sent
+    listing: Any = None  # None: a list of `model`, with `entry`
+    embeddings: Any = None  # None: the vector [1.0, 0.0] for each text
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     _runner: web.AppRunner | None = None
     port: int = 0
@@ -56,6 +67,7 @@ class FakeOpenAI:
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/props", self._props)
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
         self._runner = web.AppRunner(app, handle_signals=False)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", 0).start()
@@ -69,6 +81,8 @@ class FakeOpenAI:
 
     async def _models(self, request: web.Request) -> web.Response:
         self.requests.append((request.path, {}))
+        if self.listing is not None:
+            return web.json_response(self.listing)
         entry = {"id": self.model, "object": "model", "created": 0, "owned_by": self.owned_by}
         return web.json_response({"object": "list", "data": [{**entry, **self.entry}]})
 
@@ -78,7 +92,16 @@ class FakeOpenAI:
             return web.json_response({"detail": "Not Found"}, status=404)
         return web.json_response(self.props)
 
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def _embeddings(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.requests.append((request.path, body))
+        if self.embeddings is not None:
+            return web.json_response(self.embeddings)
+        data = [{"object": "embedding", "index": n, "embedding": [1.0, 0.0]}
+                for n, _ in enumerate(body["input"])]  # fmt: skip
+        return web.json_response({"object": "list", "data": data, "model": body["model"]})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append((request.path, body))
         style = body.get("response_format", {}).get("type")
@@ -86,6 +109,13 @@ class FakeOpenAI:
             message = f"'body', 'response_format', 'type': input {style!r} is not allowed"
             error = {"message": message, "type": "internal_server_error"}
             return web.json_response({"error": error}, status=500)
+        if self.answers and isinstance(self.answers[0], web.Response):
+            response: web.Response = self.answers.pop(0)
+            return response
+        if body.get("stream"):
+            return await self._stream(request)
+        if self.answers:
+            return web.json_response(self.answers.pop(0))
         return web.json_response(
             {
                 "id": "chatcmpl-1",
@@ -102,6 +132,19 @@ class FakeOpenAI:
                 "usage": {"prompt_tokens": 10, "completion_tokens": 8, "total_tokens": 18},
             }
         )
+
+    async def _stream(self, request: web.Request) -> web.StreamResponse:
+        chunks = self.answers.pop(0) if self.answers else [
+            {"choices": [{"index": 0, "delta": {"content": self.answer}}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        ]  # fmt: skip
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for chunk in chunks:
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
+        return response
 
 
 @contextlib.asynccontextmanager

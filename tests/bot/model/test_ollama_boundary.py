@@ -5,6 +5,7 @@ after a failure, and each kind of failure turned into the right lorebot error.""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import random
@@ -28,10 +29,10 @@ from bot.model.client import Model, ModelUnavailable
 from bot.model.ollama import OllamaEmbedder, new_backoff
 from memory.errors import EmbedderUnavailable
 from memory.sqlite.database import SqliteDatabase
-from tests.fakes.adapter import RecordingAdapter
+from tests.fakes.adapter import RecordingAdapter, StreamingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
-from tests.support.harness import Harness, make_settings
+from tests.support.harness import Harness, make_settings, start_harness
 from tests.support.paths import ROOT as ROOT
 
 # Far below the generation timeout the CLI tests set (600 s), which start-up used to wait
@@ -430,3 +431,44 @@ async def test_embeddings_fail_through_the_same_mapping_and_say_when_to_retry(
             assert failed.value.retry_after == expected.next_delay()
     finally:
         await embedder.aclose()
+
+
+# --- answers of the wrong shape --------------------------------------------------------------
+
+# The shapes that crashed the OpenAI backend, as Ollama would send them. Ollama's answer is
+# read as plain JSON with a type check at each step (`StreamedReply`, `parse_chat_reply`):
+# a malformed call goes back to the model to correct, an answer with no message in it is an
+# empty one, and the model is asked again either way; none reaches the generic apology.
+WRONG_SHAPES: dict[str, Any] = {
+    "arguments as a JSON string": {"tool_calls": [
+        {"function": {"name": "memory_search", "arguments": '{"query": "staging"}'}}]},
+    "tool_calls an object": {"tool_calls": {"function": {"name": "memory_search"}}},
+    "a function name that is a number": {"tool_calls": [{"function": {"name": 7}}]},
+    "a function that is text": {"tool_calls": [{"function": "memory_search"}]},
+    "content that is a number": {"content": 42},
+    "the message as text": "On pg-stage-2.",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", [*WRONG_SHAPES, "a body that is a list"])
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
+async def test_an_answer_of_the_wrong_shape_from_ollama_never_ends_in_the_apology(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, shape: str, streamed: bool
+) -> None:
+    adapter = StreamingAdapter() if streamed else RecordingAdapter()
+    h = await start_harness(tmp_path, fake_ollama, clock, adapter=adapter)
+    try:
+        if shape == "a body that is a list":
+            line = '["On pg-stage-2."]'
+        else:
+            line = json.dumps({"model": "qwen3:8b", "message": WRONG_SHAPES[shape], "done": True})
+        if streamed:
+            fake_ollama.raw_stream([line, '{"model": "qwen3:8b", "done": true}'])
+        else:
+            fake_ollama.raw(line)
+        fake_ollama.reply("It is on pg-stage-2.")
+        await h.say("where is the staging database?")
+        assert fake_ollama.chat_requests[0]["stream"] is streamed
+        assert [sent.current for sent in h.adapter.sent] == ["It is on pg-stage-2."]
+    finally:
+        await h.bot.stop()

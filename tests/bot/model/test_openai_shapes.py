@@ -1,6 +1,6 @@
-"""The OpenAI shapes at the edge, through the `openai` package's own types: tool calls keep
-their ids across a turn, streamed pieces join into one call (also from servers that repeat
-a call's name in every piece), token vectors are pooled, and failures read as lorebot's."""
+"""The OpenAI shapes at the edge, as the server's JSON: tool calls keep their ids across a
+turn, streamed pieces join into one call (also from servers that repeat a call's name in
+every piece), token vectors are pooled, and failures read as lorebot's."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.config.settings import Settings
 from bot.model.client import parse_chat_reply
@@ -27,11 +26,11 @@ from bot.model.quick_embed import pooled
 URL = "http://127.0.0.1:8000/v1"
 
 
-def chunk(delta: dict[str, Any], finish: str | None = None) -> ChatCompletionChunk:
-    return ChatCompletionChunk.model_validate({
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
         "id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    })  # fmt: skip
+    }  # fmt: skip
 
 
 def call_piece(arguments: str, name: str | None = "memory_search") -> dict[str, Any]:
@@ -89,11 +88,11 @@ def test_reasoning_sent_apart_from_the_answer_is_kept_as_thinking() -> None:
     reply.add(chunk({}, finish="stop"))
     result = parse_chat_reply(reply.body())
     assert (result.content, result.thinking) == ("5432", "the user wants the port")
-    completion = ChatCompletion.model_validate({
+    completion = {
         "id": "c", "object": "chat.completion", "created": 0, "model": "m",
         "choices": [{"index": 0, "finish_reason": "stop", "message": {
             "role": "assistant", "content": "5432", "reasoning_content": "port"}}],
-    })  # fmt: skip
+    }  # fmt: skip
     assert parse_chat_reply(ollama_body(completion)).thinking == "port"
 
 
