@@ -4,9 +4,12 @@ things about the same failures."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from bot.errors import LorebotError
+from bot.model.arguments import valid_text
+from memory.redaction import redact
 
 UNREACHABLE_FIX = (
     "start Ollama (`ollama serve`), or set ollama.host (LOREBOT_OLLAMA__HOST, or OLLAMA_HOST) "
@@ -23,6 +26,12 @@ BACKS_OFF: frozenset[Kind] = frozenset({"unreachable", "missing", "failing"})
 class UnreadableReply(ValueError):
     """An answer that is not in the shape of the server's API (an object where a list
     belongs, a number where text does); the message says what, never what the server sent."""
+
+
+def server_text(text: str, secrets: Iterable[str]) -> str:
+    """What a server said, fit to show and log: valid text, with credentials and every one
+    of `secrets` redacted (some servers quote back the API key they refused)."""
+    return redact(valid_text(text), secrets)
 
 
 class ModelUnavailable(LorebotError):
@@ -42,9 +51,16 @@ class ModelUnavailable(LorebotError):
 
 
 def refused(
-    status: int, error: str, *, host: str, model: str, server: str = "Ollama"
+    status: int,
+    error: str,
+    *,
+    host: str,
+    model: str,
+    server: str = "Ollama",
+    secrets: Iterable[str] = (),
 ) -> ModelUnavailable:
-    """An answer with HTTP status `status` and the server's `error` text."""
+    """An answer with HTTP status `status` and the server's `error` text, `secrets` redacted."""
+    error = server_text(error, secrets)
     if status == 404:
         return ModelUnavailable(
             f"{model} is not installed at {host}", kind="missing", fix=f"ollama pull {model}"

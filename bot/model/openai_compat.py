@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -21,8 +21,14 @@ import openai
 
 from bot.backoff import Backoff
 from bot.config.model_sections import OpenAISettings
-from bot.model.arguments import valid_text
-from bot.model.errors import ModelUnavailable, UnreadableReply, refused, unreachable, unreadable
+from bot.model.errors import (
+    ModelUnavailable,
+    UnreadableReply,
+    refused,
+    server_text,
+    unreachable,
+    unreadable,
+)
 from bot.model.ollama import DEFAULT_CONTEXT, ModelInfo, OnContent, ServerEmbedder
 from bot.model.openai_shapes import (
     StreamedCompletion,
@@ -59,10 +65,14 @@ DEFAULT_SOURCE = "lorebot's default: the server does not say it; openai.context_
 _CONTEXT_WORDS = ("context length", "context window", "maximum context", "n_ctx", "too long")
 
 
-def unavailable(exc: BaseException, *, url: str, model: str, within: float) -> ModelUnavailable:
-    """What a failed call to the server means to lorebot; `within` is the call's timeout."""
+def unavailable(
+    exc: BaseException, *, url: str, model: str, within: float, secrets: Iterable[str] = ()
+) -> ModelUnavailable:
+    """What a failed call to the server means to lorebot; `within` is the call's timeout.
+    What the server said is kept with `secrets` redacted: some quote back the key they
+    refused."""
     if isinstance(exc, openai.APIStatusError):
-        message = valid_text(_error_message(exc))
+        message = server_text(_error_message(exc), secrets)
         if exc.status_code == 404:
             return ModelUnavailable(
                 f"{model} is not served at {url}: {message}", kind="missing", fix=MISSING_FIX
@@ -135,9 +145,9 @@ FAILURES: tuple[type[BaseException], ...] = (
 
 class OpenAIClient:
     """One OpenAI-compatible server: a model's capabilities, chat and embeddings, each call
-    bounded by its timeout and each failure raised as `ModelUnavailable`. Answers are read
-    as JSON by `openai_shapes`: the SDK builds its typed objects from whatever a server
-    sends, unchecked."""
+    bounded by its timeout and each failure raised as `ModelUnavailable`, the API key
+    redacted from what the server said. Answers are read as JSON by `openai_shapes`: the
+    SDK builds its typed objects from whatever a server sends, unchecked."""
 
     def __init__(
         self,
@@ -151,6 +161,7 @@ class OpenAIClient:
         formats: ResponseFormats | None = None,
     ) -> None:
         self.host = base_url
+        self._secrets = (api_key,) if api_key else ()  # what a server may quote back
         self.reasoning_effort = reasoning_effort
         self.timeout_s = timeout_s
         self.probe_timeout_s = probe_timeout_s
@@ -313,8 +324,7 @@ class OpenAIClient:
         except FAILURES as exc:
             if in_sink and not deadline.expired():
                 raise  # the receiver failed, not the model
-            model = str(request.get("model", ""))
-            raise unavailable(exc, url=self.host, model=model, within=self.timeout_s) from exc
+            raise self._unavailable(exc, str(request.get("model", "")), self.timeout_s) from exc
 
     async def fetch_embeddings(
         self, model: str, texts: Sequence[str], *, timeout_s: float | None = None
@@ -339,7 +349,10 @@ class OpenAIClient:
         except ModelUnavailable:
             raise
         except FAILURES as exc:
-            raise unavailable(exc, url=self.host, model=model, within=within) from exc
+            raise self._unavailable(exc, model, within) from exc
+
+    def _unavailable(self, exc: BaseException, model: str, within: float) -> ModelUnavailable:
+        return unavailable(exc, url=self.host, model=model, within=within, secrets=self._secrets)
 
     async def close(self) -> None:
         """Close the connections; safe to call twice."""

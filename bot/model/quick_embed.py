@@ -48,6 +48,7 @@ class QuickEmbedder:
         self._model = model if self._openai else model_name(model)
         self._timeout_s = timeout_s
         self._headers = {"Content-Type": "application/json"}
+        self._secrets = (api_key,) if api_key else ()  # what a server may quote back
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
 
@@ -96,7 +97,10 @@ class QuickEmbedder:
         finally:
             connection.close()
         if response.status != 200:
-            raise refused(response.status, _error_text(data), host=self._host, model=self._model)
+            error = _error_text(data)
+            raise refused(
+                response.status, error, host=self._host, model=self._model, secrets=self._secrets
+            )
         try:
             return openai_vectors(json.loads(data)) if self._openai else _vectors(data)
         except (ValueError, KeyError, TypeError, RecursionError) as exc:

@@ -12,6 +12,8 @@ talks to, recording what it is sent. It plays the parts of real servers that tes
     fake.answers.append(web.Response(text="{...}"))  # or a whole response, as it is
     fake.listing = {"data": "none"}                  # /v1/models' whole answer, as sent
     fake.embeddings = {"data": 5}                    # /v1/embeddings' answer, as sent
+    fake.key = "the-right-key"                       # any other key gets OpenAI's 401,
+                                                     # which quotes the key it was given
 
 A request with `stream: true` gets server-sent events: each chunk of its queued answer (any
 JSON, as given), then `[DONE]`; with none queued, `fake.answer` in one chunk and a finish.
@@ -23,13 +25,15 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 __all__ = ["FakeOpenAI", "serving"]
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 @dataclass
@@ -45,6 +49,7 @@ class FakeOpenAI:
     answers: list[Any] = field(default_factory=list)  # the next completions, as sent
     listing: Any = None  # None: a list of `model`, with `entry`
     embeddings: Any = None  # None: the vector [1.0, 0.0] for each text
+    key: str | None = None  # None: any key (or none) is taken
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     _runner: web.AppRunner | None = None
     port: int = 0
@@ -63,7 +68,7 @@ class FakeOpenAI:
         ]
 
     async def start(self) -> FakeOpenAI:
-        app = web.Application()
+        app = web.Application(middlewares=[self._check_key])
         app.router.add_get("/v1/models", self._models)
         app.router.add_get("/props", self._props)
         app.router.add_post("/v1/chat/completions", self._chat)
@@ -78,6 +83,21 @@ class FakeOpenAI:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    @web.middleware
+    async def _check_key(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """OpenAI's 401 for a wrong key, which quotes the key it was given."""
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        if self.key is None or given == self.key:
+            return await handler(request)
+        self.requests.append((request.path, {}))
+        message = (
+            f"Incorrect API key provided: {given}. You can find your API key at "
+            "https://platform.openai.com/account/api-keys."
+        )
+        error = {"message": message, "type": "invalid_request_error", "param": None,
+                 "code": "invalid_api_key"}  # fmt: skip
+        return web.json_response({"error": error}, status=401)
 
     async def _models(self, request: web.Request) -> web.Response:
         self.requests.append((request.path, {}))

@@ -176,3 +176,25 @@ async def test_a_missing_openai_model_names_where_the_backend_was_chosen(
     out = await doctor(capsys, *argv)
     expected = MISSING.format(model=model, backend=backend)
     assert out.splitlines()[0] == f"✗ config: {expected}"
+
+
+# --- a key the server quotes back ----------------------------------------------------------------
+
+
+async def test_a_key_the_server_quotes_back_is_in_no_output_and_no_log(
+    env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    key = "local-key-7f3a9b2c"  # no shape the credential patterns know
+    async with serving(FakeOpenAI(key="the-right-key")) as fake:
+        use_openai(monkeypatch, fake.url, LOREBOT_OPENAI__API_KEY=key)
+        await asyncio.to_thread(main, ["--debug", "doctor"])
+        text = capsys.readouterr()
+        await asyncio.to_thread(main, ["--debug", "doctor", "--json"])
+        as_json = capsys.readouterr()
+    refused = f"✗ model: {fake.url} refused the API key (401): Incorrect API key provided: "
+    assert f"{refused}[REDACTED]. You can find your API key at" in text.out
+    model = {check["name"]: check for check in json.loads(as_json.out)["checks"]}["model"]
+    assert "Incorrect API key provided: [REDACTED]." in model["detail"]
+    assert text.err and as_json.err  # the debug logs were written
+    for said in (text.out, text.err, as_json.out, as_json.err):
+        assert key not in said

@@ -3,7 +3,7 @@ on 127.0.0.1 answers the real `openai` client, streamed and not, with shapes rea
 and proxies send (a call's arguments as a JSON object, an index on a call's first piece
 only) and with malformed ones. The first are real tool calls; any other shape is an
 unreadable answer, so the turn answers from memory with the could-not-be-read notice and
-counts a slip, never the generic apology."""
+counts a slip, never the generic apology. A key the server quotes back is not repeated."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from aiohttp import web
 from bot.core.fallback import UNREADABLE_NOTICE
 from bot.model.client import ModelUnavailable, ToolCall, parse_chat_reply
 from bot.model.openai_compat import OpenAIClient, OpenAIEmbedder
+from bot.model.quick_embed import QuickEmbedder
 from memory import NoteDraft, Scope
 from memory.errors import EmbedderUnavailable
 from tests.fakes.adapter import RecordingAdapter, StreamingAdapter
@@ -30,6 +31,7 @@ from tests.support.slips import slips
 
 QUESTION = [{"role": "user", "content": "where is the staging database?"}]
 SEARCH = {"name": "memory_search", "arguments": '{"query": "staging database"}'}
+KEY = "local-key-7f3a9b2c"  # no shape the credential patterns know
 
 
 def completion(message: Any) -> dict[str, Any]:
@@ -87,8 +89,8 @@ SHAPES = pytest.mark.parametrize(
 
 
 @contextlib.asynccontextmanager
-async def client(fake: FakeOpenAI) -> AsyncIterator[OpenAIClient]:
-    async with OpenAIClient(fake.url, api_key=None, timeout_s=30.0, probe_timeout_s=30.0) as c:
+async def client(fake: FakeOpenAI, api_key: str | None = None) -> AsyncIterator[OpenAIClient]:
+    async with OpenAIClient(fake.url, api_key=api_key, timeout_s=30.0, probe_timeout_s=30.0) as c:
         yield c
 
 
@@ -263,3 +265,24 @@ async def test_arguments_sent_as_a_json_object_run_the_tool_in_a_turn(
         *_, last = [body for path, body in fake.requests if path.endswith("/chat/completions")]
         [result] = [m["content"] for m in last["messages"] if m["role"] == "tool"]
         assert "staging-db" in result  # the search ran with the arguments given
+
+
+# --- a key the server quotes back --------------------------------------------------------------
+
+
+async def test_a_key_the_server_quotes_back_is_redacted_from_what_it_said(
+    fake: FakeOpenAI,
+) -> None:
+    fake.key = "the-right-key"
+    async with client(fake, api_key=KEY) as c:
+        for failing in (lambda: c.fetch_model_info("qwen3"), lambda: ask(c, streamed=True)):
+            with pytest.raises(ModelUnavailable) as refused:
+                await failing()
+            assert refused.value.kind == "refused"
+            assert "Incorrect API key provided: [REDACTED]." in str(refused.value)
+            assert KEY not in str(refused.value)
+    quick = QuickEmbedder(fake.url, "embed", timeout_s=30.0, backend="openai", api_key=KEY)
+    with pytest.raises(EmbedderUnavailable) as unavailable:
+        await quick.embed(["staging"])
+    assert "Incorrect API key provided" in str(unavailable.value)
+    assert KEY not in str(unavailable.value)
