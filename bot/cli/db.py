@@ -30,9 +30,10 @@ def add_parser(commands: Any) -> None:
 async def cmd_copy(args: argparse.Namespace, settings: Settings) -> int:
     from bot.storage import copy_to_postgresql
     from memory import StoreError
+    from memory.conninfo import url_problem
 
-    if not args.to.lower().startswith(("postgresql://", "postgres://")):
-        raise UserError(f"--to takes a postgresql:// URL, not {args.to.split('://')[0]}://")
+    if (problem := url_problem(args.to)) is not None:
+        raise UserError(f"--to takes {problem}")
 
     def progress(table: str, rows: int) -> None:
         print(f"  {table}: {rows:,} rows", file=sys.stderr, flush=True)

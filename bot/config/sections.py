@@ -31,6 +31,7 @@ from bot.config.paths import (
     xdg_dir,
 )
 from bot.errors import ConfigError
+from memory.conninfo import url_problem
 
 
 class Section(BaseModel):
@@ -63,9 +64,8 @@ class DatabaseSettings(Section):
     def _postgresql_url(cls, url: SecretStr | None) -> SecretStr | None:
         if url is None or not url.get_secret_value().strip():
             return None
-        scheme = url.get_secret_value().split("://", 1)[0].lower()
-        if scheme not in ("postgresql", "postgres"):
-            raise ValueError(f"a postgresql:// URL, not {scheme}://")
+        if (problem := url_problem(url.get_secret_value())) is not None:
+            raise ValueError(problem)  # which quotes none of it: it may hold a password
         return url
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +54,7 @@ from bot.config.sections import (
     resolve_secret,
 )
 from bot.errors import ConfigError
+from memory.conninfo import read_conninfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,15 +100,6 @@ def _secret_values(value: object) -> list[str]:
     if isinstance(value, list | tuple):
         return [secret for item in value for secret in _secret_values(item)]
     return []
-
-
-def _url_password(url: str) -> list[str]:
-    """The password inside a database URL, as written and decoded, so either is scrubbed."""
-    try:
-        password = urllib.parse.urlsplit(url).password
-    except ValueError:
-        return []
-    return [] if not password else sorted({password, urllib.parse.unquote(password)})
 
 
 class Settings(BaseSettings):
@@ -163,7 +154,9 @@ class Settings(BaseSettings):
         """Every configured secret value, so logs can be scrubbed of them."""
         found = [value for value in _secret_values(self) if value]
         if self.database.url is not None:
-            found += _url_password(self.database.url.get_secret_value())
+            # The URL's passwords in every form libpq takes, as written and as decoded
+            # (libpq never quotes one it read from PGPASSWORD or a password file).
+            found += read_conninfo(self.database.url.get_secret_value()).secrets
         references = [*self.skills.script_env.values()]
         for server in self.mcp.servers:
             references += [*server.env.values(), *server.headers.values()]

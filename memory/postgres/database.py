@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import urllib.parse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from memory.conninfo import read_conninfo
 from memory.database import Health, Transaction
 from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
 from memory.postgres.migrations import SCHEMA_VERSION, steps_after
@@ -36,17 +36,9 @@ CONNECT_TIMEOUT_S = 10.0
 
 
 def shown_url(url: str) -> str:
-    """The URL without its password, as logs and `doctor` show it."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        if parts.password is None:
-            return url
-        user = parts.username or ""
-        host = parts.hostname or ""
-        port = f":{parts.port}" if parts.port else ""
-        return parts._replace(netloc=f"{user}:***@{host}{port}").geturl()
-    except ValueError:
-        return "postgresql://…"
+    """The URL with its password masked (in every form libpq takes), as logs and `doctor`
+    show it."""
+    return read_conninfo(url).shown
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -92,15 +84,18 @@ class PostgresDatabase:
         """Connect, then create or migrate lorebot's schema (unless not `create`, which
         refuses a database without one). A newer schema is refused and left untouched."""
         # One connection first: a server that is down or refuses lorebot is said at once,
-        # in libpq's words, rather than by the pool retrying until its timeout.
+        # in libpq's words, rather than by the pool retrying until its timeout. A URL
+        # libpq would quote a password of in its error is refused in lorebot's words.
+        conninfo = read_conninfo(url)
+        if conninfo.problem is not None:
+            raise StoreUnavailable(f"cannot use PostgreSQL at {conninfo.shown}: {conninfo.problem}")
         try:
             first = await psycopg.AsyncConnection.connect(
                 url, connect_timeout=max(1, round(connect_timeout_s))
             )
         except psycopg.Error as exc:
-            raise StoreUnavailable(
-                f"cannot reach PostgreSQL at {shown_url(url)}: {_first_line(exc)}"
-            ) from None
+            said = conninfo.scrub(_first_line(exc))
+            raise StoreUnavailable(f"cannot reach PostgreSQL at {conninfo.shown}: {said}") from None
         await first.close()
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             url,
@@ -181,7 +176,7 @@ class PostgresDatabase:
                 yield conn
         except (PoolTimeout, psycopg.Error) as exc:
             _stop_if_stopping(exc)
-            if (unavailable := _unavailable(exc)) is None:
+            if (unavailable := _unavailable(exc, self.url)) is None:
                 raise  # a statement's own error (a constraint, bad data): the caller's
             raise unavailable from exc
 
@@ -237,13 +232,14 @@ class PostgresDatabase:
 
 def backup_advice(url: str, target: Path) -> str:
     """What to run instead of `lorebot backup` or `restore` on PostgreSQL: its own tools."""
-    where = shown_url(url)
+    conninfo = read_conninfo(url)
+    where = conninfo.bare  # the password left out: these tools ask for it
     advice = (
         "lorebot keeps its memory in PostgreSQL here, whose own tools back it up: "
         f"pg_dump --format=custom --file={target} '{where}' (and to restore: "
         f"pg_restore --clean --if-exists --dbname='{where}' {target})"
     )
-    if "***" in where:
+    if conninfo.secrets:
         advice += "; they read the password from PGPASSWORD or ~/.pgpass"
     return advice
 
@@ -268,7 +264,7 @@ def _libpq() -> str:
 
 
 def _first_line(exc: BaseException) -> str:
-    """The first line of libpq's message (which never holds the password)."""
+    """The first line of libpq's message (which may quote the URL or its password)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
@@ -285,9 +281,9 @@ def _stop_if_stopping(cause: BaseException) -> None:
         raise asyncio.CancelledError from cause
 
 
-def _unavailable(exc: PoolTimeout | psycopg.Error) -> StoreUnavailable | None:
-    """What a pool or server failure means to lorebot, in words an operator can act on;
-    None for an error of the statement itself."""
+def _unavailable(exc: PoolTimeout | psycopg.Error, url: str) -> StoreUnavailable | None:
+    """What a pool or server failure means to lorebot, in words an operator can act on
+    (libpq's own scrubbed of the URL's password); None for an error of the statement."""
     if isinstance(exc, PoolTimeout):
         return StoreUnavailable(f"no PostgreSQL connection within {CONNECT_TIMEOUT_S:g} s: {exc}")
     if isinstance(exc, psycopg.errors.QueryCanceled):  # the server is up; the statement was slow
@@ -302,5 +298,5 @@ def _unavailable(exc: PoolTimeout | psycopg.Error) -> StoreUnavailable | None:
             f"role or database (nothing was written): try again ({_first_line(exc)})"
         )
     if isinstance(exc, psycopg.OperationalError):
-        return StoreUnavailable(f"PostgreSQL is unavailable: {exc}")
+        return StoreUnavailable(f"PostgreSQL is unavailable: {read_conninfo(url).scrub(str(exc))}")
     return None

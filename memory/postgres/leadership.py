@@ -17,8 +17,8 @@ from typing import Any
 
 import psycopg
 
+from memory.conninfo import read_conninfo
 from memory.leadership import LEASE_S
-from memory.postgres.database import shown_url
 
 _log = logging.getLogger(__name__)
 
@@ -56,7 +56,10 @@ class AdvisoryLeadership:
                 "SELECT pg_try_advisory_lock(%s)", (LEADER_LOCK,), within=LEASE_S
             )
         except psycopg.Error as exc:
-            _log.debug("could not try the leader lock at %s: %s", shown_url(self.url), exc)
+            conninfo = read_conninfo(self.url)  # libpq may quote the URL or its password
+            _log.debug(
+                "could not try the leader lock at %s: %s", conninfo.shown, conninfo.scrub(str(exc))
+            )
             self._abandon()
             return False
         return bool(taken)

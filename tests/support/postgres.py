@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.llama import free_port
+from tests.support.polling import HANG_GUARD_S
 
 BIN_DIRS = sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True)
 USER = "lorebot"
@@ -85,6 +87,23 @@ class PostgresServer:
         self.sql(f"CREATE DATABASE {name}")
         return self.url(name)
 
+    def new_password_role(self, password: str) -> str:
+        """The URL (without the password) of a new, empty database owned by a new role
+        that logs in over TCP with `password` only, where `lorebot` is trusted."""
+        role = f"pw_{next(self._names)}"
+        self.sql(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+        hba = self.data / "pg_hba.conf"
+        hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+        self._run(str(self.pg_ctl), "-D", str(self.data), "reload")
+        url = self.new_database()
+        self.sql(f"ALTER DATABASE {url.rsplit('/', 1)[1]} OWNER TO {role}")
+        url = url.replace(f"//{USER}@", f"//{role}@")
+        deadline = time.monotonic() + HANG_GUARD_S
+        while not _refused_without_password(url):  # the server reloads pg_hba.conf soon
+            assert time.monotonic() < deadline, f"{role} still logs in without a password"
+            time.sleep(0.05)
+        return url
+
     def drop_database(self, url: str) -> None:
         self.sql(f"DROP DATABASE IF EXISTS {url.rsplit('/', 1)[1]} WITH (FORCE)")
 
@@ -96,6 +115,17 @@ class PostgresServer:
             check=True, capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         return done.stdout.strip()
+
+
+def _refused_without_password(url: str) -> bool:
+    """Whether the server asks the role of `url` for a password (psql is told not to
+    prompt, and is given none)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+    done = subprocess.run(
+        ["psql", "-X", "-w", "-c", "SELECT 1", url],
+        capture_output=True, text=True, timeout=60, env=env, check=False,
+    )  # fmt: skip
+    return done.returncode != 0 and "password" in done.stderr
 
 
 @pytest.fixture(scope="session")
