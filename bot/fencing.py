@@ -11,25 +11,38 @@ that instant, longer than the lease, lets a post through after a take-over."""
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
 
-from memory.inbox import Inbox
+from memory.errors import StoreUnavailable
+from memory.inbox import CLAIM_LEASE, Inbox
+
+# How much of a lease is not relied on while the database cannot confirm it: replicas'
+# clocks differ a little, and the lease is measured on theirs.
+CLOCK_MARGIN_S = 3.0
 
 
 class ClaimLost(Exception):
     """Another replica took the conversation over while this turn ran."""
 
 
-@dataclass(frozen=True, slots=True)
 class Claim:
-    """The claim a turn runs under: its conversation, holder and fencing token."""
+    """The claim a turn runs under: its conversation, holder and fencing token, and when
+    (on this process's monotonic clock) the claim was last extended, which starts a lease
+    nobody else can take it in."""
 
-    inbox: Inbox
-    conversation: str
-    holder: str
-    token: int
+    def __init__(
+        self, inbox: Inbox, conversation: str, holder: str, token: int, *, extended_at: float
+    ) -> None:
+        self.inbox = inbox
+        self.conversation = conversation
+        self.holder = holder
+        self.token = token
+        self.extended_at = extended_at
+
+    def lease_left_s(self) -> float:
+        return CLAIM_LEASE.total_seconds() - (time.monotonic() - self.extended_at)
 
 
 _running_under: ContextVar[Claim | None] = ContextVar("lorebot_claim", default=None)
@@ -48,9 +61,18 @@ def under(claim: Claim) -> Iterator[None]:
 async def still_held() -> None:
     """Return when the running turn still holds its conversation (extending the claim),
     or when it runs under no claim (a slash command, a scheduled job); else raise
-    `ClaimLost`."""
+    `ClaimLost`. While the database cannot say, the lease last set is this replica's until
+    it lapses (less a margin for clocks); after that the store's error is raised."""
     claim = _running_under.get()
     if claim is None:
         return
-    if not await claim.inbox.hold(claim.conversation, claim.holder, claim.token):
+    asked = time.monotonic()
+    try:
+        held = await claim.inbox.hold(claim.conversation, claim.holder, claim.token)
+    except StoreUnavailable:
+        if claim.lease_left_s() > CLOCK_MARGIN_S:
+            return
+        raise
+    if not held:
         raise ClaimLost(f"another replica took {claim.conversation} over")
+    claim.extended_at = asked

@@ -84,8 +84,8 @@ class Inbox(Protocol):
         ...
 
     async def next(self, conversation: str, holder: str) -> InboxEntry | None:
-        """The conversation's oldest entry, marked as begun; None when there is none or
-        `holder` no longer holds the conversation."""
+        """The conversation's oldest entry, marked as begun, with the claim extended by
+        `CLAIM_LEASE`; None when there is none or `holder` no longer holds the conversation."""
         ...
 
     async def finish(self, entry: InboxEntry, holder: str) -> bool:

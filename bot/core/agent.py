@@ -19,6 +19,7 @@ from adapters.base import ConversationRef, UserRef
 from bot import metrics
 from bot.actions.mcp import McpServers
 from bot.approvals.cards import ACTION
+from bot.backoff import Backoff
 from bot.config.settings import Settings
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
@@ -43,11 +44,13 @@ from bot.fencing import ClaimLost
 from bot.model.arguments import ToolArgumentError
 from bot.model.client import ChatResult, Model, ModelUnavailable
 from bot.split import clip_reply
+from bot.tasks import stop_if_asked
 from bot.tools.base import Call, Kind, Suspend, Tool, Toolbox
 from memory import InvalidInput, NoteStore
 from memory.actions import ActionLog
 from memory.conversations import ConversationLog, LogEntry
 from memory.daily_logs import DailyLogs
+from memory.errors import StoreUnavailable
 from memory.events import EventLog
 from memory.proposals import Proposal
 from memory.redaction import mask_known
@@ -55,6 +58,9 @@ from memory.slips import ModelSlips
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
+
+# How often a turn tries to record itself while the store fails (about 1.5 s in all).
+RECORD_TRIES = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,8 +243,22 @@ class Agent:
 
     async def _log(self, ctx: TurnContext, *entries: LogEntry) -> None:
         """Write messages to the conversation's history; a reply carries the link of the
-        message it answers."""
-        await self.log.append(ctx.history_key, entries, scope=ctx.message_scope, link=ctx.link)
+        message it answers. While the store fails, tried again for a moment; then the record
+        is given up, not the answer: the person still gets it."""
+        backoff = Backoff(0.25, 1.0)
+        for attempt in range(1, RECORD_TRIES + 1):
+            try:
+                await self.log.append(
+                    ctx.history_key, entries, scope=ctx.message_scope, link=ctx.link
+                )
+                return
+            except StoreUnavailable as exc:
+                stop_if_asked()
+                if attempt == RECORD_TRIES:
+                    _log.error("answered in %s without keeping the turn in its history: %s",
+                               ctx.conversation.key, exc)  # fmt: skip
+                    return
+                await asyncio.sleep(backoff.next_delay())
 
     async def _loop(
         self, ctx: TurnContext, turn: Turn, progress: Progress, *, resumed: bool = False

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from adapters.base import (
@@ -46,6 +47,10 @@ NOT_ALLOWED_REPLY = "I only take commands from the people and channels I am set 
 STOPPING_REPLY = "I am restarting right now; please ask again in a minute."
 UNAVAILABLE_REPLY = (
     "Sorry, I could not take that: my storage is unavailable right now. "
+    "Please try again in a few minutes."
+)
+STORAGE_FAILED_REPLY = (
+    "Sorry, I could not finish that: my storage is unavailable right now. "
     "Please try again in a few minutes."
 )
 ABANDONED_REPLY = (
@@ -222,6 +227,7 @@ class Dispatcher:
             if not self._accepting:  # stopping: what waits goes to another replica
                 await self.inbox.let_go(conversation, self.holder)
                 return
+            begun_at = time.monotonic()
             entry = await self.inbox.next(conversation, self.holder)
             if entry is None:
                 if not await self.inbox.release(conversation, self.holder):
@@ -229,7 +235,8 @@ class Dispatcher:
                 continue
             # A turn cut at the shutdown timeout is left begun: whoever takes the
             # conversation up says so (`handle` itself raises nothing else).
-            with under(Claim(self.inbox, conversation, self.holder, entry.token)):
+            claim = Claim(self.inbox, conversation, self.holder, entry.token, extended_at=begun_at)
+            with under(claim):
                 await self._handle_entry(entry)
             await self._finish(entry)
 
@@ -310,6 +317,13 @@ class Dispatcher:
             outcome = "not delivered"  # the adapter logged what to fix; an apology would fail too
             if isinstance(event, SlashCommand):  # but a command's answer reaches the person
                 await self._say(event, _not_posted(event, exc))
+        except InvalidInput as exc:
+            outcome = "user error"
+            await self._say(event, f"⚠️ {exc}")
+        except StoreError as exc:  # the driver's words are for the operator's log
+            _log.error("could not handle event %s, the store failed: %s", event.event_id, exc)
+            outcome = "storage failed"
+            await self._say(event, STORAGE_FAILED_REPLY)
         except Exception as exc:
             message = user_message(exc)
             outcome = "user error" if message else "failed"

@@ -81,8 +81,11 @@ class PostgresInbox:
             ).fetchone()
             if row is None:
                 return None
-            await conn.execute(
-                "UPDATE inbox SET started_at = %s WHERE id = %s", (self.clock(), row["id"])
+            now = self.clock()
+            await conn.execute("UPDATE inbox SET started_at = %s WHERE id = %s", (now, row["id"]))
+            await conn.execute(  # the lease is whole when an entry is begun
+                "UPDATE conversation_claims SET until = %s WHERE conversation = %s",
+                (now + CLAIM_LEASE, conversation),
             )
         payload = read_payload(row["payload_json"])
         abandoned = row["started_at"] is not None

@@ -74,9 +74,13 @@ class SqliteInbox:
                 row = await cursor.fetchone()
             if row is None:
                 return None
+            now = self.clock()
             await conn.execute(
-                "UPDATE inbox SET started_at = ? WHERE id = ?",
-                (to_db_time(self.clock()), row[0]),
+                "UPDATE inbox SET started_at = ? WHERE id = ?", (to_db_time(now), row[0])
+            )
+            await conn.execute(  # the lease is whole when an entry is begun
+                "UPDATE conversation_claims SET until = ? WHERE conversation = ?",
+                (to_db_time(now + CLAIM_LEASE), conversation),
             )
         payload = read_payload(row[2])
         return InboxEntry(row[0], row[1], payload, abandoned=row[3] is not None, token=row[4])
