@@ -563,7 +563,7 @@ async def test_a_piped_chats_first_question_is_offered_the_servers_tools(
     assert "lorebot> Let me check: it looks healthy." in capsys.readouterr().out
 
 
-async def test_a_configured_secret_a_person_asks_to_remember_is_refused_and_not_stored(
+async def test_a_configured_secret_a_person_asks_to_remember_reaches_no_card_or_store(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPS_TOKEN", OPS_TOKEN)
@@ -571,10 +571,12 @@ async def test_a_configured_secret_a_person_asks_to_remember_is_refused_and_not_
     try:
         h.script_title("deploy-token", f"the deploy token is {OPS_TOKEN}")
         await h.say(f"remember that the deploy token is {OPS_TOKEN}", dm=True)
-        assert h.adapter.cards == []
-        [reply] = h.adapter.replies
-        assert "one of lorebot's configured secrets" in reply and OPS_TOKEN not in reply
-        assert await h.bot.notes.list_notes() == []
+        # Redacted as the message came in: the card shows what the note would keep.
+        [card] = h.adapter.cards
+        assert "[REDACTED]" in card.text and OPS_TOKEN not in card.text
+        await h.react(card, "✅")
+        [note] = await h.bot.notes.list_notes()
+        assert OPS_TOKEN not in f"{note.topic} {note.summary} {note.body}"
         assert OPS_TOKEN not in _database_text(tmp_path / "bot.db")
     finally:
         await h.bot.stop()
