@@ -160,7 +160,11 @@ class TableStats:
                 await self._count(conn)
                 self._counted_at = now
             matching = {lexeme: self._tsquery(lexeme) for lexeme in lexemes}
-            unknown = [w for w in lexemes if self._share(w) is None and w not in self._holding]
+            # Read once, before the next wait: a concurrent turn's `added` or `_count`
+            # may replace the kept counts while this query's are fetched.
+            shares = {lexeme: self._share(lexeme) for lexeme in lexemes}
+            held = {w: self._holding[w] for w in lexemes if w in self._holding}
+            unknown = [w for w in lexemes if shares[w] is None and w not in held]
             if unknown:
                 holding = await conn.execute(
                     f"SELECT l AS lexeme, (SELECT count(*) FROM {self.table} "
@@ -168,8 +172,14 @@ class TableStats:
                     "FROM unnest(%s::text[], %s::text[]) AS u (l, m)",
                     (unknown, [matching[w] for w in unknown]),
                 )
-                self._holding.update({r["lexeme"]: int(r["df"]) for r in await holding.fetchall()})
-        idf = [bm25_idf(self._docs, self._held_by(lexeme)) for lexeme in lexemes]
+                counted = {r["lexeme"]: int(r["df"]) for r in await holding.fetchall()}
+                self._holding.update(counted)
+                held.update(counted)
+        docs = self._docs
+        idf = [
+            bm25_idf(docs, held[w] if (share := shares[w]) is None else share * docs)
+            for w in lexemes
+        ]
         return {
             "lexemes": lexemes,
             "idf": idf,
@@ -183,10 +193,6 @@ class TableStats:
         _LEXEMES) in the fields it is looked for in."""
         fields = self.fields_of(lexeme)
         return f"'{lexeme}':{fields}" if fields else f"'{lexeme}'"
-
-    def _held_by(self, lexeme: str) -> float:
-        share = self._share(lexeme)
-        return self._holding[lexeme] if share is None else share * self._docs
 
     def _share(self, lexeme: str) -> float | None:
         """The share of documents holding `lexeme` by the statistics, when it is one of

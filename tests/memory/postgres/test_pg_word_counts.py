@@ -7,8 +7,13 @@ percent, so notes scored almost alike may swap places)."""
 
 from __future__ import annotations
 
+import contextlib
 import random
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from memory import NoteDraft, Scope, Viewer, visibility_for
 from memory.stores import StoreOptions
@@ -96,3 +101,28 @@ async def test_notes_saved_after_the_statistics_rank_as_on_sqlite(
             await stores.close()
     assert alike(*scores)
     assert {f"later-{n}" for n in range(5)} <= scores[0].keys()
+
+
+async def test_a_search_while_another_turn_records_messages_still_counts_its_words(
+    postgres_server: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A turn's message search counts its rarer words, and another turn records its
+    messages (which drops the kept counts) just as the search's connection goes back to
+    the pool: the search still has every count it asked for (it failed with a KeyError
+    under 10 concurrent conversations)."""
+    stores = await open_engine("postgresql", postgres_server.new_database(), StoreOptions())
+    try:
+        stats = stores.log.word_stats  # type: ignore[attr-defined]
+        pooled = stats.db.connection
+
+        @contextlib.asynccontextmanager
+        async def returned_as_another_turn_records() -> AsyncIterator[Any]:
+            async with pooled() as conn:
+                yield conn
+            stats.added(2)  # that turn's question and answer
+
+        monkeypatch.setattr(stats.db, "connection", returned_as_another_turn_records)
+        found = await stats.params("where does the gateway run")
+        assert found is not None and len(found["idf"]) == len(found["lexemes"]) > 0
+    finally:
+        await stores.close()
