@@ -17,9 +17,10 @@ def split_message(text: str, limit: int, measure: Callable[[str], int] = len) ->
     while measure(rest) > limit:
         size = _fitting(rest, limit, measure)
         window = rest[:size]
-        cut = max(window.rfind("\n\n"), 0) or max(window.rfind("\n"), 0) or window.rfind(" ")
-        if cut <= size // 4:
-            cut = size
+        # The last paragraph break, else line break, else space, that leaves the chunk at
+        # least a quarter full: an early paragraph break must not force a cut mid-word.
+        breaks = (window.rfind("\n\n"), window.rfind("\n"), window.rfind(" "))
+        cut = next((at for at in breaks if at > size // 4), size)
         chunks.append(rest[:cut].rstrip())
         rest = rest[cut:].lstrip()
     if rest or not chunks:

@@ -173,6 +173,18 @@ async def test_a_huge_reply_is_cut_and_history_keeps_what_was_posted(harness: Ha
     assert split_message(kept, harness.adapter.max_message_chars) == posted
 
 
+async def test_a_long_reply_whose_only_paragraph_break_is_early_is_split_between_words(
+    harness: Harness,
+) -> None:
+    lines = [f"step {n}: check the gateway logs and the deploy queue" for n in range(80)]
+    reply = "Here is the plan:\n\n" + " ".join(lines[:40]) + "\n" + " ".join(lines[40:])
+    harness.ollama.reply(reply)
+    await harness.say("what should I check?")
+    posted = harness.adapter.replies
+    assert len(posted) > 1
+    assert " ".join(posted).split() == reply.split()  # no word cut in two
+
+
 async def test_the_reply_cap_is_a_setting_and_closes_an_open_code_block(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
