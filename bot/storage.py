@@ -1,8 +1,11 @@
-"""The one place lorebot picks its storage engine from the settings: PostgreSQL when
-`database.url` is set, else SQLite at `database.path`. Every store of the database is
-opened the same way for the daemon and the command line (with the driver's self-test, and
-the vector index when an embedding model is set), and the database alone for backups and
-`doctor`. Only this module of `bot` knows an engine's package."""
+"""The one place lorebot picks its storage engine from the settings: `engine_for` gives
+PostgreSQL when `database.url` is set, else SQLite at `database.path`, and the daemon and
+every command ask that `Engine` (its kind, whether replicas may share it, its name without
+a password, its backup advice, its leadership) instead of reading the URL. Every store of
+the database is opened the same way for the daemon and the command line (with the
+driver's self-test, and the vector index when an embedding model is set), and the
+database alone for backups and `doctor`. Only this module of `bot` knows an engine's
+package."""
 
 from __future__ import annotations
 
@@ -10,9 +13,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from bot.config.paths import old_database_hint
+from bot.config.snapshot import DatabaseView
 from bot.errors import UserError
 from memory.clock import Clock, utc_now
 from memory.database import Database, Health
@@ -86,28 +90,114 @@ def _api_key(settings: StoreSettings) -> str | None:
     return settings.openai.key() if isinstance(settings, Settings) else None
 
 
-def database_url(settings: StoreSettings) -> str | None:
-    """The PostgreSQL URL when lorebot keeps its memory there, else None (SQLite). A
-    settings snapshot is never taken while one is set, so it always means SQLite."""
-    url = getattr(settings.database, "url", None)
-    return None if url is None else str(url.get_secret_value())
+class SqliteEngine:
+    """The SQLite file at `database.path`: one daemon at a time, which its lock file and
+    `SoleLeadership` stand for; `lorebot backup` copies it."""
+
+    kind: Final = "sqlite"
+    shared: Final = False  # replicas need PostgreSQL
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int) -> None:
+        self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
+
+    @property
+    def label(self) -> str:
+        """Where the memory is, as messages name it."""
+        return str(self.path)
+
+    def may_exist(self) -> bool:
+        """Whether there may be a database to look into."""
+        return self.path.exists()
+
+    def backup_advice(self, target: Path) -> None:
+        """None: `lorebot backup` and `restore` handle this engine themselves."""
+        return None
+
+    def leadership(self) -> Leadership:
+        return SoleLeadership()
+
+    async def open_stores(
+        self, options: StoreOptions, *, embedder: Embedder | None, create: bool
+    ) -> Stores:
+        return await open_stores(
+            self.path, options, embedder=embedder, busy_timeout_ms=self.busy_timeout_ms,
+            create=create,
+        )  # fmt: skip
+
+    async def open_database(self, *, create: bool = True) -> Database:
+        return await SqliteDatabase.open(self.path, create=create)
 
 
-def database_label(settings: StoreSettings) -> str:
-    """Where the memory is, as messages name it (a PostgreSQL URL without its password)."""
-    url = database_url(settings)
-    if url is None:
-        return str(settings.database.path)
-    from memory.postgres.database import shown_url
+class PostgresEngine:
+    """The PostgreSQL database at `database.url`, which replicas share: a lock on the
+    server chooses their leader; its own tools back it up."""
 
-    return shown_url(url)
+    kind: Final = "postgresql"
+    shared: Final = True
+
+    def __init__(self, url: str, *, pool_size: int) -> None:
+        self._url = url  # holds the password: never shown, never logged
+        self.pool_size = pool_size
+
+    @property
+    def label(self) -> str:
+        """Where the memory is, as messages name it: the URL without its password."""
+        from memory.conninfo import read_conninfo
+
+        return read_conninfo(self._url).shown
+
+    def may_exist(self) -> bool:
+        return True  # opening it tells
+
+    def backup_advice(self, target: Path) -> str:
+        """What to run instead of `lorebot backup`/`restore`: PostgreSQL's own tools, with
+        the exact command."""
+        from memory.postgres.database import backup_advice
+
+        return backup_advice(self._url, target)
+
+    def leadership(self) -> Leadership:
+        from memory.postgres.leadership import AdvisoryLeadership
+
+        return AdvisoryLeadership(self._url)
+
+    async def open_stores(
+        self, options: StoreOptions, *, embedder: Embedder | None, create: bool
+    ) -> Stores:
+        with _postgresql_driver():
+            from memory.postgres.stores import open_stores as open_postgres
+        return await open_postgres(
+            self._url, options, embedder=embedder, pool_size=self.pool_size, create=create
+        )
+
+    async def open_database(self, *, create: bool = False) -> Database:
+        """The database alone (`doctor`), on a small pool."""
+        with _postgresql_driver():
+            from memory.postgres.database import PostgresDatabase
+        return await PostgresDatabase.open(
+            self._url, pool_size=min(self.pool_size, 2), create=create
+        )
+
+
+# The engine the settings choose: everything else asks it, never the settings' URL.
+Engine = SqliteEngine | PostgresEngine
+
+
+def engine_for(settings: StoreSettings) -> Engine:
+    """PostgreSQL when `database.url` is set, else SQLite at `database.path`. A settings
+    snapshot is never taken while a URL is set, so it always means SQLite."""
+    database = settings.database
+    if isinstance(database, DatabaseView) or database.url is None:
+        return SqliteEngine(database.path, busy_timeout_ms=database.busy_timeout_ms)
+    return PostgresEngine(database.url.get_secret_value(), pool_size=database.pool_size)
 
 
 def check_database(settings: StoreSettings, *, create: bool) -> None:
     """Stop with one line when the database is not where a command needs it: an older
     lorebot's `./lorebot.db` waits to be moved, or (unless `create`) none exists yet.
     PostgreSQL says so itself when the database is opened."""
-    if database_url(settings) is not None:
+    if engine_for(settings).shared:
         return
     path = settings.database.path
     hint = old_database_hint(path)
@@ -162,22 +252,7 @@ async def open_memory(
         index_max_bytes=settings.memory.index_max_bytes,
         secrets=tuple(settings.secrets()),
     )
-    url = database_url(settings)
-    stores: Stores
-    if url is not None:
-        open_postgres = _postgres_engine().open_stores
-        pool_size = getattr(settings.database, "pool_size", 5)
-        stores = await open_postgres(
-            url, options, embedder=embedder, pool_size=pool_size, create=create
-        )
-    else:
-        stores = await open_stores(
-            settings.database.path,
-            options,
-            embedder=embedder,
-            busy_timeout_ms=settings.database.busy_timeout_ms,
-            create=create,
-        )
+    stores = await engine_for(settings).open_stores(options, embedder=embedder, create=create)
     try:
         await stores.log.index_older_messages()
         if prepare:
@@ -194,48 +269,17 @@ async def open_database(path: Path | str, *, create: bool = True) -> Database:
     return await SqliteDatabase.open(path, create=create)
 
 
-async def open_postgresql(settings: Settings, *, create: bool = False) -> Database:
-    """The PostgreSQL database of `database.url` alone (`doctor`, `db copy`)."""
-    url = database_url(settings)
-    assert url is not None
-    engine = _postgres_engine()
-    db: Database = await engine.PostgresDatabase.open(
-        url, pool_size=min(settings.database.pool_size, 2), create=create
-    )
-    return db
-
-
-def open_leadership(settings: StoreSettings) -> Leadership:
-    """Who leads among the replicas of the configured database: the PostgreSQL advisory
-    lock, or on SQLite the one daemon (which holds the database file's lock)."""
-    url = database_url(settings)
-    if url is None:
-        return SoleLeadership()
-    from memory.postgres.leadership import AdvisoryLeadership
-
-    return AdvisoryLeadership(url)
-
-
-def postgresql_backup_advice(settings: StoreSettings, target: Path | None = None) -> str:
-    """What to run instead of `lorebot backup`/`restore` when the memory is in PostgreSQL:
-    its own tools, with the exact command."""
-    url = database_url(settings)
-    assert url is not None
-    from memory.postgres.database import backup_advice
-
-    return backup_advice(url, target or Path("lorebot.dump"))
-
-
-def _postgres_engine() -> Any:
-    """The PostgreSQL engine's module, or a `UserError` saying how to install its driver."""
+@contextmanager
+def _postgresql_driver() -> Iterator[None]:
+    """Around importing the PostgreSQL engine: a missing driver becomes a `UserError`
+    saying how to install it."""
     try:
-        from memory.postgres import stores
+        yield
     except ImportError as exc:
         raise UserError(
             f"database.url names PostgreSQL, whose driver is not installed ({exc.name}): "
             "pip install 'lorebot[postgresql]'"
         ) from None
-    return stores
 
 
 def inspect_backup(path: Path) -> Health:
@@ -281,14 +325,14 @@ async def copy_to_postgresql(
     as shown, and the rows copied per table (`Copied`)."""
     from memory.sqlite.table_source import SqliteTableSource
 
-    engine = _postgres_engine()
-    from memory.postgres.database import shown_url
-    from memory.postgres.table_load import load_tables
+    with _postgresql_driver():
+        from memory.postgres.database import PostgresDatabase, shown_url
+        from memory.postgres.table_load import load_tables
 
     check_database(settings, create=False)
     source = await SqliteDatabase.open(settings.database.path, create=False)
     try:
-        target = await engine.PostgresDatabase.open(url, pool_size=1)
+        target = await PostgresDatabase.open(url, pool_size=1)
         try:
             copied = await load_tables(
                 target, SqliteTableSource(source), replace=replace, progress=progress

@@ -83,14 +83,13 @@ def _reason(exc: OSError) -> str:
 
 
 async def cmd_backup(args: argparse.Namespace, settings: Settings) -> int:
-    from bot.storage import database_url, open_database, postgresql_backup_advice
+    from bot.storage import engine_for, open_database
 
-    if database_url(settings) is not None:
-        dest = Path(args.dest)
-        folder = args.dest.endswith(os.sep) or os.path.isdir(dest)  # noqa: ASYNC240 (a stat)
-        raise UserError(
-            postgresql_backup_advice(settings, dest / "lorebot.dump" if folder else dest)
-        )
+    dest = Path(args.dest)
+    folder = args.dest.endswith(os.sep) or os.path.isdir(dest)  # noqa: ASYNC240 (a stat)
+    advice = engine_for(settings).backup_advice(dest / "lorebot.dump" if folder else dest)
+    if advice is not None:  # the engine is backed up by its own tools
+        raise UserError(advice)
     database = settings.database.path
     target = _backup_target(database, args.dest, datetime.now(UTC))
     _make_folder(target)
@@ -133,10 +132,11 @@ def _check_backup(source: Path) -> int:
 
 async def cmd_restore(args: argparse.Namespace, settings: Settings) -> int:
     from bot.daemon.lockfile import DatabaseLock
-    from bot.storage import database_url, open_database, postgresql_backup_advice
+    from bot.storage import engine_for, open_database
 
-    if database_url(settings) is not None:
-        raise UserError(postgresql_backup_advice(settings, args.source))
+    advice = engine_for(settings).backup_advice(Path(args.source))
+    if advice is not None:
+        raise UserError(advice)
 
     target = settings.database.path
     if DatabaseLock(target).held_elsewhere():

@@ -14,6 +14,7 @@ from memory.clock import utc_now
 if TYPE_CHECKING:
     from bot.config.settings import Settings
     from bot.daemon.platforms import Platform
+    from bot.storage import PostgresEngine
 
 Check = Finding
 
@@ -63,11 +64,12 @@ def print_json_report(checks: list[Check], **more: Any) -> None:
 
 
 async def check_database(settings: Settings) -> list[Check]:
-    from bot.storage import database_url, known_schema, open_database
+    from bot.storage import PostgresEngine, engine_for, known_schema, open_database
     from memory import StoreError
 
-    if database_url(settings) is not None:
-        return await check_postgresql(settings)
+    engine = engine_for(settings)
+    if isinstance(engine, PostgresEngine):
+        return await check_postgresql(engine)
     path = settings.database.path
     # Doctor only reads: without a database it checks the driver on a throwaway one.
     exists = path.exists()
@@ -93,14 +95,14 @@ async def check_database(settings: Settings) -> list[Check]:
                   f"FTS5 works, {notes} notes")]  # fmt: skip
 
 
-async def check_postgresql(settings: Settings) -> list[Check]:
+async def check_postgresql(engine: PostgresEngine) -> list[Check]:
     """The PostgreSQL server: its version, lorebot's schema, the notes, the extensions."""
-    from bot.storage import database_label, known_schema, open_postgresql
+    from bot.storage import known_schema
     from memory import StoreError
 
-    where = database_label(settings)
+    where = engine.label
     try:
-        db = await open_postgresql(settings, create=False)
+        db = await engine.open_database(create=False)
     except StoreError as exc:
         fix = "check LOREBOT_DATABASE__URL, and that the server runs and lets lorebot in"
         if "there is no lorebot database" in str(exc):
@@ -108,12 +110,12 @@ async def check_postgresql(settings: Settings) -> list[Check]:
         return [Check(False, "database", str(exc), fix)]
     try:
         health = await db.fetch_health()
-        engine = db.engine
+        server = db.engine
         extensions = dict(getattr(db, "extensions", {}))
     finally:
         await db.close()
     listed = ", ".join(f"{name} {version}" for name, version in sorted(extensions.items()))
-    checks = [Check(True, "database", f"{engine} at {where}: schema "
+    checks = [Check(True, "database", f"{server} at {where}: schema "
                     f"{health.schema}/{known_schema()}, full-text works, {health.notes} notes; "
                     f"extensions: {listed or 'none'}")]  # fmt: skip
     if "vector" not in extensions:
@@ -222,9 +224,9 @@ async def check_slips(settings: Settings) -> list[Check]:
 
 def _database_exists(settings: Settings) -> bool:
     """Whether there is a database to look into (on PostgreSQL, opening it tells)."""
-    from bot.storage import database_url
+    from bot.storage import engine_for
 
-    return database_url(settings) is not None or settings.database.path.exists()
+    return engine_for(settings).may_exist()
 
 
 async def check_skills(settings: Settings) -> list[Check]:

@@ -16,10 +16,10 @@ if TYPE_CHECKING:
 async def fetch_replicas(settings: Settings) -> list[Replica] | None:
     """The replicas the PostgreSQL database lists (none when it cannot be read: the
     database check says why); None on SQLite, whose one daemon the file's lock stands for."""
-    from bot.storage import database_url, open_memory
+    from bot.storage import engine_for, open_memory
     from memory import StoreError
 
-    if database_url(settings) is None:
+    if not engine_for(settings).shared:
         return None
     try:
         memory = await open_memory(settings, create=False, prepare=False)

@@ -54,9 +54,9 @@ async def cmd_run(
     from bot.daemon.app import Bot
     from bot.daemon.platforms import PLATFORMS
     from bot.daemon.wiring import build_adapters
-    from bot.storage import database_url
+    from bot.storage import engine_for
 
-    if getattr(args, "replica", False) and database_url(settings) is None:
+    if getattr(args, "replica", False) and not engine_for(settings).shared:
         raise UserError(
             "`lorebot run --replica` needs database.url (LOREBOT_DATABASE__URL): the "
             "PostgreSQL database the replicas share"

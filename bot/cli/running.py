@@ -14,9 +14,9 @@ if TYPE_CHECKING:
 
 async def daemon_running(settings: Settings, stores: Stores) -> bool:
     from bot.daemon.lockfile import DatabaseLock
-    from bot.storage import database_url
+    from bot.storage import engine_for
 
-    if database_url(settings) is None:
+    if not engine_for(settings).shared:
         return DatabaseLock(settings.database.path).held_elsewhere()
     now = utc_now()
     return any(not replica.lost(now) for replica in await stores.replicas.fetch_all())

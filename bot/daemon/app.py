@@ -37,7 +37,7 @@ from bot.jobs.reflection import ReflectionJob
 from bot.jobs.runner import Job, JobRunner
 from bot.model.client import Model
 from bot.model.response_formats import ResponseFormats
-from bot.storage import database_url, open_leadership, open_memory
+from bot.storage import engine_for, open_memory
 from bot.tasks import TaskTracker, stop_if_asked
 from bot.tools.actions import sync_server_tools
 from bot.tools.base import Toolbox
@@ -97,7 +97,8 @@ class Bot:
 
     async def _start(self) -> None:
         settings = self.settings
-        alone = self.daemon and database_url(settings) is None  # replicas share PostgreSQL
+        engine = engine_for(settings)
+        alone = self.daemon and not engine.shared
         if alone:
             lock = DatabaseLock(settings.database.path)
             lock.acquire()
@@ -195,7 +196,7 @@ class Bot:
             [self.approvals.expire], [("proposal follow-ups", self._follow_up_forever)],
         )  # fmt: skip
         self.replica = ReplicaRole(
-            stores.replicas, open_leadership(settings), self.duties.lead, self.duties.follow,
+            stores.replicas, engine.leadership(), self.duties.lead, self.duties.follow,
             clock=self.clock, beat=not alone, replica=self.replica_id,
         )  # fmt: skip
         try:
