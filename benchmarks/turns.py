@@ -21,6 +21,9 @@ It reports, in one run:
 * p50/p99 of lorebot's own time per turn (submit -> reply at the adapter, minus the time
   inside the model), and the model's time apart, measured one turn at a time in one
   conversation; then the same in the wide conversation; with how many notes each sees;
+* how many times a turn goes to the database (the median and the most of the sequential
+  turns): on SQLite each statement, commit and rollback sent through aiosqlite, on
+  PostgreSQL each exchange with the server;
 * the share of consecutive turns whose prompt prefix (the system message) is
   byte-identical, by the same speaker in the same conversation, with no note changes;
 * memory bytes injected per turn (the system prompt from `# Memory indexes` on: the
@@ -734,6 +737,7 @@ class Bench:
         own: list[float] = []
         idle: list[float] = []
         in_models: list[float] = []
+        trips: list[int] = []
         total = self.args.warmup + self.args.latency_turns
         phase = "latency" if conversation != WIDE else "wide"
         for number in range(total):
@@ -741,10 +745,12 @@ class Bench:
             key = turn.message.conversation.key
             self.adapter.last_send.pop(key, None)
             model_before = model.chat_seconds
+            trips_before = ROUND_TRIPS.count
             t0 = time.perf_counter()
             await dispatcher.submit(turn.message)
             await dispatcher.wait_idle()
             t_idle = time.perf_counter()
+            turn_trips = ROUND_TRIPS.count - trips_before
             t_reply = self.adapter.last_send.get(key)
             if t_reply is None:
                 raise RuntimeError(f"no reply to {turn.message.event_id}")
@@ -753,6 +759,7 @@ class Bench:
                 own.append((t_reply - t0 - in_model) * 1000)
                 idle.append((t_idle - t0 - in_model) * 1000)
                 in_models.append(in_model * 1000)
+                trips.append(turn_trips)
         visible = await self.visible_notes(conversation)
         return {
             "conversation": conversation_ref(conversation).key,
@@ -772,6 +779,8 @@ class Bench:
             ),
             "to_idle_p50_ms": round(percentile(idle, 50), 3),
             "to_idle_p99_ms": round(percentile(idle, 99), 3),
+            "round_trips_median": statistics.median(trips),
+            "round_trips_max": max(trips),
         }
 
     async def visible_notes(self, conversation: int) -> dict[str, int]:
@@ -928,6 +937,45 @@ async def note_changes(bench: Bench) -> int:
     return int(await bench.bot.db.scalar("SELECT count(*) FROM note_changes"))
 
 
+class RoundTrips:
+    """How many times lorebot goes to the database: on SQLite each statement, commit and
+    rollback it sends through aiosqlite; on PostgreSQL each exchange with the server
+    (psycopg's `AsyncConnection.wait`, which an implicit BEGIN, a statement and a commit
+    each take). Counted by wrapping the drivers' methods for the run."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def install(self) -> None:
+        import aiosqlite
+
+        targets: list[tuple[type, str]] = [
+            (aiosqlite.Connection, name)
+            for name in ("execute", "executemany", "executescript", "execute_fetchall",
+                         "execute_insert", "commit", "rollback")
+        ]  # fmt: skip
+        try:
+            import psycopg
+
+            targets.append((psycopg.AsyncConnection, "wait"))
+        except ImportError:
+            pass
+        for owner, name in targets:
+            setattr(owner, name, self._counting(getattr(owner, name)))
+
+    def _counting(self, method: Callable[..., Any]) -> Callable[..., Any]:
+        counter = self
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            counter.count += 1
+            return method(*args, **kwargs)
+
+        return counted
+
+
+ROUND_TRIPS = RoundTrips()
+
+
 async def run(args: argparse.Namespace) -> Results:
     results = Results(
         started=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -939,6 +987,7 @@ async def run(args: argparse.Namespace) -> Results:
         },
         args=vars(args).copy(),
     )
+    ROUND_TRIPS.install()
     fake = FakeOllamaProcess()
     with tempfile.TemporaryDirectory(prefix="lorebot-turns-") as tmp:
         bench = Bench(args, Path(tmp), await fake.start())
@@ -1060,6 +1109,8 @@ def sequential_rows(lat: Mapping[str, Any]) -> list[str]:
         f"p99 {lat['own_p99_ms']:.2f} ms, max {lat['own_max_ms']:.1f} ms |",
         f"| model time per turn there (client + fake Ollama) | p50 {lat['model_p50_ms']:.2f} ms, "
         f"p99 {lat['model_p99_ms']:.2f} ms; own + model p50 {lat['total_p50_ms']:.2f} ms |",
+        f"| database round trips per turn | {lat['round_trips_median']:g} "
+        f"(median; max {lat['round_trips_max']}) |",
     ]
 
 
