@@ -216,6 +216,29 @@ async def start_chat(
     return terminal
 
 
+def _nothing_in_hand(home: Path) -> bool:
+    """Whether the chat at `home` has finished every message it took: none waits in its
+    inbox, and no conversation is claimed (the last claim is let go as its turn ends)."""
+    from memory.sqlite.driver import sqlite_module  # lorebot's SQLite, for its WAL
+
+    connection = sqlite_module().connect(home / "state" / "lorebot.db", timeout=5)
+    try:
+        waiting, claimed = connection.execute(
+            "SELECT (SELECT count(*) FROM inbox), (SELECT count(*) FROM conversation_claims)"
+        ).fetchone()
+    finally:
+        connection.close()
+    return waiting == 0 and claimed == 0
+
+
+async def until_settled(home: Path, within: float = EXPECT_S) -> None:
+    """Wait until the chat at `home` is done with its turn, not only shows its answer: the
+    prompt after it is then idle (a key typed before that reaches the turn's wait)."""
+    async with asyncio.timeout(within):
+        while not await asyncio.to_thread(_nothing_in_hand, home):  # noqa: ASYNC110 - its process writes it
+            await asyncio.sleep(0.05)
+
+
 async def end_chat(terminal: Terminal) -> None:
     """Ctrl-D on an empty prompt: the chat ends cleanly."""
     await terminal.type("\x04")

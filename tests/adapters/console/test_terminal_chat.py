@@ -80,6 +80,7 @@ async def test_ctrl_c_clears_the_line_and_the_chat_goes_on(
 
     await chat.expect("lorebot> It is pg-stage-2.")
     assert [turn.rsplit("\n", 1)[-1] for turn in chat_turns(fake_ollama)] == ["where is staging?"]
+    await terminal.until_settled(tmp_path)  # the answer is shown before the turn ends
     await chat.type("\x03")  # on an empty prompt: nothing happens
     await chat.prompt()
     await end_chat(chat)
