@@ -949,11 +949,8 @@ class RoundTrips:
     def install(self) -> None:
         import aiosqlite
 
-        targets: list[tuple[type, str]] = [
-            (aiosqlite.Connection, name)
-            for name in ("execute", "executemany", "executescript", "execute_fetchall",
-                         "execute_insert", "commit", "rollback")
-        ]  # fmt: skip
+        sent = "execute executemany executescript execute_fetchall execute_insert commit rollback"
+        targets: list[tuple[type, str]] = [(aiosqlite.Connection, name) for name in sent.split()]
         try:
             import psycopg
 

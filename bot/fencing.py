@@ -14,6 +14,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 
 from memory.errors import StoreUnavailable
 from memory.inbox import CLAIM_LEASE, Inbox
@@ -27,19 +28,17 @@ class ClaimLost(Exception):
     """Another replica took the conversation over while this turn ran."""
 
 
+@dataclass(slots=True)
 class Claim:
     """The claim a turn runs under: its conversation, holder and fencing token, and when
     (on this process's monotonic clock) the claim was last extended, which starts a lease
     nobody else can take it in."""
 
-    def __init__(
-        self, inbox: Inbox, conversation: str, holder: str, token: int, *, extended_at: float
-    ) -> None:
-        self.inbox = inbox
-        self.conversation = conversation
-        self.holder = holder
-        self.token = token
-        self.extended_at = extended_at
+    inbox: Inbox
+    conversation: str
+    holder: str
+    token: int
+    extended_at: float
 
     def lease_left_s(self) -> float:
         return CLAIM_LEASE.total_seconds() - (time.monotonic() - self.extended_at)

@@ -121,9 +121,12 @@ class SqliteEngine:
         self, options: StoreOptions, *, embedder: Embedder | None, create: bool
     ) -> Stores:
         return await open_stores(
-            self.path, options, embedder=embedder, busy_timeout_ms=self.busy_timeout_ms,
+            self.path,
+            options,
+            embedder=embedder,
+            busy_timeout_ms=self.busy_timeout_ms,
             create=create,
-        )  # fmt: skip
+        )
 
     async def open_database(self, *, create: bool = True) -> Database:
         return await SqliteDatabase.open(self.path, create=create)

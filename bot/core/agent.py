@@ -255,8 +255,11 @@ class Agent:
             except StoreUnavailable as exc:
                 stop_if_asked()
                 if attempt == RECORD_TRIES:
-                    _log.error("answered in %s without keeping the turn in its history: %s",
-                               ctx.conversation.key, exc)  # fmt: skip
+                    _log.error(
+                        "answered in %s without keeping the turn in its history: %s",
+                        ctx.conversation.key,
+                        exc,
+                    )
                     return
                 await asyncio.sleep(backoff.next_delay())
 

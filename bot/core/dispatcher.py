@@ -162,9 +162,11 @@ class Dispatcher:
             self._drop("reaction removed")
             return False
         outcome = await self.inbox.take(
-            key, event.conversation.key, to_payload(event, self.secrets),
+            key,
+            event.conversation.key,
+            to_payload(event, self.secrets),
             limit=self.settings.queue_size,
-        )  # fmt: skip
+        )
         if outcome == "duplicate":
             _log.info("dropped duplicate event %s", key)
             self._drop("duplicate")
@@ -249,8 +251,9 @@ class Dispatcher:
         while True:
             try:
                 if not await self.inbox.finish(entry, self.holder):
-                    _log.warning("left event %s to the replica that took its conversation "
-                                 "over", entry.key)  # fmt: skip
+                    _log.warning(
+                        "left event %s to the replica that took its conversation over", entry.key
+                    )
                 return
             except StoreError as exc:
                 stop_if_asked()

@@ -49,9 +49,8 @@ class SqliteInbox:
                 "THEN conversation_claims.token ELSE excluded.token END "
                 "WHERE conversation_claims.holder = excluded.holder "
                 "OR conversation_claims.until < ?",
-                (conversation, holder, to_db_time(now + CLAIM_LEASE), new_token(),
-                 to_db_time(now)),
-            )  # fmt: skip
+                (conversation, holder, to_db_time(now + CLAIM_LEASE), new_token(), to_db_time(now)),
+            )
         return cursor.rowcount == 1
 
     async def hold(self, conversation: str, holder: str, token: int) -> bool:

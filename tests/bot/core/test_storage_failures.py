@@ -41,13 +41,15 @@ async def _start(tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, url:
     return await start_harness(tmp_path, fake_ollama, clock, database={"url": url})
 
 
-async def _answer_while(h: Harness, fake_ollama: FakeOllama, locked: object) -> None:
+async def _answer_while(
+    h: Harness, fake_ollama: FakeOllama, locked: contextlib.AbstractAsyncContextManager[None]
+) -> None:
     """Ask, and let the model answer once the store is locked by `locked`."""
     fake_ollama.hold_chats()
     fake_ollama.reply("The computed answer.")
     await h.bot.dispatcher.submit(h.adapter.message("what is the answer?"))
     await fake_ollama.wait_for_requests(1)  # read what it needed; now waits on the model
-    async with locked:  # type: ignore[attr-defined]
+    async with locked:
         fake_ollama.release_chats()
         await until(lambda: h.adapter.replies)
     await h.bot.dispatcher.wait_idle()  # the event is finished once the store is back
