@@ -48,7 +48,7 @@ MODULES: dict[str, tuple[str, ...]] = {
         "tests/adapters/test_card_keys.py", "tests/adapters/slack/test_slack.py",
         "tests/adapters/discord/test_discord.py",
     ),
-    "memory/sqlite/proposals.py": (
+    "memory/sql/proposals.py": (
         "tests/bot/core/test_core_e2e.py", "tests/bot/approvals/test_approval_hardening.py",
         "tests/bot/approvals/test_approval_edges.py", "tests/bot/cli/test_chat_cli.py",
         "tests/bot/tools/test_tools.py", "tests/bot/jobs/test_jobs.py",

@@ -12,8 +12,6 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +20,18 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from memory.conninfo import read_conninfo
-from memory.database import Health, Transaction
+from memory.database import Health
 from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
 from memory.postgres.migrations import SCHEMA_VERSION, steps_after
+from memory.postgres.session import POSTGRESQL, PostgresDialect, PostgresSession, session_of
+from memory.postgres.session import Connection as Connection
+from memory.postgres.session import PostgresTransaction as PostgresTransaction
+from memory.postgres.session import connection_of as connection_of
+from memory.postgres.session import utc as utc
 from memory.postgres.text_dumpers import ADAPTERS
 
 _log = logging.getLogger(__name__)
 
-Connection = psycopg.AsyncConnection[dict[str, Any]]
 # Held for the migrations, so replicas starting together migrate once.
 MIGRATION_LOCK = 0x6C6F7265  # "lore"
 CONNECT_TIMEOUT_S = 10.0
@@ -39,27 +41,6 @@ def shown_url(url: str) -> str:
     """The URL with its password masked (in every form libpq takes), as logs and `doctor`
     show it."""
     return read_conninfo(url).shown
-
-
-def utc(value: datetime | None) -> datetime | None:
-    """A `timestamptz` as read (in the session's time zone) as UTC, as lorebot keeps times."""
-    return None if value is None else value.astimezone(UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class PostgresTransaction:
-    """PostgreSQL's `Transaction`: one pooled connection, inside BEGIN … COMMIT."""
-
-    conn: Connection
-
-
-def connection_of(tx: Transaction) -> Connection:
-    """The connection of a PostgreSQL transaction; `TypeError` for another engine's."""
-    if not isinstance(tx, PostgresTransaction):
-        raise TypeError(
-            f"a PostgreSQL store was given {type(tx).__name__}, not a PostgreSQL transaction"
-        )
-    return tx.conn
 
 
 class PostgresDatabase:
@@ -155,11 +136,24 @@ class PostgresDatabase:
                         raise StoreError(f"migration {number} failed: {exc}") from exc
                     _log.info("PostgreSQL schema migrated to version %d", number)
 
+    @property
+    def dialect(self) -> PostgresDialect:
+        return POSTGRESQL
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[PostgresSession]:
+        """A session for reads: one pooled connection in autocommit."""
+        async with self.connection() as conn:
+            yield PostgresSession(conn)
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[PostgresTransaction]:
         """One write transaction for the stores of this database (`memory.database`)."""
         async with self.write() as conn:
             yield PostgresTransaction(conn)
+
+    def session_of(self, tx: object) -> PostgresTransaction:
+        return session_of(tx)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Connection]:

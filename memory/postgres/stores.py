@@ -21,10 +21,10 @@ if TYPE_CHECKING:
     from memory.postgres.inbox import PostgresInbox
     from memory.postgres.job_runs import PostgresJobRuns
     from memory.postgres.live_replies import PostgresLiveReplies
-    from memory.postgres.proposals import PostgresProposalStore
     from memory.postgres.replicas import PostgresReplicas
     from memory.postgres.seen_events import PostgresSeenEvents
     from memory.postgres.slips import PostgresModelSlips
+    from memory.sql.proposals import SqlProposalStore
 
 
 class PostgresStores:
@@ -48,10 +48,10 @@ class PostgresStores:
         )
 
     @functools.cached_property
-    def proposals(self) -> PostgresProposalStore:
-        from memory.postgres.proposals import PostgresProposalStore
+    def proposals(self) -> SqlProposalStore:
+        from memory.sql.proposals import SqlProposalStore
 
-        return PostgresProposalStore(self.notes)
+        return SqlProposalStore(self.db, self.notes, clock=self.options.clock)
 
     @functools.cached_property
     def actions(self) -> PostgresActionLog:

@@ -7,17 +7,24 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, closing, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 
 from memory.clock import from_utc_text, to_utc_text
-from memory.database import Health, Transaction
+from memory.database import Health
 from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
 from memory.sqlite import driver
 from memory.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
+from memory.sqlite.session import (
+    SQLITE,
+    SqliteDialect,
+    SqliteSession,
+    SqliteTransaction,
+    session_of,
+)
+from memory.sqlite.session import connection_of as connection_of
 
 _log = logging.getLogger(__name__)
 
@@ -47,20 +54,6 @@ def inspect_file(path: Path) -> Health:
     except driver.DatabaseError as exc:
         raise StoreError(f"{path} is not a lorebot database: {exc}") from None
     return Health(str(integrity), int(version), int(notes))
-
-
-@dataclass(frozen=True, slots=True)
-class SqliteTransaction:
-    """SQLite's `Transaction`: the connection, inside BEGIN IMMEDIATE … COMMIT."""
-
-    conn: aiosqlite.Connection
-
-
-def connection_of(tx: Transaction) -> aiosqlite.Connection:
-    """The connection of a SQLite transaction; `TypeError` for another engine's."""
-    if not isinstance(tx, SqliteTransaction):
-        raise TypeError(f"a SQLite store was given {type(tx).__name__}, not a SQLite transaction")
-    return tx.conn
 
 
 class SqliteDatabase:
@@ -188,11 +181,23 @@ class SqliteDatabase:
             async with self.write():
                 pass
 
+    @property
+    def dialect(self) -> SqliteDialect:
+        return SQLITE
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[SqliteSession]:
+        """A session for reads, on the shared connection."""
+        yield SqliteSession(self.conn)
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SqliteTransaction]:
         """One write transaction for the stores of this database (`memory.database`)."""
         async with self.write() as conn:
             yield SqliteTransaction(conn)
+
+    def session_of(self, tx: object) -> SqliteTransaction:
+        return session_of(tx)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:

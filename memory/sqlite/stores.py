@@ -16,6 +16,7 @@ from memory.sqlite.vectors import SqliteVectorIndex
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
+    from memory.sql.proposals import SqlProposalStore
     from memory.sqlite.actions import SqliteActionLog
     from memory.sqlite.active_skills import SqliteActiveSkills
     from memory.sqlite.daily_logs import SqliteDailyLogs
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from memory.sqlite.inbox import SqliteInbox
     from memory.sqlite.job_runs import SqliteJobRuns
     from memory.sqlite.live_replies import SqliteLiveReplies
-    from memory.sqlite.proposals import SqliteProposalStore
     from memory.sqlite.replicas import SqliteReplicas
     from memory.sqlite.seen_events import SqliteSeenEvents
     from memory.sqlite.slips import SqliteModelSlips
@@ -52,10 +52,10 @@ class SqliteStores:
     # Each below imports its module when first asked for (see the module's docstring).
 
     @functools.cached_property
-    def proposals(self) -> SqliteProposalStore:
-        from memory.sqlite.proposals import SqliteProposalStore
+    def proposals(self) -> SqlProposalStore:
+        from memory.sql.proposals import SqlProposalStore
 
-        return SqliteProposalStore(self.notes)
+        return SqlProposalStore(self.db, self.notes, clock=self.options.clock)
 
     @functools.cached_property
     def actions(self) -> SqliteActionLog:

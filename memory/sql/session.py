@@ -1,0 +1,102 @@
+"""What the engine-neutral stores ask of an engine: sessions that run lorebot's neutral SQL,
+and a dialect for the few things each engine writes its own way.
+
+Neutral SQL uses `?` placeholders, names every column it reads (rows are read by name
+only), and keeps to what SQLite and PostgreSQL both take: `ON CONFLICT … DO UPDATE`,
+`ON CONFLICT DO NOTHING`, `IN (?, ?)` (`marks`), `count(*) AS n`. What differs goes
+through the `Dialect`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from datetime import datetime
+from typing import Any, Protocol
+
+Params = Sequence[object]
+
+
+class Row(Protocol):
+    """One row, read by column name (a `sqlite3.Row` or a psycopg dict row)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
+
+    def keys(self) -> Iterable[str]: ...
+
+
+class Dialect(Protocol):
+    """How an engine writes what the two engines do not share."""
+
+    name: str  # "sqlite" or "postgresql"
+
+    def time(self, moment: datetime) -> object:
+        """A time as this engine keeps it (SQLite: fixed-width UTC text)."""
+        ...
+
+    def read_time(self, value: Any) -> datetime | None:
+        """A time column as an aware UTC datetime."""
+        ...
+
+    def json_text(self, column: str, key: str) -> str:
+        """SQL reading the text at top-level `key` of a JSON text column."""
+        ...
+
+    def lock_rows(self, alias: str) -> str:
+        """A clause locking the selected rows of `alias` until the transaction ends ("" on
+        SQLite, whose write transaction holds the whole database)."""
+        ...
+
+
+class Session(Protocol):
+    """One connection of an engine running neutral SQL, in a transaction or not."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    async def rows(self, sql: str, params: Params = ()) -> list[Row]:
+        """Every row of one statement."""
+        ...
+
+    async def row(self, sql: str, params: Params = ()) -> Row | None:
+        """The first row of one statement, or None."""
+        ...
+
+    async def run(self, sql: str, params: Params = ()) -> int:
+        """Run one statement; the number of rows it changed."""
+        ...
+
+    async def run_many(self, sql: str, params: Iterable[Params]) -> None:
+        """Run one statement once for each set of parameters."""
+        ...
+
+    async def insert(self, sql: str, params: Params) -> int:
+        """Run one INSERT of one row into a table with an `id` key; the new row's id."""
+        ...
+
+
+class SqlDatabase(Protocol):
+    """An engine's database as the neutral stores use it."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    def reading(self) -> AbstractAsyncContextManager[Session]:
+        """A session for reads (several statements may share its connection)."""
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[Session]:
+        """A session inside one write transaction, rolled back on any exception; it is the
+        `memory.database.Transaction` that other stores' `*_in` methods take."""
+        ...
+
+    def session_of(self, tx: object) -> Session:
+        """The session of a transaction of this database; `TypeError` for another's."""
+        ...
+
+
+def marks(count: int) -> str:
+    """`?, ?, ?`: the placeholders of an `IN (…)` list of `count` values (not 0)."""
+    if count < 1:
+        raise ValueError("an IN list needs one value at least")
+    return ", ".join("?" * count)
