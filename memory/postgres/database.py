@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -86,7 +87,7 @@ class PostgresDatabase:
             # `ADAPTERS`: strings go out as every engine keeps text (a NUL as U+FFFD).
             kwargs={"row_factory": dict_row, "autocommit": True, "context": ADAPTERS},
             # A connection the server dropped (a restart) is replaced, not handed out.
-            check=AsyncConnectionPool.check_connection,
+            check=check_if_disturbed,
             name="lorebot",
         )
         try:
@@ -222,6 +223,16 @@ class PostgresDatabase:
             return
         self._closed = True
         await self.pool.close()
+
+
+async def check_if_disturbed(conn: Connection) -> None:
+    """The pool's check of a connection it is about to hand out. An idle connection the
+    server has nothing to say on is sound, which the socket tells without a round trip;
+    one it wrote to (closing it on a restart, or any message) is asked with an empty
+    query, and replaced when that fails."""
+    readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    if readable:
+        await AsyncConnectionPool.check_connection(conn)
 
 
 def backup_advice(url: str, target: Path) -> str:
