@@ -19,11 +19,11 @@ if TYPE_CHECKING:
     from memory.postgres.daily_logs import PostgresDailyLogs
     from memory.postgres.events import PostgresEventLog
     from memory.postgres.inbox import PostgresInbox
-    from memory.postgres.job_runs import PostgresJobRuns
     from memory.postgres.live_replies import PostgresLiveReplies
     from memory.postgres.replicas import PostgresReplicas
     from memory.postgres.seen_events import PostgresSeenEvents
     from memory.postgres.slips import PostgresModelSlips
+    from memory.sql.job_runs import SqlJobRuns
     from memory.sql.proposals import SqlProposalStore
 
 
@@ -66,10 +66,10 @@ class PostgresStores:
         return PostgresEventLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
 
     @functools.cached_property
-    def job_runs(self) -> PostgresJobRuns:
-        from memory.postgres.job_runs import PostgresJobRuns
+    def job_runs(self) -> SqlJobRuns:
+        from memory.sql.job_runs import SqlJobRuns
 
-        return PostgresJobRuns(self.db, clock=self.options.clock)
+        return SqlJobRuns(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def seen(self) -> PostgresSeenEvents:

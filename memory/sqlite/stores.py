@@ -16,13 +16,13 @@ from memory.sqlite.vectors import SqliteVectorIndex
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
+    from memory.sql.job_runs import SqlJobRuns
     from memory.sql.proposals import SqlProposalStore
     from memory.sqlite.actions import SqliteActionLog
     from memory.sqlite.active_skills import SqliteActiveSkills
     from memory.sqlite.daily_logs import SqliteDailyLogs
     from memory.sqlite.events import SqliteEventLog
     from memory.sqlite.inbox import SqliteInbox
-    from memory.sqlite.job_runs import SqliteJobRuns
     from memory.sqlite.live_replies import SqliteLiveReplies
     from memory.sqlite.replicas import SqliteReplicas
     from memory.sqlite.seen_events import SqliteSeenEvents
@@ -70,10 +70,10 @@ class SqliteStores:
         return SqliteEventLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
 
     @functools.cached_property
-    def job_runs(self) -> SqliteJobRuns:
-        from memory.sqlite.job_runs import SqliteJobRuns
+    def job_runs(self) -> SqlJobRuns:
+        from memory.sql.job_runs import SqlJobRuns
 
-        return SqliteJobRuns(self.db, clock=self.options.clock)
+        return SqlJobRuns(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def seen(self) -> SqliteSeenEvents:
