@@ -38,6 +38,9 @@ class PostgresDialect:
     def lock_rows(self, alias: str) -> str:
         return f"FOR UPDATE OF {alias}"
 
+    def share_rows(self, alias: str) -> str:
+        return f"FOR SHARE OF {alias}"
+
 
 POSTGRESQL = PostgresDialect()
 

@@ -47,6 +47,11 @@ class Dialect(Protocol):
         SQLite, whose write transaction holds the whole database)."""
         ...
 
+    def share_rows(self, alias: str) -> str:
+        """A clause keeping the selected rows of `alias` from being changed until the
+        transaction ends, while others may read and share them ("" on SQLite)."""
+        ...
+
 
 class Session(Protocol):
     """One connection of an engine running neutral SQL, in a transaction or not."""

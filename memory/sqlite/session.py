@@ -31,6 +31,9 @@ class SqliteDialect:
     def lock_rows(self, alias: str) -> str:
         return ""
 
+    def share_rows(self, alias: str) -> str:
+        return ""
+
 
 SQLITE = SqliteDialect()
 
