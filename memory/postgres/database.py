@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import select
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -24,12 +24,19 @@ from memory.conninfo import read_conninfo
 from memory.database import Health
 from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
 from memory.postgres.migrations import SCHEMA_VERSION, steps_after
-from memory.postgres.session import POSTGRESQL, PostgresDialect, PostgresSession, session_of
+from memory.postgres.session import (
+    POSTGRESQL,
+    PostgresDialect,
+    PostgresSession,
+    send_together,
+    session_of,
+)
 from memory.postgres.session import Connection as Connection
 from memory.postgres.session import PostgresTransaction as PostgresTransaction
 from memory.postgres.session import connection_of as connection_of
 from memory.postgres.session import utc as utc
 from memory.postgres.text_dumpers import ADAPTERS
+from memory.sql.session import Result, Statement
 
 _log = logging.getLogger(__name__)
 
@@ -155,6 +162,11 @@ class PostgresDatabase:
 
     def session_of(self, tx: object) -> PostgresTransaction:
         return session_of(tx)
+
+    async def transact(self, statements: Sequence[Statement]) -> list[Result]:
+        """One transaction in pipeline mode: BEGIN, the statements and COMMIT sent at once."""
+        async with self.connection() as conn:
+            return await send_together(conn, statements, transaction=True)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Connection]:

@@ -4,7 +4,8 @@ sessions, which turn the neutral `?` placeholders into psycopg's."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import psycopg
 
 from memory.database import Transaction
-from memory.sql.session import Params, Row
+from memory.sql.session import Params, Result, Row, Statement
 
 Connection = psycopg.AsyncConnection[dict[str, Any]]
 
@@ -82,6 +83,23 @@ class PostgresSession:
         row = await cursor.fetchone()
         assert row is not None
         return int(row["id"])
+
+    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
+        return await send_together(self.conn, statements)
+
+
+async def send_together(
+    conn: Connection, statements: Sequence[Statement], *, transaction: bool = False
+) -> list[Result]:
+    """Run statements in psycopg's pipeline mode: sent at once, answered at once; with
+    `transaction`, BEGIN and COMMIT are sent with them."""
+    async with conn.pipeline(), conn.transaction() if transaction else nullcontext():
+        cursors = [await conn.execute(psycopg_sql(s.sql), s.params) for s in statements]
+    results = []
+    for cursor in cursors:
+        rows: list[Row] = list(await cursor.fetchall()) if cursor.description else []
+        results.append(Result(rows, cursor.rowcount))
+    return results
 
 
 @dataclass(frozen=True, slots=True)

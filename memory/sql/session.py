@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -23,6 +24,23 @@ class Row(Protocol):
     def __getitem__(self, key: str, /) -> Any: ...
 
     def keys(self) -> Iterable[str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One statement of a batch."""
+
+    sql: str
+    params: Params = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What one statement of a batch gave: its rows (none for a write without RETURNING)
+    and how many rows it changed."""
+
+    rows: list[Row] = field(default_factory=list)
+    changed: int = -1
 
 
 class Dialect(Protocol):
@@ -79,6 +97,11 @@ class Session(Protocol):
         """Run one INSERT of one row into a table with an `id` key; the new row's id."""
         ...
 
+    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
+        """Run statements in order, sent together: one round trip to the engine (SQLite's
+        thread, PostgreSQL's server) for all of them. A failure stops the batch there."""
+        ...
+
 
 class SqlDatabase(Protocol):
     """An engine's database as the neutral stores use it."""
@@ -93,6 +116,11 @@ class SqlDatabase(Protocol):
     def transaction(self) -> AbstractAsyncContextManager[Session]:
         """A session inside one write transaction, rolled back on any exception; it is the
         `memory.database.Transaction` that other stores' `*_in` methods take."""
+        ...
+
+    async def transact(self, statements: Sequence[Statement]) -> list[Result]:
+        """Run statements as one write transaction, in one round trip (BEGIN and COMMIT
+        included); rolled back, and the error raised, when one fails."""
         ...
 
     def session_of(self, tx: object) -> Session:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, closing, suppress
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import aiosqlite
 from memory.clock import from_utc_text, to_utc_text
 from memory.database import Health
 from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
+from memory.sql.session import Result, Statement
 from memory.sqlite import driver
 from memory.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 from memory.sqlite.session import (
@@ -22,6 +24,7 @@ from memory.sqlite.session import (
     SqliteDialect,
     SqliteSession,
     SqliteTransaction,
+    run_all,
     session_of,
 )
 from memory.sqlite.session import connection_of as connection_of
@@ -32,6 +35,29 @@ _log = logging.getLogger(__name__)
 # SQLite keeps times as this fixed-width text, so SQL compares them as strings.
 to_db_time = to_utc_text
 from_db_time = from_utc_text
+
+
+class _Refused(Exception):
+    """BEGIN IMMEDIATE failed: the database stayed locked past the busy timeout, or worse."""
+
+
+def _in_transaction(
+    deferred: list[tuple[str, list[tuple[object, ...]]]], statements: Sequence[Statement], raw: Any
+) -> list[Result]:
+    """A whole write transaction on a raw connection, on its thread."""
+    try:
+        raw.execute("BEGIN IMMEDIATE")
+    except driver.DatabaseError as exc:
+        raise _Refused(str(exc)) from exc
+    try:
+        for sql, params in deferred:
+            raw.executemany(sql, params)
+        results = run_all(statements, raw)
+    except BaseException:
+        raw.execute("ROLLBACK")
+        raise
+    raw.execute("COMMIT")
+    return results
 
 
 def _create_private(path: Path) -> None:
@@ -198,6 +224,19 @@ class SqliteDatabase:
 
     def session_of(self, tx: object) -> SqliteTransaction:
         return session_of(tx)
+
+    async def transact(self, statements: Sequence[Statement]) -> list[Result]:
+        """`write()` in one hop to the connection's thread: BEGIN IMMEDIATE, what `defer`
+        queued, the statements and COMMIT (ROLLBACK on any error)."""
+        async with self._write_lock:
+            deferred, self._deferred = self._deferred, []
+            work = functools.partial(_in_transaction, deferred, statements)
+            try:
+                results = await driver.in_thread(self.conn, work)
+            except _Refused as exc:
+                raise StoreUnavailable(f"the database takes no writes now: {exc}") from None
+            self._committed.set()
+            return results
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:

@@ -11,14 +11,17 @@ from __future__ import annotations
 import functools
 import importlib.util
 import sqlite3
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from memory.storable import storable_text
+
+T = TypeVar("T")
 
 
 @functools.cache
@@ -80,6 +83,14 @@ def load_vec(conn: Any) -> str | None:
     except (Error, AttributeError, OSError) as exc:
         return f"sqlite-vec failed to load into {driver_name()}: {exc}"
     return None
+
+
+async def in_thread(conn: aiosqlite.Connection, function: Callable[[Any], T]) -> T:
+    """Run `function(raw connection)` on the connection's own thread: several statements
+    for one hop of the event loop. (aiosqlite's `_execute` is what its own methods queue
+    their work with; the aiosqlite version is pinned.)"""
+    queue: Callable[..., Awaitable[T]] = conn._execute  # unannotated in aiosqlite
+    return await queue(function, conn._conn)
 
 
 class Connection(aiosqlite.Connection):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import functools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,7 +12,8 @@ import aiosqlite
 
 from memory.clock import from_utc_text, to_utc_text
 from memory.database import Transaction
-from memory.sql.session import Params, Row
+from memory.sql.session import Params, Result, Row, Statement
+from memory.sqlite import driver
 
 
 class SqliteDialect:
@@ -68,6 +70,21 @@ class SqliteSession:
         async with self.conn.execute(sql, params) as cursor:
             assert cursor.lastrowid is not None
             return cursor.lastrowid
+
+    async def batch(self, statements: Sequence[Statement]) -> list[Result]:
+        return await driver.in_thread(self.conn, functools.partial(run_all, statements))
+
+
+def run_all(statements: Sequence[Statement], raw: Any) -> list[Result]:
+    """Run statements in order on a raw connection (on its thread)."""
+    results = []
+    for statement in statements:
+        cursor = raw.execute(statement.sql, statement.params)
+        try:
+            results.append(Result(cursor.fetchall(), cursor.rowcount))
+        finally:
+            cursor.close()
+    return results
 
 
 @dataclass(frozen=True, slots=True)
