@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 from adapters.base import (
     AWAITING_APPROVAL,
@@ -19,36 +18,18 @@ from adapters.base import (
     measure,
     working,
 )
-from bot.approvals.cards import scope_label
 from bot.approvals.service import ApprovalService
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
-from bot.context.turn import (
-    TurnContext,
-    draft_for,
-    find_writable,
-    for_person_alone,
-    free_topic,
-    make_context,
-)
+from bot.context.skills import SkillUse
+from bot.context.turn import TurnContext, for_person_alone, make_context
 from bot.core.agent import Agent, TurnResult
-from bot.core.commands import (
-    HELP_TEXT,
-    SLASH_HELP,
-    Command,
-    Forget,
-    Help,
-    Recall,
-    Remember,
-    Undo,
-    parse_command,
-    parse_slash,
-)
+from bot.core.commands import SLASH_HELP, Help, Recall, parse_command, parse_slash
 from bot.core.live_reply import Progress, live_reply, mend_cut_replies
-from bot.core.titles import draft_title
+from bot.core.note_commands import NoteCommands
 from bot.fencing import still_held
 from bot.split import split_message
-from memory import InvalidInput, NoteStore, NotFound
+from memory import InvalidInput
 from memory.live_replies import LiveReplies
 from memory.proposals import NOTE_FORGET, Proposal
 from skills.types import SkillError
@@ -56,8 +37,6 @@ from skills.types import SkillError
 _log = logging.getLogger(__name__)
 
 SKILL_COMMAND = re.compile(r"^/([^\s/]+)(?:\s+(.*))?$", re.DOTALL)
-# `remember that` with nothing after it parses as the text "that".
-_NOTHING_TO_REMEMBER = re.compile(r"^(?:that\b)?[\W_]*$", re.IGNORECASE)
 
 
 def _card_posted(proposal: Proposal) -> str:
@@ -66,23 +45,29 @@ def _card_posted(proposal: Proposal) -> str:
 
 
 class Router:
-    """Handles one message: a command, or a model turn, and the reply."""
+    """Handles one message: a command (`NoteCommands`), a skill asked for by name, or a
+    model turn, and the reply."""
 
     def __init__(
         self,
         settings: Settings,
-        notes: NoteStore,
-        agent: Agent,
-        approvals: ApprovalService,
         adapters: Mapping[str, Adapter],
+        *,
+        agent: Agent,
+        commands: NoteCommands,
+        skills: SkillUse,
+        approvals: ApprovalService,
         live_replies: LiveReplies | None = None,
+        secrets: Sequence[str] = (),
     ) -> None:
         self.settings = settings
-        self.notes = notes
-        self.agent = agent
-        self.approvals = approvals
         self.adapters = adapters
+        self.agent = agent
+        self.commands = commands
+        self.skills = skills
+        self.approvals = approvals
         self.live_replies = live_replies  # where streamed replies are recorded, if anywhere
+        self.secrets = tuple(secrets)  # never in a streamed reply
         self.read_only = frozenset(settings.bot.read_only_channels)
 
     def context(self, message: Message) -> TurnContext:
@@ -117,24 +102,9 @@ class Router:
             elif command is None:
                 await self.turn(ctx, message.text)
             else:
-                await self.command(ctx, command, say)
+                await self.commands.run(ctx, command, say)
         except (InvalidInput, SkillError) as exc:
             await say(f"⚠️ {exc}")
-
-    async def command(self, ctx: TurnContext, command: Command, say: Answer) -> Proposal | None:
-        """Run a deterministic command; `say` answers the person. The proposal whose card
-        it posted, if any."""
-        if isinstance(command, Remember):
-            return await self.remember(ctx, command, say)
-        if isinstance(command, Forget):
-            return await self.forget(ctx, command, say)
-        if isinstance(command, Undo):
-            await self.undo(ctx, say)
-        elif isinstance(command, Recall):
-            await self.recall(ctx, command, say)
-        else:
-            await say(HELP_TEXT)
-        return None
 
     async def slash(self, message: SlashCommand) -> None:
         """`/lorebot …`: the same commands, answered to the person alone; cards still go in
@@ -148,9 +118,9 @@ class Router:
             elif isinstance(command, Help):
                 await message.answer(SLASH_HELP)
             elif isinstance(command, Recall):
-                await self.recall(for_person_alone(ctx), command, message.answer)
+                await self.commands.recall(for_person_alone(ctx), command, message.answer)
             else:
-                proposal = await self.command(ctx, command, message.answer)
+                proposal = await self.commands.run(ctx, command, message.answer)
                 if proposal is not None:
                     await message.answer(_card_posted(proposal))
         except (InvalidInput, SkillError) as exc:
@@ -183,7 +153,7 @@ class Router:
         """The turn's status and streamed reply while the block runs; a reply the block
         does not finish (shutdown, a failure) is marked as cut short."""
         adapter = self.adapters[conversation.platform]
-        live = live_reply(adapter, conversation, author, self.live_replies, self.agent.secrets)
+        live = live_reply(adapter, conversation, author, self.live_replies, self.secrets)
         try:
             async with working(adapter, conversation) as status:
                 yield Progress(live, status)
@@ -216,93 +186,9 @@ class Router:
 
     async def activate_skill(self, ctx: TurnContext, name: str, rest: str) -> None:
         """`/name rest`: the person asked for the skill, so no card; then answer `rest`."""
-        skill = self.agent.skills.find(name, ctx.channel_scope, by_person=True)
-        await self.agent.skills.activate(ctx.conversation.key, skill, user_scope(ctx.author))
+        skill = self.skills.find(name, ctx.channel_scope, by_person=True)
+        await self.skills.activate(ctx.conversation.key, skill, user_scope(ctx.author))
         if rest.strip():
             await self.turn(ctx, rest)
         else:
             await self.reply(ctx.conversation, f"🧩 The skill `{skill.name}` is active here now.")
-
-    async def remember(self, ctx: TurnContext, command: Remember, say: Answer) -> Proposal | None:
-        """Post a card proposing the note; the proposal, or None when there is none."""
-        if _NOTHING_TO_REMEMBER.match(command.text):
-            await say("Tell me what to remember, e.g. `remember that the staging db is db-2`.")
-            return None
-        if ctx.read_only:
-            await say(
-                "This channel's memory is read-only, so I cannot save notes here. "
-                "DM me to keep a note of your own.",
-            )
-            return None
-        title, derived = await draft_title(self.agent.model, command.text)
-        draft = draft_for(ctx, title.topic, title.summary, command.text, command.about_self)
-        if derived:  # words that happen to match are no request to replace that note
-            said_again = draft.body
-            topic = await free_topic(
-                self.notes, draft, first=1, reuse=lambda note: note.body == said_again
-            )
-            draft = dataclasses.replace(draft, topic=topic)
-        return await self.approvals.propose_save(ctx.conversation, ctx.author, draft)
-
-    async def forget(self, ctx: TurnContext, command: Forget, say: Answer) -> Proposal | None:
-        """Post a card proposing to forget the note `command` names."""
-        if ctx.read_only:
-            await say("This channel's memory is read-only.")
-            return None
-        if not command.what.strip():
-            await say("Tell me which note to forget, e.g. `forget staging-db`.")
-            return None
-        note = await find_writable(self.notes, ctx, command.what)
-        if note is None:
-            await say(
-                f"I found no note of yours or of this conversation matching “{command.what}”."
-            )
-            return None
-        return await self.approvals.propose_forget(ctx.conversation, ctx.author, note)
-
-    async def undo(self, ctx: TurnContext, say: Answer) -> None:
-        """Revert the person's latest change that this conversation can see: in a channel,
-        never a change to one of their private notes."""
-        if ctx.read_only:
-            await say("This channel's memory is read-only.")
-            return
-        try:
-            change = await self.notes.undo(user_scope(ctx.author), visibility=ctx.writable())
-        except NotFound:
-            await say("There is no change of yours to undo here.")
-            return
-        if change.scope is None or change.topic is None:  # an import, all in this view
-            await say(f"↩️ Undone: {change.reason.removeprefix('undo of ')}, {change.notes} notes.")
-            return
-        what = "Removed" if change.after is None else "Restored"
-        where = scope_label(change.scope, ctx.conversation)
-        await say(f"↩️ Undone. {what} `{change.topic}` in {where}.")
-
-    async def recall(self, ctx: TurnContext, command: Recall, say: Answer) -> None:
-        """The notes this context may read: those matching `command.about`, or all of them."""
-        if command.about:
-            hits = await self.notes.search(command.about, ctx.visibility, k=10)
-            if not hits:
-                await say(f"I remember nothing about “{command.about}”.")
-                return
-            where = ctx.conversation
-            lines = [
-                f"• `{h.note.topic}` ({scope_label(h.note.scope, where)}): {h.note.summary}"
-                for h in hits
-            ]
-            await say("Here is what I remember:\n" + "\n".join(lines))
-            return
-        notes = await self.notes.list_visible(ctx.visibility)
-        if not notes:
-            await say(
-                "I have no notes for this conversation yet. Say `remember that …` to add one."
-            )
-            return
-        lines = []
-        current = None
-        for note in notes:
-            if note.scope != current:
-                current = note.scope
-                lines.append(f"*{scope_label(note.scope, ctx.conversation)}*")
-            lines.append(f"• `{note.topic}`: {note.summary}")
-        await say("\n".join(lines))

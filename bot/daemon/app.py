@@ -22,6 +22,7 @@ from bot.config.settings import Settings, SystemdEnvironment
 from bot.context.skills import SkillUse, build_catalog
 from bot.core.agent import Agent
 from bot.core.dispatcher import Dispatcher
+from bot.core.note_commands import NoteCommands
 from bot.core.router import Router
 from bot.daemon.leader_duties import LeaderDuties
 from bot.daemon.lockfile import DatabaseLock
@@ -145,10 +146,17 @@ class Bot:
         )  # fmt: skip
         self.mcp = McpServers(settings.mcp, targets=self.mcp_targets, on_tools=self._sync_tools)
         self.live_replies = stores.live_replies
+        self.commands = NoteCommands(self.notes, self.approvals, self.model)
         self.router = Router(
-            settings, self.notes, self.agent, self.approvals, self.adapters,
-            self.live_replies if self.daemon else None,
-        )  # fmt: skip
+            settings,
+            self.adapters,
+            agent=self.agent,
+            commands=self.commands,
+            skills=skills,
+            approvals=self.approvals,
+            live_replies=self.live_replies if self.daemon else None,
+            secrets=self.secrets,
+        )
         self.approvals.on_closed = self.router.after_decision
         if alone:  # the claims left are a stopped daemon's: its events are taken up now
             await stores.inbox.release_all()
