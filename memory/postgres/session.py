@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from memory.clock import to_utc_text
 from memory.database import Transaction
 from memory.sql.session import Params, Result, Row, Statement
 
@@ -41,6 +42,9 @@ class PostgresDialect:
 
     def share_rows(self, alias: str) -> str:
         return f"FOR SHARE OF {alias}"
+
+    def time_text(self, value: Any) -> str:
+        return to_utc_text(value)
 
 
 POSTGRESQL = PostgresDialect()

@@ -70,6 +70,11 @@ class Dialect(Protocol):
         transaction ends, while others may read and share them ("" on SQLite)."""
         ...
 
+    def time_text(self, value: Any) -> str:
+        """A time column as lorebot shows it: fixed-width UTC text (`memory.clock`), which
+        SQLite keeps and gives back as it was stored."""
+        ...
+
 
 class Session(Protocol):
     """One connection of an engine running neutral SQL, in a transaction or not."""

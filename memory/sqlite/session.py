@@ -36,6 +36,9 @@ class SqliteDialect:
     def share_rows(self, alias: str) -> str:
         return ""
 
+    def time_text(self, value: Any) -> str:
+        return str(value)
+
 
 SQLITE = SqliteDialect()
 
