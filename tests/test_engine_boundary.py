@@ -29,7 +29,7 @@ def sql_in(path: Path) -> list[str]:
 
 
 def test_the_check_sees_sql_where_it_is() -> None:
-    assert sql_in(ROOT / "memory" / "sqlite" / "seen_events.py")
+    assert sql_in(ROOT / "memory" / "sql" / "seen_events.py")
 
 
 def test_no_module_outside_an_engine_package_holds_sql() -> None:

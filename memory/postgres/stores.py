@@ -15,16 +15,16 @@ from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
     from memory.postgres.actions import PostgresActionLog
-    from memory.postgres.active_skills import PostgresActiveSkills
-    from memory.postgres.daily_logs import PostgresDailyLogs
     from memory.postgres.events import PostgresEventLog
     from memory.postgres.inbox import PostgresInbox
     from memory.postgres.live_replies import PostgresLiveReplies
     from memory.postgres.replicas import PostgresReplicas
-    from memory.postgres.seen_events import PostgresSeenEvents
-    from memory.postgres.slips import PostgresModelSlips
+    from memory.sql.active_skills import SqlActiveSkills
+    from memory.sql.daily_logs import SqlDailyLogs
     from memory.sql.job_runs import SqlJobRuns
     from memory.sql.proposals import SqlProposalStore
+    from memory.sql.seen_events import SqlSeenEvents
+    from memory.sql.slips import SqlModelSlips
 
 
 class PostgresStores:
@@ -72,10 +72,10 @@ class PostgresStores:
         return SqlJobRuns(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def seen(self) -> PostgresSeenEvents:
-        from memory.postgres.seen_events import PostgresSeenEvents
+    def seen(self) -> SqlSeenEvents:
+        from memory.sql.seen_events import SqlSeenEvents
 
-        return PostgresSeenEvents(self.db, clock=self.options.clock)
+        return SqlSeenEvents(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def live_replies(self) -> PostgresLiveReplies:
@@ -84,22 +84,22 @@ class PostgresStores:
         return PostgresLiveReplies(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def daily_logs(self) -> PostgresDailyLogs:
-        from memory.postgres.daily_logs import PostgresDailyLogs
+    def daily_logs(self) -> SqlDailyLogs:
+        from memory.sql.daily_logs import SqlDailyLogs
 
-        return PostgresDailyLogs(self.db, clock=self.options.clock)
-
-    @functools.cached_property
-    def active_skills(self) -> PostgresActiveSkills:
-        from memory.postgres.active_skills import PostgresActiveSkills
-
-        return PostgresActiveSkills(self.db, clock=self.options.clock)
+        return SqlDailyLogs(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def slips(self) -> PostgresModelSlips:
-        from memory.postgres.slips import PostgresModelSlips
+    def active_skills(self) -> SqlActiveSkills:
+        from memory.sql.active_skills import SqlActiveSkills
 
-        return PostgresModelSlips(self.db, clock=self.options.clock)
+        return SqlActiveSkills(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def slips(self) -> SqlModelSlips:
+        from memory.sql.slips import SqlModelSlips
+
+        return SqlModelSlips(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def inbox(self) -> PostgresInbox:

@@ -16,17 +16,17 @@ from memory.sqlite.vectors import SqliteVectorIndex
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
+    from memory.sql.active_skills import SqlActiveSkills
+    from memory.sql.daily_logs import SqlDailyLogs
     from memory.sql.job_runs import SqlJobRuns
     from memory.sql.proposals import SqlProposalStore
+    from memory.sql.seen_events import SqlSeenEvents
+    from memory.sql.slips import SqlModelSlips
     from memory.sqlite.actions import SqliteActionLog
-    from memory.sqlite.active_skills import SqliteActiveSkills
-    from memory.sqlite.daily_logs import SqliteDailyLogs
     from memory.sqlite.events import SqliteEventLog
     from memory.sqlite.inbox import SqliteInbox
     from memory.sqlite.live_replies import SqliteLiveReplies
     from memory.sqlite.replicas import SqliteReplicas
-    from memory.sqlite.seen_events import SqliteSeenEvents
-    from memory.sqlite.slips import SqliteModelSlips
 
 
 class SqliteStores:
@@ -76,10 +76,10 @@ class SqliteStores:
         return SqlJobRuns(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def seen(self) -> SqliteSeenEvents:
-        from memory.sqlite.seen_events import SqliteSeenEvents
+    def seen(self) -> SqlSeenEvents:
+        from memory.sql.seen_events import SqlSeenEvents
 
-        return SqliteSeenEvents(self.db, clock=self.options.clock)
+        return SqlSeenEvents(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def live_replies(self) -> SqliteLiveReplies:
@@ -88,22 +88,22 @@ class SqliteStores:
         return SqliteLiveReplies(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def daily_logs(self) -> SqliteDailyLogs:
-        from memory.sqlite.daily_logs import SqliteDailyLogs
+    def daily_logs(self) -> SqlDailyLogs:
+        from memory.sql.daily_logs import SqlDailyLogs
 
-        return SqliteDailyLogs(self.db, clock=self.options.clock)
-
-    @functools.cached_property
-    def active_skills(self) -> SqliteActiveSkills:
-        from memory.sqlite.active_skills import SqliteActiveSkills
-
-        return SqliteActiveSkills(self.db, clock=self.options.clock)
+        return SqlDailyLogs(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def slips(self) -> SqliteModelSlips:
-        from memory.sqlite.slips import SqliteModelSlips
+    def active_skills(self) -> SqlActiveSkills:
+        from memory.sql.active_skills import SqlActiveSkills
 
-        return SqliteModelSlips(self.db, clock=self.options.clock)
+        return SqlActiveSkills(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def slips(self) -> SqlModelSlips:
+        from memory.sql.slips import SqlModelSlips
+
+        return SqlModelSlips(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def inbox(self) -> SqliteInbox:

@@ -4,31 +4,32 @@ changed since stops being active."""
 from __future__ import annotations
 
 from memory.clock import Clock, utc_now
-from memory.postgres.database import PostgresDatabase
+from memory.sql.session import SqlDatabase
 
 
-class PostgresActiveSkills:
+class SqlActiveSkills:
     """Skill activations by conversation."""
 
-    def __init__(self, db: PostgresDatabase, *, clock: Clock = utc_now) -> None:
+    def __init__(self, db: SqlDatabase, *, clock: Clock = utc_now) -> None:
         self.db = db
         self.clock = clock
 
     async def activate(self, conversation: str, name: str, sha256: str, by: str) -> None:
         """Remember that `name` at this content hash is active in `conversation`."""
-        async with self.db.write() as conn:
-            await conn.execute(
+        async with self.db.transaction() as sql:
+            await sql.run(
                 "INSERT INTO skill_activations (conversation, name, sha256, activated_by, "
-                "activated_at) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (conversation, name) "
+                "activated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (conversation, name) "
                 "DO UPDATE SET sha256 = excluded.sha256, activated_by = excluded.activated_by, "
                 "activated_at = excluded.activated_at",
-                (conversation, name, sha256, by, self.clock()),
+                (conversation, name, sha256, by, self.db.dialect.time(self.clock())),
             )
 
     async def fetch(self, conversation: str) -> dict[str, str]:
         """Active skills of a conversation: name -> the content hash that was approved."""
-        found = await self.db.rows(
-            "SELECT name, sha256 FROM skill_activations WHERE conversation = %s ORDER BY name",
-            (conversation,),
-        )
+        async with self.db.reading() as sql:
+            found = await sql.rows(
+                "SELECT name, sha256 FROM skill_activations WHERE conversation = ? ORDER BY name",
+                (conversation,),
+            )
         return {row["name"]: row["sha256"] for row in found}
