@@ -21,6 +21,10 @@ BY_CARD = "card"
 BY_ALLOW_LIST = "allow list"
 BY_ALLOWANCE = "allowance"
 BY_TRUST = "trusted read-only"
+# An action is pending until it starts (once) and is running until it ends in one of
+# OUTCOMES; one that never runs goes from pending to declined or expired.
+PENDING = "pending"
+RUNNING = "running"
 OUTCOMES = ("ok", "error", "unknown", "declined", "expired")
 OUTPUT_MAX_CHARS = 4000
 

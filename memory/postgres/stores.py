@@ -14,11 +14,11 @@ from memory.postgres.vectors import PostgresVectorIndex
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
-    from memory.postgres.actions import PostgresActionLog
     from memory.postgres.events import PostgresEventLog
     from memory.postgres.inbox import PostgresInbox
     from memory.postgres.live_replies import PostgresLiveReplies
     from memory.postgres.replicas import PostgresReplicas
+    from memory.sql.actions import SqlActionLog
     from memory.sql.active_skills import SqlActiveSkills
     from memory.sql.daily_logs import SqlDailyLogs
     from memory.sql.job_runs import SqlJobRuns
@@ -54,10 +54,10 @@ class PostgresStores:
         return SqlProposalStore(self.db, self.notes, clock=self.options.clock)
 
     @functools.cached_property
-    def actions(self) -> PostgresActionLog:
-        from memory.postgres.actions import PostgresActionLog
+    def actions(self) -> SqlActionLog:
+        from memory.sql.actions import SqlActionLog
 
-        return PostgresActionLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
+        return SqlActionLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
 
     @functools.cached_property
     def events(self) -> PostgresEventLog:

@@ -16,13 +16,13 @@ from memory.sqlite.vectors import SqliteVectorIndex
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
+    from memory.sql.actions import SqlActionLog
     from memory.sql.active_skills import SqlActiveSkills
     from memory.sql.daily_logs import SqlDailyLogs
     from memory.sql.job_runs import SqlJobRuns
     from memory.sql.proposals import SqlProposalStore
     from memory.sql.seen_events import SqlSeenEvents
     from memory.sql.slips import SqlModelSlips
-    from memory.sqlite.actions import SqliteActionLog
     from memory.sqlite.events import SqliteEventLog
     from memory.sqlite.inbox import SqliteInbox
     from memory.sqlite.live_replies import SqliteLiveReplies
@@ -58,10 +58,10 @@ class SqliteStores:
         return SqlProposalStore(self.db, self.notes, clock=self.options.clock)
 
     @functools.cached_property
-    def actions(self) -> SqliteActionLog:
-        from memory.sqlite.actions import SqliteActionLog
+    def actions(self) -> SqlActionLog:
+        from memory.sql.actions import SqlActionLog
 
-        return SqliteActionLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
+        return SqlActionLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
 
     @functools.cached_property
     def events(self) -> SqliteEventLog:

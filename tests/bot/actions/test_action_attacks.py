@@ -19,7 +19,7 @@ from mcp.types import ToolAnnotations
 
 from adapters.base import ALWAYS, APPROVE, REJECT
 from bot.cli.main import main
-from memory.sqlite.actions import SqliteActionLog
+from memory.sql.actions import SqlActionLog
 from memory.sqlite.database import SqliteDatabase
 from tests.fakes.adapter import RecordingAdapter, Sent, StreamingAdapter
 from tests.fakes.mcp_ops import make_server
@@ -268,7 +268,7 @@ async def test_a_call_cut_off_by_a_stop_is_recorded_as_outcome_unknown(
 
     db = await SqliteDatabase.open(tmp_path / "bot.db")
     try:
-        [action] = await SqliteActionLog(db).fetch_recent()
+        [action] = await SqlActionLog(db).fetch_recent()
     finally:
         await db.close()
     assert action.outcome == "unknown" and "stopped while it ran" in action.output
