@@ -14,13 +14,13 @@ from memory.postgres.vectors import PostgresVectorIndex
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
-    from memory.postgres.events import PostgresEventLog
     from memory.postgres.inbox import PostgresInbox
     from memory.postgres.live_replies import PostgresLiveReplies
     from memory.postgres.replicas import PostgresReplicas
     from memory.sql.actions import SqlActionLog
     from memory.sql.active_skills import SqlActiveSkills
     from memory.sql.daily_logs import SqlDailyLogs
+    from memory.sql.events import SqlEventLog
     from memory.sql.job_runs import SqlJobRuns
     from memory.sql.proposals import SqlProposalStore
     from memory.sql.seen_events import SqlSeenEvents
@@ -60,10 +60,10 @@ class PostgresStores:
         return SqlActionLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
 
     @functools.cached_property
-    def events(self) -> PostgresEventLog:
-        from memory.postgres.events import PostgresEventLog
+    def events(self) -> SqlEventLog:
+        from memory.sql.events import SqlEventLog
 
-        return PostgresEventLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
+        return SqlEventLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
 
     @functools.cached_property
     def job_runs(self) -> SqlJobRuns:

@@ -19,11 +19,11 @@ if TYPE_CHECKING:
     from memory.sql.actions import SqlActionLog
     from memory.sql.active_skills import SqlActiveSkills
     from memory.sql.daily_logs import SqlDailyLogs
+    from memory.sql.events import SqlEventLog
     from memory.sql.job_runs import SqlJobRuns
     from memory.sql.proposals import SqlProposalStore
     from memory.sql.seen_events import SqlSeenEvents
     from memory.sql.slips import SqlModelSlips
-    from memory.sqlite.events import SqliteEventLog
     from memory.sqlite.inbox import SqliteInbox
     from memory.sqlite.live_replies import SqliteLiveReplies
     from memory.sqlite.replicas import SqliteReplicas
@@ -64,10 +64,10 @@ class SqliteStores:
         return SqlActionLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
 
     @functools.cached_property
-    def events(self) -> SqliteEventLog:
-        from memory.sqlite.events import SqliteEventLog
+    def events(self) -> SqlEventLog:
+        from memory.sql.events import SqlEventLog
 
-        return SqliteEventLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
+        return SqlEventLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
 
     @functools.cached_property
     def job_runs(self) -> SqlJobRuns:

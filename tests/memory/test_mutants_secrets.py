@@ -10,8 +10,8 @@ import pytest
 
 from memory import InvalidInput, NoteDraft, Scope
 from memory.redaction import REDACTED, find_secret, is_secret_name, redact, redact_value
+from memory.sql.events import SqlEventLog
 from memory.sqlite.database import SqliteDatabase
-from memory.sqlite.events import SqliteEventLog
 from memory.sqlite.notes import SqliteNoteStore
 from tests.support.clock import FakeClock
 
@@ -127,7 +127,7 @@ async def test_a_captured_action_keeps_no_secret_from_a_list_and_shows_empty_one
 ) -> None:
     db = await SqliteDatabase.open(db_path)
     try:
-        events = SqliteEventLog(db, clock=clock)
+        events = SqlEventLog(db, clock=clock)
         arguments = {"password": ["hunter", "gatekeeper"], "token": "", "hosts": ["db1", "db2"]}
         await events.capture("deploy", arguments, outcome="ok", conversation={},
                              channel_scope=None, person="user:slack/U1")  # fmt: skip
