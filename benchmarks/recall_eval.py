@@ -49,6 +49,7 @@ from typing import Any
 from memory import NoteDraft, Scope, explicit, ranking
 from memory.conversations import LogEntry
 from memory.ranking import query_terms
+from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite import fts, term_stats
 from memory.sqlite import note_search as store_module
 from memory.sqlite.conversations import SqliteConversationLog
@@ -56,7 +57,7 @@ from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import quote
 from memory.sqlite.message_search import search_messages
 from memory.sqlite.notes import SqliteNoteStore
-from memory.sqlite.vectors import SqliteVectorIndex
+from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.types import SUMMARY_MAX_CHARS, Category, slugify
 from memory.visibility import Visibility
 
@@ -87,7 +88,7 @@ class HalfStore:
     db: SqliteDatabase
     words: SqliteNoteStore
     hybrid: SqliteNoteStore
-    vectors: SqliteVectorIndex
+    vectors: SqlVectorIndex
     visibility: Visibility
     note_key: dict[int, str]  # note id -> turn id
     message_key: dict[int, str]  # message id -> turn id
@@ -119,7 +120,7 @@ async def build(half: str, path: Path, embedder: Embedder | None) -> HalfStore:
         if q["half"] == half
     ]
     db = await SqliteDatabase.open(path, want_vectors=embedder is not None)
-    vectors = SqliteVectorIndex(db, embedder)
+    vectors = SqlVectorIndex(db, embedder, SqliteVectorTables(db))
     if embedder is not None:
         await vectors.prepare()
     words, hybrid = SqliteNoteStore(db), SqliteNoteStore(db, vectors=vectors)

@@ -44,15 +44,17 @@ from results import record
 
 from memory import NoteDraft, Scope, Viewer, ranking, visibility_for
 from memory.conversations import LogEntry
+from memory.embeddings import EmbeddingState
 from memory.ranking import query_terms
+from memory.sql.vector_tables import store_vectors, write_state
+from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite import fts, message_search
 from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import match_terms
 from memory.sqlite.message_search import search_messages
 from memory.sqlite.notes import SqliteNoteStore
-from memory.sqlite.vector_tables import EmbeddingState, store_vectors
-from memory.sqlite.vectors import SqliteVectorIndex
+from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.types import Category
 from memory.vectors import MESSAGE, NOTE
 from memory.visibility import Visibility, explicit, scope_match
@@ -123,14 +125,14 @@ class EvalStore:
     words: SqliteNoteStore  # no vectors: FTS5 alone
     hybrid: SqliteNoteStore
     log: SqliteConversationLog
-    vectors: SqliteVectorIndex
+    vectors: SqlVectorIndex
     note_key: dict[int, str]  # note id -> eval id
     message_key: dict[int, str]
 
 
 async def build(path: Path, embedder: MiniLMEmbedder) -> EvalStore:
     db = await SqliteDatabase.open(path, want_vectors=True)
-    vectors = SqliteVectorIndex(db, embedder)
+    vectors = SqlVectorIndex(db, embedder, SqliteVectorTables(db))
     await vectors.prepare()
     words, hybrid = SqliteNoteStore(db), SqliteNoteStore(db, vectors=vectors)
     notes = read_jsonl("notes.jsonl")
@@ -496,22 +498,21 @@ async def scale_latency(size: int, dim: int, workdir: Path) -> dict[str, Any]:
         await store.import_drafts([recall.draft_of(n, scopes) for n in batch], actor="bench")
     imported = time.perf_counter() - started
     state = EmbeddingState("random-unit:bench", dim, 1)
-    vectors = SqliteVectorIndex(db, None)
-    from memory.sqlite.vector_tables import create_tables, write_state
-
-    async with db.write() as conn:
-        await create_tables(conn, state)
-        await write_state(conn, state)
+    tables = SqliteVectorTables(db)
+    vectors = SqlVectorIndex(db, None, tables)
+    async with db.transaction() as sql:
+        await tables.create(sql, state)
+        await write_state(sql, state)
     rng = random.Random(7)
     started = time.perf_counter()
     async with db.conn.execute("SELECT id, scope, private FROM notes ORDER BY id") as cursor:
         rows = [(int(r[0]), str(r[1]), int(r[2])) for r in await cursor.fetchall()]
     for offset in range(0, len(rows), 5000):
         chunk = rows[offset : offset + 5000]
-        items = {i: (scope, private, "") for i, scope, private in chunk}
+        items = {i: (scope, bool(private), "") for i, scope, private in chunk}
         batch = {i: unit_vector(rng, dim) for i, _, _ in chunk}
-        async with db.write() as conn:
-            await store_vectors(conn, state, NOTE, [i for i, _, _ in chunk], items, batch)
+        async with db.transaction() as sql:
+            await store_vectors(sql, tables, state, NOTE, [i for i, _, _ in chunk], items, batch)
     stored = time.perf_counter() - started
     vectors.state = state
     hybrid = SqliteNoteStore(db, vectors=vectors)

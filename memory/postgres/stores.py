@@ -10,7 +10,8 @@ from memory.embedder import Embedder
 from memory.postgres.conversations import PostgresConversationLog
 from memory.postgres.database import PostgresDatabase
 from memory.postgres.notes import PostgresNoteStore
-from memory.postgres.vectors import PostgresVectorIndex
+from memory.postgres.vector_tables import PostgresVectorTables
+from memory.sql.vectors import SqlVectorIndex
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ class PostgresStores:
     ) -> None:
         self.db = db
         self.options = options
-        self.vectors = PostgresVectorIndex(db, embedder)
+        self.vectors = SqlVectorIndex(db, embedder, PostgresVectorTables(db))
         self.log = PostgresConversationLog(db, clock=options.clock, secrets=options.secrets)
         self.notes = PostgresNoteStore(
             db,

@@ -12,21 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import aiosqlite
-
 from memory.embedder import Embedder
+from memory.embeddings import BATCH_SIZE, EmbeddingState
+from memory.sql.session import Session
+from memory.sql.vector_tables import embed_items, read_state, store_vectors, texts_of, write_state
 from memory.sqlite.database import SqliteDatabase
-from memory.sqlite.vector_tables import (
-    BATCH_SIZE,
-    EmbeddingState,
-    create_tables,
-    drop_tables,
-    embed_items,
-    read_state,
-    store_vectors,
-    texts_of,
-    write_state,
-)
+from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.vectors import KINDS, MESSAGE, NOTE
 
 Progress = Callable[[str, int, int], None]  # kind, done, total
@@ -49,25 +40,28 @@ async def reembed(
     """Embed every note and message with `embedder` and make it the store's model."""
     dim = len((await embedder.embed(["lorebot dimension probe"]))[0])
     wanted = embedder.model
-    current = await read_state(db.conn)
-    target = await read_state(db.conn, "next_")
+    tables = SqliteVectorTables(db)
+    async with db.reading() as sql:
+        current = await read_state(sql)
+        target = await read_state(sql, "next_")
     resumed = target is not None and (target.model, target.dim) == (wanted, dim)
     if not resumed:
-        target = await _start(db, current, target, EmbeddingState(wanted, dim, 0))
+        target = await _start(db, tables, current, target, EmbeddingState(wanted, dim, 0))
     assert target is not None
     embedded = {}
     for kind in KINDS:
-        embedded[kind] = await _embed_kind(db, embedder, target, kind, batch_size, progress)
-    async with db.write() as conn:
+        embedded[kind] = await _embed_kind(db, embedder, tables, target, kind, batch_size, progress)
+    async with db.transaction() as sql:
         if current is not None and current.generation != target.generation:
-            await drop_tables(conn, current)
-        await write_state(conn, target)
-        await conn.execute("DELETE FROM embedding_state WHERE key LIKE 'next\\_%' ESCAPE '\\'")
+            await tables.drop(sql, current)
+        await write_state(sql, target)
+        await sql.run("DELETE FROM embedding_state WHERE key LIKE 'next\\_%' ESCAPE '\\'")
     return ReembedResult(target, resumed, embedded)
 
 
 async def _start(
     db: SqliteDatabase,
+    tables: SqliteVectorTables,
     current: EmbeddingState | None,
     abandoned: EmbeddingState | None,
     wanted: EmbeddingState,
@@ -76,19 +70,20 @@ async def _start(
     vectors were never in use)."""
     generations = [s.generation for s in (current, abandoned) if s is not None]
     target = EmbeddingState(wanted.model, wanted.dim, max(generations, default=0) + 1)
-    async with db.write() as conn:
+    async with db.transaction() as sql:
         if abandoned is not None:
-            await drop_tables(conn, abandoned)
-        await create_tables(conn, target)
-        await write_state(conn, target, "next_")
+            await tables.drop(sql, abandoned)
+        await tables.create(sql, target)
+        await write_state(sql, target, "next_")
         for kind in KINDS:
-            await _set_cursor(conn, kind, 0)
+            await _set_cursor(sql, kind, 0)
     return target
 
 
 async def _embed_kind(
     db: SqliteDatabase,
     embedder: Embedder,
+    tables: SqliteVectorTables,
     target: EmbeddingState,
     kind: str,
     batch_size: int,
@@ -109,12 +104,12 @@ async def _embed_kind(
             ids = [int(r[0]) for r in await rows.fetchall()]
         if not ids:
             break
-        embedded += await _embed_ids(db, embedder, target, kind, ids, cursor=ids[-1])
+        embedded += await _embed_ids(db, embedder, tables, target, kind, ids, cursor=ids[-1])
         cursor, done = ids[-1], done + len(ids)
         if progress is not None:
             progress(kind, done, total)
     # Items changed by a daemon between an interruption and this run lost their new vector
-    # (see VectorIndex._embed_batch): embed them again.
+    # (see SqlVectorIndex._embed_batch): embed them again.
     while True:
         async with db.conn.execute(
             f"SELECT id FROM {table} AS t WHERE NOT EXISTS (SELECT 1 FROM "
@@ -124,7 +119,7 @@ async def _embed_kind(
             ids = [int(r[0]) for r in await rows.fetchall()]
         if not ids:
             break
-        embedded += await _embed_ids(db, embedder, target, kind, ids, cursor=None)
+        embedded += await _embed_ids(db, embedder, tables, target, kind, ids, cursor=None)
     return embedded
 
 
@@ -135,27 +130,29 @@ _SEARCHABLE = {NOTE: "", MESSAGE: "AND t.scope != ''"}
 async def _embed_ids(
     db: SqliteDatabase,
     embedder: Embedder,
+    tables: SqliteVectorTables,
     target: EmbeddingState,
     kind: str,
     ids: list[int],
     *,
     cursor: int | None,
 ) -> int:
-    items = await texts_of(db.conn, kind, ids)
+    async with db.reading() as sql:
+        items = await texts_of(sql, kind, ids)
     vectors = await embed_items(embedder, items) if items else {}
-    async with db.write() as conn:
-        await store_vectors(conn, target, kind, ids, items, vectors)
+    async with db.transaction() as sql:
+        await store_vectors(sql, tables, target, kind, ids, items, vectors)
         # They have their vector now (`reembed` runs with lorebot stopped: no newer edit).
-        await conn.executemany(
+        await sql.run_many(
             "DELETE FROM embed_queue WHERE kind = ? AND item_id = ?", [(kind, i) for i in ids]
         )
         if cursor is not None:
-            await _set_cursor(conn, kind, cursor)
+            await _set_cursor(sql, kind, cursor)
     return len(vectors)
 
 
-async def _set_cursor(conn: aiosqlite.Connection, kind: str, value: int) -> None:
-    await conn.execute(
+async def _set_cursor(sql: Session, kind: str, value: int) -> None:
+    await sql.run(
         "INSERT INTO embedding_state (key, value) VALUES (?, ?) "
         "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
         (f"next_{kind}_cursor", str(value)),

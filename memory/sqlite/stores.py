@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory.embedder import Embedder
+from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.notes import SqliteNoteStore
-from memory.sqlite.vectors import SqliteVectorIndex
+from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ class SqliteStores:
     ) -> None:
         self.db = db
         self.options = options
-        self.vectors = SqliteVectorIndex(db, embedder)
+        self.vectors = SqlVectorIndex(db, embedder, SqliteVectorTables(db))
         self.notes = SqliteNoteStore(
             db,
             clock=options.clock,

@@ -17,9 +17,10 @@ from bot.model.ollama import OllamaEmbedder
 from memory.conversations import LogEntry, PastMessage
 from memory.errors import InvalidInput
 from memory.history_import import ImportOptions, read_history
+from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
-from memory.sqlite.vectors import SqliteVectorIndex
+from memory.sqlite.vector_tables import SqliteVectorTables
 from tests.fakes.ollama import FakeOllama
 from tests.support.history import (
     T0,
@@ -526,7 +527,7 @@ async def test_imported_messages_are_queued_for_vectors_like_live_ones(
     db = await SqliteDatabase.open(tmp_path / "v.db", want_vectors=True)
     embedder = OllamaEmbedder(fake_ollama.url, "embed-test", timeout_s=5.0)
     try:
-        vectors = SqliteVectorIndex(db, embedder)
+        vectors = SqlVectorIndex(db, embedder, SqliteVectorTables(db))
         await vectors.prepare()
         export = read_history(write_discord(tmp_path / "d"), ImportOptions())
         log = SqliteConversationLog(db)

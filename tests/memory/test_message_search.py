@@ -13,11 +13,12 @@ import pytest_asyncio
 from bot.model.ollama import OllamaEmbedder
 from memory import Scope, Viewer, explicit, visibility_for
 from memory.conversations import ConversationLog, LogEntry, MessageHit
+from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.driver import sqlite_module
 from memory.sqlite.migrations import MIGRATIONS
-from memory.sqlite.vectors import SqliteVectorIndex
+from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.vectors import MESSAGE
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
@@ -269,7 +270,7 @@ async def test_message_vectors_never_cross_channels_or_dms(
     db = await SqliteDatabase.open(db_path, want_vectors=True)
     embedder = OllamaEmbedder(fake_ollama.url, "embed-test", timeout_s=5.0)
     try:
-        vectors = SqliteVectorIndex(db, embedder)
+        vectors = SqlVectorIndex(db, embedder, SqliteVectorTables(db))
         await vectors.prepare()
         log = SqliteConversationLog(db, clock=clock)
         places = {

@@ -23,14 +23,15 @@ import pytest_asyncio
 from bot.model.ollama import OllamaEmbedder
 from memory import NoteDraft, Scope, Viewer, Visibility, explicit, visibility_for
 from memory.conversations import LogEntry
+from memory.embeddings import EmbeddingState, note_text
 from memory.errors import EmbeddingMismatch
 from memory.ranking import fuse, rrf, weighted
+from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.reembed import reembed
-from memory.sqlite.vector_tables import EmbeddingState, note_text
-from memory.sqlite.vectors import SqliteVectorIndex
+from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.vectors import NOTE
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
@@ -65,7 +66,7 @@ async def close_embedder(embedder: OllamaEmbedder) -> None:
 @dataclass
 class Recall:
     db: SqliteDatabase
-    vectors: SqliteVectorIndex
+    vectors: SqlVectorIndex
     store: SqliteNoteStore
     fake: FakeOllama
     clock: FakeClock
@@ -90,9 +91,15 @@ class Recall:
 async def recall(fake_ollama: FakeOllama, db_path: Path, clock: FakeClock) -> AsyncIterator[Recall]:
     fake_ollama.models = [EMBED, OTHER]
     db = await SqliteDatabase.open(db_path, want_vectors=True)
-    recall = Recall(db, SqliteVectorIndex(db, None), SqliteNoteStore(db), fake_ollama, clock)
+    recall = Recall(
+        db,
+        SqlVectorIndex(db, None, SqliteVectorTables(db)),
+        SqliteNoteStore(db),
+        fake_ollama,
+        clock,
+    )
     try:
-        recall.vectors = SqliteVectorIndex(db, recall.embedder())
+        recall.vectors = SqlVectorIndex(db, recall.embedder(), SqliteVectorTables(db))
         await recall.vectors.prepare()
         assert recall.vectors.enabled
         recall.store = SqliteNoteStore(db, clock=clock, vectors=recall.vectors)
@@ -129,7 +136,7 @@ async def ids_with_vectors(
     db: SqliteDatabase, state: EmbeddingState, kind: str, scopes: tuple[Scope, ...]
 ) -> set[int]:
     """The items of `scopes` that have a vector in the tables of `state`."""
-    index = SqliteVectorIndex(db, None)
+    index = SqlVectorIndex(db, None, SqliteVectorTables(db))
     index.state = state
     found = await index.nearest(kind, [1.0] * state.dim, explicit(scopes), 100_000)
     return {item for item, _ in found}
@@ -211,7 +218,9 @@ async def test_hybrid_search_lifts_the_nearest_note_above_a_weak_word_match(
     view = visibility_for(Viewer(ALICE, C1))
 
     words_only = SqliteNoteStore(
-        recall.db, clock=recall.clock, vectors=SqliteVectorIndex(recall.db, None)
+        recall.db,
+        clock=recall.clock,
+        vectors=SqlVectorIndex(recall.db, None, SqliteVectorTables(recall.db)),
     )
     assert topics(await words_only.search(query, view, k=3)) == ["gateway-certs", "edge-proxy"]
 
@@ -360,7 +369,9 @@ async def test_another_embedding_model_stops_with_the_database_untouched(
     probes = len(recall.fake.requests_to("/api/embed"))
 
     with pytest.raises(EmbeddingMismatch) as raised:
-        await SqliteVectorIndex(recall.db, recall.embedder(model)).prepare()
+        await SqlVectorIndex(
+            recall.db, recall.embedder(model), SqliteVectorTables(recall.db)
+        ).prepare()
 
     message = str(raised.value)
     assert "embed-test:latest (8 dimensions)" in message
@@ -375,7 +386,9 @@ async def test_the_same_model_again_reuses_the_stored_vectors(recall: Recall) ->
     await fill(recall)
     before = await snapshot(recall.db)
 
-    again = SqliteVectorIndex(recall.db, recall.embedder(f"{EMBED}:latest"))
+    again = SqlVectorIndex(
+        recall.db, recall.embedder(f"{EMBED}:latest"), SqliteVectorTables(recall.db)
+    )
     await again.prepare()
 
     assert again.enabled and again.state == recall.vectors.state
@@ -468,7 +481,7 @@ async def test_first_start_while_ollama_is_down_sets_vectors_up_once_it_answers(
         fake_ollama.vectors[note_text(draft.topic, draft.summary, draft.body)] = unit(6)
         await plain.save(draft, actor="test")  # saved before any embedding model was set
         await fake_ollama.down()
-        vectors = SqliteVectorIndex(db, embedder)
+        vectors = SqlVectorIndex(db, embedder, SqliteVectorTables(db))
         store = SqliteNoteStore(db, clock=clock, vectors=vectors)
 
         await vectors.prepare()
@@ -542,7 +555,7 @@ async def test_a_note_updated_while_a_reembed_is_paused_gets_its_new_vector(
 
     await reembed(recall.db, recall.embedder(OTHER), batch_size=2)
 
-    moved = SqliteVectorIndex(recall.db, recall.embedder(OTHER))
+    moved = SqlVectorIndex(recall.db, recall.embedder(OTHER), SqliteVectorTables(recall.db))
     await moved.prepare()
     view = visibility_for(Viewer(ALICE, C1))
     [(nearest, distance)] = await moved.nearest(NOTE, unit(3), view, 1)

@@ -8,10 +8,11 @@ from pathlib import Path
 from bot.model.ollama import OllamaEmbedder
 from memory import NoteDraft, Scope
 from memory.conversations import LogEntry
+from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.notes import SqliteNoteStore
-from memory.sqlite.vectors import SqliteVectorIndex
+from memory.sqlite.vector_tables import SqliteVectorTables
 from tests.fakes.ollama import FakeOllama
 
 MODEL = "embed-test"
@@ -25,7 +26,7 @@ async def fill(path: Path, fake: FakeOllama, *, embed: int) -> None:
     db = await SqliteDatabase.open(path, want_vectors=True)
     embedder = OllamaEmbedder(fake.url, MODEL, timeout_s=10.0)
     try:
-        vectors = SqliteVectorIndex(db, embedder)
+        vectors = SqlVectorIndex(db, embedder, SqliteVectorTables(db))
         await vectors.prepare()
         store = SqliteNoteStore(db, vectors=vectors)
         for n in range(NOTES):

@@ -20,12 +20,13 @@ import pytest
 from bot.model.ollama import OllamaEmbedder
 from memory import NoteDraft, Scope, Viewer, explicit, visibility_for
 from memory.conversations import LogEntry
+from memory.embeddings import EmbeddingState, note_text
 from memory.errors import EmbeddingMismatch
+from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.notes import SqliteNoteStore
-from memory.sqlite.vector_tables import EmbeddingState, note_text
-from memory.sqlite.vectors import SqliteVectorIndex
+from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.vectors import MESSAGE, NOTE
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
@@ -77,12 +78,12 @@ async def run_cli(environment: dict[str, str], *argv: str) -> Run:
 @asynccontextmanager
 async def opened(
     path: Path, fake: FakeOllama, model: str | None
-) -> AsyncIterator[tuple[SqliteDatabase, SqliteVectorIndex]]:
+) -> AsyncIterator[tuple[SqliteDatabase, SqlVectorIndex]]:
     """The database with sqlite-vec, and a vector index of `model` (not prepared)."""
     db = await SqliteDatabase.open(path, want_vectors=True)
     embedder = None if model is None else OllamaEmbedder(fake.url, model, timeout_s=10.0)
     try:
-        yield db, SqliteVectorIndex(db, embedder)
+        yield db, SqlVectorIndex(db, embedder, SqliteVectorTables(db))
     finally:
         await db.close()
         if embedder is not None:

@@ -29,7 +29,8 @@ from memory.embeddings import message_text, note_text
 from memory.errors import EmbeddingMismatch
 from memory.postgres.conversations import PostgresConversationLog
 from memory.postgres.database import PostgresDatabase
-from memory.postgres.vectors import PostgresVectorIndex
+from memory.postgres.vector_tables import PostgresVectorTables
+from memory.sql.vectors import SqlVectorIndex
 from memory.vectors import MESSAGE, NOTE, Coverage
 from tests.fakes.ollama import FakeOllama
 from tests.support import pgvector
@@ -63,11 +64,11 @@ def at_angle(degrees: float, dim: int = DIM) -> list[float]:
 class Pg:
     db: PostgresDatabase
     fake: FakeOllama
-    vectors: PostgresVectorIndex | None = None
+    vectors: SqlVectorIndex | None = None
     embedders: list[OllamaEmbedder] = field(default_factory=list)
 
     @property
-    def index(self) -> PostgresVectorIndex:
+    def index(self) -> SqlVectorIndex:
         assert self.vectors is not None
         return self.vectors
 
@@ -132,7 +133,7 @@ async def opened(url: str, fake: FakeOllama) -> AsyncIterator[Pg]:
 async def pg(pgvector_url: str, fake_ollama: FakeOllama) -> AsyncIterator[Pg]:
     """A lorebot database on pgserver with vectors set up for EMBED."""
     async with opened(pgvector_url, fake_ollama) as pg:
-        pg.vectors = PostgresVectorIndex(pg.db, pg.embedder())
+        pg.vectors = SqlVectorIndex(pg.db, pg.embedder(), PostgresVectorTables(pg.db))
         await pg.vectors.prepare()
         assert pg.vectors.enabled
         yield pg
@@ -151,7 +152,7 @@ async def test_first_prepare_enables_pgvector_and_queues_the_notes_saved_before(
     async with opened(pgvector_url, fake_ollama) as pg:
         assert "vector" not in pg.db.extensions  # a new database: lorebot enables it
         older = [await pg.note(C1, f"old-{n}", f"older note {n}", vector=unit(n)) for n in range(3)]
-        index = PostgresVectorIndex(pg.db, pg.embedder())
+        index = SqlVectorIndex(pg.db, pg.embedder(), PostgresVectorTables(pg.db))
 
         await index.prepare()
 
@@ -206,7 +207,7 @@ async def test_the_same_model_again_reuses_the_stored_vectors(pg: Pg) -> None:
     await pg.index.backfill()
     before = await pg.rows("SELECT id, scope, private, embedding::text FROM vec_notes_1")
 
-    again = PostgresVectorIndex(pg.db, pg.embedder(f"{EMBED}:latest"))
+    again = SqlVectorIndex(pg.db, pg.embedder(f"{EMBED}:latest"), PostgresVectorTables(pg.db))
     await again.prepare()
 
     assert again.enabled and again.state == pg.index.state
@@ -414,7 +415,7 @@ async def test_another_embedding_model_stops_with_the_database_untouched(
     probes = len(pg.fake.requests_to("/api/embed"))
 
     with pytest.raises(EmbeddingMismatch) as raised:
-        await PostgresVectorIndex(pg.db, pg.embedder(model)).prepare()
+        await SqlVectorIndex(pg.db, pg.embedder(model), PostgresVectorTables(pg.db)).prepare()
 
     message = str(raised.value)
     assert "embed-test:latest (8 dimensions)" in message
@@ -479,7 +480,7 @@ async def test_run_keeps_the_vectors_up_to_date(pg: Pg) -> None:
 # --- without pgvector -------------------------------------------------------------------
 
 
-async def words_alone(index: PostgresVectorIndex, pg: Pg) -> None:
+async def words_alone(index: SqlVectorIndex, pg: Pg) -> None:
     """What an index without pgvector does: nothing, and nothing fails."""
     assert not index.enabled and index.state is None
     await pg.note(C1, "plain", "a note without a vector")
@@ -499,9 +500,9 @@ async def words_alone(index: PostgresVectorIndex, pg: Pg) -> None:
 async def test_without_pgvector_recall_is_by_words_alone_and_doctor_is_told_why(
     pg_url: str, fake_ollama: FakeOllama, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="memory.postgres.vectors")
+    caplog.set_level(logging.WARNING, logger="memory.sql.vectors")
     async with opened(pg_url, fake_ollama) as pg:  # Debian's PostgreSQL 15: no pgvector
-        index = PostgresVectorIndex(pg.db, pg.embedder())
+        index = SqlVectorIndex(pg.db, pg.embedder(), PostgresVectorTables(pg.db))
 
         await index.prepare()
         await index.prepare()
@@ -526,7 +527,7 @@ async def test_a_role_that_may_not_enable_pgvector_gets_words_alone_and_the_reas
     url = make_conninfo(pgvector_server.uri, dbname="owned_by_app", user="lorebot_app")
     try:
         async with opened(url, fake_ollama) as pg:
-            index = PostgresVectorIndex(pg.db, pg.embedder())
+            index = SqlVectorIndex(pg.db, pg.embedder(), PostgresVectorTables(pg.db))
 
             await index.prepare()
 
@@ -543,7 +544,7 @@ async def test_without_an_embedding_model_pgvector_is_left_alone(
     pgvector_url: str, fake_ollama: FakeOllama
 ) -> None:
     async with opened(pgvector_url, fake_ollama) as pg:
-        index = PostgresVectorIndex(pg.db, None)
+        index = SqlVectorIndex(pg.db, None, PostgresVectorTables(pg.db))
 
         await index.prepare()
 

@@ -1,18 +1,17 @@
-"""Vectors of notes and messages in pgvector, next to the word indexes.
+"""Vectors of notes and messages, next to the word indexes, on every engine.
 
-As on SQLite, one embedding model serves the whole store: its name and dimension are
-recorded, and a different model stops lorebot with `EmbeddingMismatch` instead of mixing
-or dropping vectors. Notes and messages whose vector is missing or stale wait in
-`embed_queue` (filled by the `queue_embedding` trigger), so a save never waits for, or
-fails because of, the embedding model.
+One embedding model serves the whole store: its name and dimension are recorded, and a
+different model stops lorebot with `EmbeddingMismatch` instead of mixing or dropping
+vectors (`lorebot notes reembed` moves the store to a new model). Notes and messages whose
+vector is missing or stale wait in `embed_queue` (filled by triggers), so a save never
+waits for, or fails because of, the embedding model.
 
-Where the server has no pgvector (or lorebot may not enable it), recall is by words alone:
-`enabled` stays false and `unavailable` says why, once in the log and in `lorebot doctor`.
-
-A search is exact: pgvector's cosine distance (`<=>`) over the rows of the scopes the
-conversation may read, found through the scope index. No approximate index (HNSW,
-IVFFlat) is built: at lorebot's sizes the scan takes milliseconds, and such an index would
-apply the scope filter after its search and so return fewer than k readable items.
+A search reads only the tables of the scopes a conversation may read and computes exact
+cosine distances; the engine's `VectorTables` (`memory.sql.vector_tables`) holds the
+tables and that SQL: sqlite-vec on SQLite, pgvector on PostgreSQL. Where an engine cannot
+hold vectors (a PostgreSQL server without pgvector, or a role that may not enable it),
+recall is by words alone: `enabled` stays false and `unavailable` says why, once in the
+log and in `lorebot doctor`.
 """
 
 from __future__ import annotations
@@ -33,17 +32,14 @@ from memory.embeddings import (
     mismatch,
     retry_after,
 )
-from memory.errors import EmbeddingMismatch, StoreError, StoreUnavailable
-from memory.postgres.database import PostgresDatabase
-from memory.postgres.vector_tables import (
-    VECTOR_LOCK,
-    create_tables,
+from memory.errors import EmbeddingMismatch, StoreError
+from memory.sql.session import Session, SqlDatabase, marks
+from memory.sql.vector_tables import (
+    VectorTables,
     embed_items,
-    enable_pgvector,
     read_state,
     store_vectors,
     texts_of,
-    vector_literal,
     write_state,
 )
 from memory.vectors import KINDS, NOTE, Coverage
@@ -57,19 +53,19 @@ def _counted(kind: str) -> tuple[str, str]:
     return ("notes", "true") if kind == NOTE else ("messages", "scope != ''")
 
 
-class PostgresVectorIndex:
-    """Nearest-neighbour search over notes and messages with pgvector, and the queue that
-    feeds it.
+class SqlVectorIndex:
+    """Nearest-neighbour search over notes and messages, and the queue that feeds it.
 
     `enabled` is false when no embedding model is configured, the store has not been set
-    up for it yet, or the server has no pgvector (`unavailable` says so); search is then by
-    words alone and nothing else changes."""
+    up for it yet, or the engine cannot hold vectors (`unavailable` says so); search is
+    then by words alone and nothing else changes."""
 
-    def __init__(self, db: PostgresDatabase, embedder: Embedder | None) -> None:
+    def __init__(self, db: SqlDatabase, embedder: Embedder | None, tables: VectorTables) -> None:
         self.db = db
         self.embedder = embedder
+        self.tables = tables
         self.state: EmbeddingState | None = None
-        # Why vectors are off on this server, for `lorebot doctor`; None while they may work.
+        # Why vectors are off in this database, for `lorebot doctor`; None while they may work.
         self.unavailable: str | None = None
         self._query_backoff_until = 0.0
         # Recent queries' vectors: a repeated question costs no embedding call.
@@ -82,14 +78,17 @@ class PostgresVectorIndex:
         return self.embedder is not None and self.state is not None
 
     async def prepare(self, *, probe: bool = True) -> None:
-        """Enable pgvector where it is missing, check the configured model against the
-        stored vectors, and set the store up for it on first use (every note and message
-        is queued). Raises `EmbeddingMismatch` with the database untouched when the model
-        differs, `StoreUnavailable` when PostgreSQL cannot be reached. `probe=False`
-        trusts the stored dimension until the first vector checks it."""
+        """Make vectors usable in the database where they are not yet (PostgreSQL enables
+        pgvector), check the configured model against the stored vectors, and set the
+        store up for it on first use (every note and message is queued). Raises
+        `EmbeddingMismatch` with the database untouched when the model differs, and
+        `StoreUnavailable` when PostgreSQL cannot be reached. `probe=False` trusts the
+        stored dimension until the first vector (a one-shot search's query) checks it,
+        which saves a command an embedding call."""
+        stopping: tuple[type[StoreError], ...] = (EmbeddingMismatch, *self.tables.unreachable)
         try:
             await self._prepare(probe)
-        except (EmbeddingMismatch, StoreUnavailable):
+        except stopping:
             raise
         except StoreError as exc:  # unreachable, or the model is not pulled yet
             if self.state is None:
@@ -100,13 +99,13 @@ class PostgresVectorIndex:
     async def _prepare(self, probe_dimension: bool = True) -> None:
         """`prepare`, raising the embedder's error when it does not answer (the stored
         state is taken up first, so new notes are queued meanwhile)."""
-        async with self.db.connection() as conn:
-            stored = await read_state(conn)
+        async with self.db.reading() as sql:
+            stored = await read_state(sql)
         if self.embedder is None:
             if stored is not None:
                 _log.info("vectors of %s are unused: no embedding model is set", stored.model)
             return
-        if not await self._pgvector():
+        if not await self._usable():
             return
         wanted = self.embedder.model
         if stored is not None and stored.model != wanted:
@@ -129,31 +128,32 @@ class PostgresVectorIndex:
         self.state = await self._set_up(EmbeddingState(wanted, dim, 1))
         _log.info("vectors set up for %s; existing notes are queued", self.state.describe())
 
-    async def _pgvector(self) -> bool:
-        """Whether pgvector serves this database, enabling it on first use; the reason it
-        does not is logged once and kept in `unavailable` (a restart looks again)."""
+    async def _usable(self) -> bool:
+        """Whether the database can hold vectors, made so on first use; the reason it
+        cannot is logged once and kept in `unavailable` (a restart looks again)."""
         if self.unavailable is not None:
             return False
-        self.unavailable = await enable_pgvector(self.db)
+        self.unavailable = await self.tables.enable()
         if self.unavailable is not None:
             _log.warning("%s", self.unavailable)
         return self.unavailable is None
 
     async def _set_up(self, state: EmbeddingState) -> EmbeddingState:
-        async with self.db.write() as conn:
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (VECTOR_LOCK,))
-            stored = await read_state(conn)  # a replica may have set up first
-            if stored is not None:
-                if (stored.model, stored.dim) != (state.model, state.dim):
-                    raise EmbeddingMismatch(mismatch(stored, state.model, state.dim))
-                return stored
-            await create_tables(conn, state)
-            await write_state(conn, state)
-            await conn.execute(
+        async with self.db.transaction() as sql:
+            if await self.tables.lock(sql):
+                stored = await read_state(sql)  # a replica may have set up first
+                if stored is not None:
+                    if (stored.model, stored.dim) != (state.model, state.dim):
+                        raise EmbeddingMismatch(mismatch(stored, state.model, state.dim))
+                    return stored
+            await self.tables.create(sql, state)
+            await write_state(sql, state)
+            # (`WHERE true`: SQLite reads an upsert's SELECT without a WHERE as a join.)
+            await sql.run(
                 "INSERT INTO embed_queue (kind, item_id) SELECT 'note', id FROM notes "
-                "ON CONFLICT DO NOTHING"
+                "WHERE true ON CONFLICT DO NOTHING"
             )
-            await conn.execute(
+            await sql.run(
                 "INSERT INTO embed_queue (kind, item_id) SELECT 'message', id FROM messages "
                 "WHERE scope != '' ON CONFLICT DO NOTHING"
             )
@@ -200,8 +200,8 @@ class PostgresVectorIndex:
         """(id, cosine distance) of the k nearest items within `visibility`, nearest first,
         computed exactly. Messages are read only in the conversation's own scopes
         (`visibility.full`); notes of `visibility.public_only` scopes only when public.
-        Every pooled connection sees committed vectors only, so `on_reader` changes
-        nothing here."""
+        `on_reader` runs the query beside the writer where the engine can (SQLite's
+        read-only connection); it sees only committed vectors."""
         if self.state is None or k <= 0:
             return []
         full = [str(s) for s in visibility.full]
@@ -209,31 +209,34 @@ class PostgresVectorIndex:
         public = [str(s) for s in visibility.public_only] if kind == NOTE else []
         if not full and not public:
             return []
-        rows = await self.db.rows(
-            "SELECT id, embedding <=> %s::vector AS distance "
-            f"FROM {self.state.table(kind)} "
-            "WHERE scope = ANY(%s::text[]) OR (scope = ANY(%s::text[]) AND NOT private) "
-            "ORDER BY distance, id LIMIT %s",
-            (vector_literal(vector), full, public, k),
-        )
-        return [(int(r["id"]), float(r["distance"])) for r in rows]
+        table = self.state.table(kind)
+        return await self.tables.nearest(table, vector, full, public, k, on_reader=on_reader)
 
     async def pending(self) -> int:
-        return int(await self.db.scalar("SELECT count(*) FROM embed_queue"))
+        async with self.db.reading() as sql:
+            row = await sql.row("SELECT count(*) AS n FROM embed_queue")
+        assert row is not None
+        return int(row["n"])
 
     async def coverage(self, kind: str) -> Coverage:
         """How many notes (or searchable messages) have an up-to-date vector, of how many:
         the others wait in the queue (or all do, before the model first answered)."""
+        async with self.db.reading() as sql:
+            return await self._coverage(sql, kind)
+
+    async def _coverage(self, sql: Session, kind: str) -> Coverage:
         table, where = _counted(kind)
-        total = int(await self.db.scalar(f"SELECT count(*) FROM {table} WHERE {where}"))
+        total = await sql.row(f"SELECT count(*) AS n FROM {table} WHERE {where}")
+        assert total is not None
         if self.state is None:
-            return Coverage(0, total)
-        waiting = await self.db.scalar(
-            f"SELECT count(*) FROM embed_queue AS q JOIN {table} AS t ON t.id = q.item_id "
-            f"WHERE q.kind = %s AND {where}",
+            return Coverage(0, int(total["n"]))
+        waiting = await sql.row(
+            f"SELECT count(*) AS n FROM embed_queue AS q JOIN {table} AS t "
+            f"ON t.id = q.item_id WHERE q.kind = ? AND {where}",
             (kind,),
         )
-        return Coverage(total - int(waiting), total)
+        assert waiting is not None
+        return Coverage(int(total["n"]) - int(waiting["n"]), int(total["n"]))
 
     async def fetch_gap(self, kind: str) -> Coverage | None:
         """The coverage of `kind` while some of its items wait for a vector, else None;
@@ -243,19 +246,20 @@ class PostgresVectorIndex:
         if self.state is None:
             return None
         table, where = _counted(kind)
-        waiting = await self.db.scalar(
-            f"SELECT EXISTS (SELECT 1 FROM embed_queue AS q JOIN {table} AS t "
-            f"ON t.id = q.item_id WHERE q.kind = %s AND {where})",
-            (kind,),
-        )
-        if not waiting:
-            self._counts.pop(kind, None)
-            return None
-        now = time.monotonic()
-        counted = self._counts.get(kind)
-        if counted is None or now >= counted[0]:
-            counted = (now + COVERAGE_RECOUNT_S, await self.coverage(kind))
-            self._counts[kind] = counted
+        async with self.db.reading() as sql:
+            found = await sql.row(
+                f"SELECT EXISTS (SELECT 1 FROM embed_queue AS q JOIN {table} AS t "
+                f"ON t.id = q.item_id WHERE q.kind = ? AND {where}) AS waiting",
+                (kind,),
+            )
+            if found is None or not found["waiting"]:
+                self._counts.pop(kind, None)
+                return None
+            now = time.monotonic()
+            counted = self._counts.get(kind)
+            if counted is None or now >= counted[0]:
+                counted = (now + COVERAGE_RECOUNT_S, await self._coverage(sql, kind))
+                self._counts[kind] = counted
         return counted[1]
 
     async def backfill(self, *, batch_size: int = BATCH_SIZE, limit: int | None = None) -> int:
@@ -265,40 +269,45 @@ class PostgresVectorIndex:
             return 0
         done = 0
         while limit is None or done < limit:
-            rows = await self.db.rows(
-                "SELECT kind, item_id FROM embed_queue ORDER BY kind DESC, item_id LIMIT %s",
-                (batch_size,),
-            )
-            if not rows:
+            async with self.db.reading() as sql:
+                queued = await sql.rows(
+                    "SELECT kind, item_id FROM embed_queue ORDER BY kind DESC, item_id LIMIT ?",
+                    (batch_size,),
+                )
+            if not queued:
                 break
             for kind in KINDS:
-                ids = [int(r["item_id"]) for r in rows if r["kind"] == kind]
+                ids = [int(r["item_id"]) for r in queued if r["kind"] == kind]
                 if ids:
                     done += await self._embed_batch(kind, ids)
         return done
 
     async def _embed_batch(self, kind: str, ids: list[int]) -> int:
         assert self.embedder is not None and self.state is not None
-        async with self.db.connection() as conn:
-            items = await texts_of(conn, kind, ids)
+        async with self.db.reading() as sql:
+            items = await texts_of(sql, kind, ids)
         vectors = await embed_items(self.embedder, items) if items else {}
         self._query_backoff_until = 0.0  # the model answers again
-        async with self.db.write() as conn:
-            # An item changed while it was embedded keeps its place in the queue: re-read
-            # (and lock) the texts to keep only up-to-date vectors.
-            current = await texts_of(conn, kind, ids, lock=True)
+        async with self.db.transaction() as sql:
+            # An item changed while it was embedded stays queued: its text is read again
+            # (its row kept from change until the commit where another process could change
+            # it meanwhile), and only up-to-date vectors are kept.
+            current = await texts_of(sql, kind, ids, lock=True)
             fresh = {i: v for i, v in vectors.items() if current.get(i) == items[i]}
-            await store_vectors(conn, self.state, kind, ids, current, fresh)
+            await store_vectors(sql, self.tables, self.state, kind, ids, current, fresh)
+            await self.tables.forget_unfinished(sql, kind, ids)
             done = [i for i in ids if i not in current or i in fresh]
-            await conn.execute(
-                "DELETE FROM embed_queue WHERE kind = %s AND item_id = ANY(%s)", (kind, done)
-            )
+            if done:
+                await sql.run(
+                    f"DELETE FROM embed_queue WHERE kind = ? AND item_id IN ({marks(len(done))})",
+                    (kind, *done),
+                )
         return len(ids)
 
     async def run(self, *, idle_s: float = 2.0) -> None:
-        """Keep the vectors up to date until cancelled, looking at the queue every `idle_s`
-        and waiting out an unreachable model for as long as the embedder says. Returns at
-        once where the server has no pgvector."""
+        """Keep the vectors up to date until cancelled, looking at the queue at least every
+        `idle_s` and waiting out an unreachable model for as long as the embedder says.
+        Returns at once where the database cannot hold vectors."""
         if self.embedder is None:
             return
         while True:
@@ -308,7 +317,7 @@ class PostgresVectorIndex:
                     if self.unavailable is not None:
                         return
                 await self.backfill()
-                await asyncio.sleep(idle_s)
+                await self.tables.wait_for_changes(idle_s)
                 continue
             except EmbeddingMismatch as exc:
                 _log.error("embedding stopped: %s", exc)
