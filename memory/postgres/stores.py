@@ -15,13 +15,13 @@ from memory.sql.vectors import SqlVectorIndex
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
-    from memory.postgres.inbox import PostgresInbox
     from memory.postgres.live_replies import PostgresLiveReplies
     from memory.postgres.replicas import PostgresReplicas
     from memory.sql.actions import SqlActionLog
     from memory.sql.active_skills import SqlActiveSkills
     from memory.sql.daily_logs import SqlDailyLogs
     from memory.sql.events import SqlEventLog
+    from memory.sql.inbox import SqlInbox
     from memory.sql.job_runs import SqlJobRuns
     from memory.sql.proposals import SqlProposalStore
     from memory.sql.seen_events import SqlSeenEvents
@@ -103,10 +103,10 @@ class PostgresStores:
         return SqlModelSlips(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def inbox(self) -> PostgresInbox:
-        from memory.postgres.inbox import PostgresInbox
+    def inbox(self) -> SqlInbox:
+        from memory.sql.inbox import SqlInbox
 
-        return PostgresInbox(self.db, clock=self.options.clock)
+        return SqlInbox(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def replicas(self) -> PostgresReplicas:

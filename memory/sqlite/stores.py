@@ -21,11 +21,11 @@ if TYPE_CHECKING:
     from memory.sql.active_skills import SqlActiveSkills
     from memory.sql.daily_logs import SqlDailyLogs
     from memory.sql.events import SqlEventLog
+    from memory.sql.inbox import SqlInbox
     from memory.sql.job_runs import SqlJobRuns
     from memory.sql.proposals import SqlProposalStore
     from memory.sql.seen_events import SqlSeenEvents
     from memory.sql.slips import SqlModelSlips
-    from memory.sqlite.inbox import SqliteInbox
     from memory.sqlite.live_replies import SqliteLiveReplies
     from memory.sqlite.replicas import SqliteReplicas
 
@@ -107,10 +107,10 @@ class SqliteStores:
         return SqlModelSlips(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def inbox(self) -> SqliteInbox:
-        from memory.sqlite.inbox import SqliteInbox
+    def inbox(self) -> SqlInbox:
+        from memory.sql.inbox import SqlInbox
 
-        return SqliteInbox(self.db, clock=self.options.clock)
+        return SqlInbox(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def replicas(self) -> SqliteReplicas:

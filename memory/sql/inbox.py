@@ -1,0 +1,178 @@
+"""The events taken and not finished, and who handles each conversation (`memory.inbox`),
+shared by every replica of the database.
+
+Each claim, hold and finish is one statement whose WHERE says who may do it (the holder,
+its fencing token, or a lapsed lease), so two replicas never both succeed.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from memory.clock import Clock, utc_now
+from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, new_token, platform_of, read_payload
+from memory.sql.session import SqlDatabase, marks
+from memory.storable import storable_json
+
+
+class SqlInbox:
+    """The `inbox` and `conversation_claims` tables."""
+
+    def __init__(self, db: SqlDatabase, *, clock: Clock = utc_now) -> None:
+        self.db = db
+        self.clock = clock
+        self.time = db.dialect.time
+
+    async def take(
+        self, key: str, conversation: str, payload: dict[str, Any], *, limit: int
+    ) -> Taken:
+        now = self.time(self.clock())
+        async with self.db.transaction() as sql:
+            if await sql.row("SELECT key FROM seen_events WHERE key = ?", (key,)) is not None:
+                return "duplicate"
+            count = await sql.row("SELECT count(*) AS n FROM inbox")
+            if count is not None and count["n"] >= limit:
+                return "full"
+            # A concurrent delivery of the same event waits here for the first to commit
+            # (on PostgreSQL; SQLite's write transaction has the database to itself).
+            inserted = await sql.run(
+                "INSERT INTO seen_events (key, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (key, now),
+            )
+            if inserted != 1:
+                return "duplicate"
+            await sql.run(
+                "INSERT INTO inbox (platform, conversation, key, payload_json, taken_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (platform_of(conversation), conversation, key, storable_json(payload), now),
+            )
+        return "taken"
+
+    async def claim(self, conversation: str, holder: str) -> bool:
+        now = self.clock()
+        async with self.db.transaction() as sql:
+            changed = await sql.run(
+                "INSERT INTO conversation_claims (conversation, holder, until, token) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (conversation) DO UPDATE SET "
+                "until = excluded.until, holder = excluded.holder, token = CASE "
+                "WHEN conversation_claims.holder = excluded.holder "
+                "THEN conversation_claims.token ELSE excluded.token END "
+                "WHERE conversation_claims.holder = excluded.holder "
+                "OR conversation_claims.until < ?",
+                (conversation, holder, self.time(now + CLAIM_LEASE), new_token(), self.time(now)),
+            )
+        return changed == 1
+
+    async def hold(self, conversation: str, holder: str, token: int) -> bool:
+        async with self.db.transaction() as sql:
+            changed = await sql.run(
+                "UPDATE conversation_claims SET until = ? "
+                "WHERE conversation = ? AND holder = ? AND token = ?",
+                (self.time(self.clock() + CLAIM_LEASE), conversation, holder, token),
+            )
+        return changed == 1
+
+    async def next(self, conversation: str, holder: str) -> InboxEntry | None:
+        async with self.db.transaction() as sql:
+            row = await sql.row(
+                "SELECT i.id, i.key, i.payload_json, i.started_at, c.token FROM inbox AS i "
+                "JOIN conversation_claims AS c ON c.conversation = i.conversation "
+                "WHERE i.conversation = ? AND c.holder = ? ORDER BY i.id LIMIT 1 "
+                f"{self.db.dialect.lock_rows('i')}",
+                (conversation, holder),
+            )
+            if row is None:
+                return None
+            now = self.clock()
+            await sql.run(
+                "UPDATE inbox SET started_at = ? WHERE id = ?", (self.time(now), row["id"])
+            )
+            await sql.run(  # the lease is whole when an entry is begun
+                "UPDATE conversation_claims SET until = ? WHERE conversation = ?",
+                (self.time(now + CLAIM_LEASE), conversation),
+            )
+        payload = read_payload(row["payload_json"])
+        abandoned = row["started_at"] is not None
+        return InboxEntry(int(row["id"]), row["key"], payload, abandoned, int(row["token"]))
+
+    async def finish(self, entry: InboxEntry, holder: str) -> bool:
+        async with self.db.transaction() as sql:
+            changed = await sql.run(
+                "DELETE FROM inbox WHERE id = ? AND EXISTS (SELECT 1 FROM conversation_claims "
+                "AS c WHERE c.conversation = inbox.conversation AND c.holder = ? "
+                "AND c.token = ?)",
+                (entry.id, holder, entry.token),
+            )
+        return changed == 1
+
+    async def release(self, conversation: str, holder: str) -> bool:
+        async with self.db.transaction() as sql:
+            # An event taken while this runs is either seen here, or taken by its replica's
+            # own claim after this commits.
+            changed = await sql.run(
+                "DELETE FROM conversation_claims WHERE conversation = ? AND holder = ? "
+                "AND NOT EXISTS (SELECT 1 FROM inbox WHERE conversation = ?)",
+                (conversation, holder, conversation),
+            )
+            if changed == 1:
+                return False
+            kept = await sql.row(
+                "SELECT holder FROM conversation_claims WHERE conversation = ? AND holder = ?",
+                (conversation, holder),
+            )
+            return kept is not None
+
+    async def let_go(self, conversation: str, holder: str) -> None:
+        async with self.db.transaction() as sql:
+            await sql.run(
+                "DELETE FROM conversation_claims WHERE conversation = ? AND holder = ?",
+                (conversation, holder),
+            )
+
+    async def renew(self, holder: str, conversations: list[str]) -> int:
+        if not conversations:
+            return 0
+        async with self.db.transaction() as sql:
+            return await sql.run(
+                "UPDATE conversation_claims SET until = ? "
+                f"WHERE holder = ? AND conversation IN ({marks(len(conversations))})",
+                (self.time(self.clock() + CLAIM_LEASE), holder, *conversations),
+            )
+
+    async def release_all(self) -> None:
+        async with self.db.transaction() as sql:
+            await sql.run("DELETE FROM conversation_claims")
+
+    async def fetch_unclaimed(self, platforms: list[str]) -> list[str]:
+        if not platforms:
+            return []
+        async with self.db.reading() as sql:
+            rows = await sql.rows(
+                "SELECT DISTINCT i.conversation FROM inbox AS i "
+                "LEFT JOIN conversation_claims AS c ON c.conversation = i.conversation "
+                f"WHERE i.platform IN ({marks(len(platforms))}) "
+                "AND (c.until IS NULL OR c.until < ?) ORDER BY i.conversation",
+                (*platforms, self.time(self.clock())),
+            )
+        return [row["conversation"] for row in rows]
+
+    async def fetch_busy(self) -> set[str]:
+        async with self.db.reading() as sql:
+            rows = await sql.rows(
+                "SELECT conversation FROM conversation_claims WHERE until >= ? "
+                "UNION SELECT conversation FROM inbox",
+                (self.time(self.clock()),),
+            )
+        return {row["conversation"] for row in rows}
+
+    async def forget_taken_before(self, age: timedelta) -> int:
+        async with self.db.transaction() as sql:
+            return await sql.run(
+                "DELETE FROM inbox WHERE taken_at < ?", (self.time(self.clock() - age),)
+            )
+
+    async def waiting(self) -> int:
+        async with self.db.reading() as sql:
+            row = await sql.row("SELECT count(*) AS n FROM inbox")
+        return 0 if row is None else int(row["n"])
