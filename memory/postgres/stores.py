@@ -15,15 +15,15 @@ from memory.sql.vectors import SqlVectorIndex
 from memory.stores import StoreOptions
 
 if TYPE_CHECKING:
-    from memory.postgres.live_replies import PostgresLiveReplies
-    from memory.postgres.replicas import PostgresReplicas
     from memory.sql.actions import SqlActionLog
     from memory.sql.active_skills import SqlActiveSkills
     from memory.sql.daily_logs import SqlDailyLogs
     from memory.sql.events import SqlEventLog
     from memory.sql.inbox import SqlInbox
     from memory.sql.job_runs import SqlJobRuns
+    from memory.sql.live_replies import SqlLiveReplies
     from memory.sql.proposals import SqlProposalStore
+    from memory.sql.replicas import SqlReplicas
     from memory.sql.seen_events import SqlSeenEvents
     from memory.sql.slips import SqlModelSlips
 
@@ -79,10 +79,10 @@ class PostgresStores:
         return SqlSeenEvents(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def live_replies(self) -> PostgresLiveReplies:
-        from memory.postgres.live_replies import PostgresLiveReplies
+    def live_replies(self) -> SqlLiveReplies:
+        from memory.sql.live_replies import SqlLiveReplies
 
-        return PostgresLiveReplies(self.db, clock=self.options.clock)
+        return SqlLiveReplies(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def daily_logs(self) -> SqlDailyLogs:
@@ -109,10 +109,10 @@ class PostgresStores:
         return SqlInbox(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def replicas(self) -> PostgresReplicas:
-        from memory.postgres.replicas import PostgresReplicas
+    def replicas(self) -> SqlReplicas:
+        from memory.sql.replicas import SqlReplicas
 
-        return PostgresReplicas(self.db)
+        return SqlReplicas(self.db)
 
     async def close(self) -> None:
         await self.db.close()

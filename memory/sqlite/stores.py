@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     from memory.sql.events import SqlEventLog
     from memory.sql.inbox import SqlInbox
     from memory.sql.job_runs import SqlJobRuns
+    from memory.sql.live_replies import SqlLiveReplies
     from memory.sql.proposals import SqlProposalStore
+    from memory.sql.replicas import SqlReplicas
     from memory.sql.seen_events import SqlSeenEvents
     from memory.sql.slips import SqlModelSlips
-    from memory.sqlite.live_replies import SqliteLiveReplies
-    from memory.sqlite.replicas import SqliteReplicas
 
 
 class SqliteStores:
@@ -83,10 +83,10 @@ class SqliteStores:
         return SqlSeenEvents(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def live_replies(self) -> SqliteLiveReplies:
-        from memory.sqlite.live_replies import SqliteLiveReplies
+    def live_replies(self) -> SqlLiveReplies:
+        from memory.sql.live_replies import SqlLiveReplies
 
-        return SqliteLiveReplies(self.db, clock=self.options.clock)
+        return SqlLiveReplies(self.db, clock=self.options.clock)
 
     @functools.cached_property
     def daily_logs(self) -> SqlDailyLogs:
@@ -113,10 +113,10 @@ class SqliteStores:
         return SqlInbox(self.db, clock=self.options.clock)
 
     @functools.cached_property
-    def replicas(self) -> SqliteReplicas:
-        from memory.sqlite.replicas import SqliteReplicas
+    def replicas(self) -> SqlReplicas:
+        from memory.sql.replicas import SqlReplicas
 
-        return SqliteReplicas(self.db)
+        return SqlReplicas(self.db)
 
     async def close(self) -> None:
         await self.db.close()

@@ -11,7 +11,7 @@ from typing import Any
 from adapters.base import APPROVE, AWAITING_APPROVAL, SEARCHING, THINKING
 from bot.core.fallback import OFFLINE_NOTICE
 from bot.core.live_reply import CUT_SHORT
-from memory.sqlite.live_replies import SqliteLiveReplies
+from memory.sql.live_replies import SqlLiveReplies
 from tests.fakes.adapter import StreamingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
@@ -171,7 +171,7 @@ async def test_a_reply_a_crash_left_half_written_is_marked_at_the_next_start(
     restarted.sent = adapter.sent  # the same channel, seen again after the restart
     again = await start_harness(tmp_path, fake_ollama, clock, adapter=restarted)
     try:
-        unfinished = SqliteLiveReplies(again.bot.db).fetch_unfinished
+        unfinished = SqlLiveReplies(again.bot.db).fetch_unfinished
         async with asyncio.timeout(10):  # mended in the background, maybe before start returns
             while await unfinished("test"):  # noqa: ASYNC110 - the database has no event to wait on
                 await asyncio.sleep(0.01)
@@ -192,7 +192,7 @@ async def test_a_reply_is_recorded_while_it_streams_without_the_credentials_it_s
     try:
         async with asyncio.timeout(10):
             await adapter.held.wait()
-        [row] = await SqliteLiveReplies(h.bot.db).fetch_unfinished("test")
+        [row] = await SqlLiveReplies(h.bot.db).fetch_unfinished("test")
         assert "hunter2-Q7x" in adapter.sent[0].current  # shown, as the model wrote it
         assert row.shown.startswith("Log in with password: [REDACTED] and")
     finally:

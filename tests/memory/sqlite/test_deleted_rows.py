@@ -7,9 +7,9 @@ from __future__ import annotations
 from contextlib import closing
 from pathlib import Path
 
+from memory.sql.live_replies import SqlLiveReplies
 from memory.sqlite import driver
 from memory.sqlite.database import SqliteDatabase
-from memory.sqlite.live_replies import SqliteLiveReplies
 
 SHOWN = "the reply so far, with its Q7x-unmistakable-words"
 
@@ -18,7 +18,7 @@ async def test_a_deleted_row_leaves_nothing_in_the_file(tmp_path: Path) -> None:
     path = tmp_path / "lorebot.db"
     db = await SqliteDatabase.open(path)
     try:
-        replies = SqliteLiveReplies(db)
+        replies = SqlLiveReplies(db)
         await replies.record("test", {"channel_id": "C1"}, "m1", SHOWN)
         await replies.record("test", {"channel_id": "C1"}, "m2", "another reply")
         await replies.done("test", "m1")

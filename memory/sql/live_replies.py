@@ -9,58 +9,58 @@ from typing import Any
 
 from memory.clock import Clock, utc_now
 from memory.live_replies import LiveReplyRow
-from memory.postgres.database import PostgresDatabase
+from memory.sql.session import SqlDatabase
 from memory.storable import storable_json
 
 
-class PostgresLiveReplies:
+class SqlLiveReplies:
     """The `live_replies` table: a row per reply while it streams, gone once finished."""
 
-    def __init__(self, db: PostgresDatabase, *, clock: Clock = utc_now) -> None:
+    def __init__(self, db: SqlDatabase, *, clock: Clock = utc_now) -> None:
         self.db = db
         self.clock = clock
 
     async def record(
-        self,
-        platform: str,
-        conversation: Mapping[str, Any],
-        message_id: str,
-        shown: str,
+        self, platform: str, conversation: Mapping[str, Any], message_id: str, shown: str
     ) -> None:
         """Note what the reply `message_id` shows now."""
-        async with self.db.write() as conn:
-            await conn.execute(
+        async with self.db.transaction() as sql:
+            await sql.run(
                 "INSERT INTO live_replies (platform, conversation_json, message_id, shown, "
-                "updated_at) VALUES (%s, %s, %s, %s, %s) ON CONFLICT (platform, message_id) "
+                "updated_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (platform, message_id) "
                 "DO UPDATE SET shown = excluded.shown, updated_at = excluded.updated_at",
                 (
                     platform,
                     storable_json(dict(conversation), ensure_ascii=False),
                     message_id,
                     shown,
-                    self.clock(),
+                    self.db.dialect.time(self.clock()),
                 ),
             )
 
     async def done(self, platform: str, message_id: str) -> None:
         """The reply was finished (or mended): forget it."""
-        async with self.db.write() as conn:
-            await conn.execute(
-                "DELETE FROM live_replies WHERE platform = %s AND message_id = %s",
+        async with self.db.transaction() as sql:
+            await sql.run(
+                "DELETE FROM live_replies WHERE platform = ? AND message_id = ?",
                 (platform, message_id),
             )
 
     async def fetch_unfinished(self, platform: str) -> list[LiveReplyRow]:
         """Replies of `platform` a crash or a lost connection left unfinished, oldest first."""
-        found = await self.db.rows(
-            "SELECT id, platform, conversation_json, message_id, shown FROM live_replies "
-            "WHERE platform = %s ORDER BY id",
-            (platform,),
-        )
+        async with self.db.reading() as sql:
+            found = await sql.rows(
+                "SELECT id, platform, conversation_json, message_id, shown FROM live_replies "
+                "WHERE platform = ? ORDER BY id",
+                (platform,),
+            )
         return [
             LiveReplyRow(
-                r["id"], r["platform"], json.loads(r["conversation_json"]), r["message_id"],
-                r["shown"],
+                row["id"],
+                row["platform"],
+                json.loads(row["conversation_json"]),
+                row["message_id"],
+                row["shown"],
             )
-            for r in found
-        ]  # fmt: skip
+            for row in found
+        ]
