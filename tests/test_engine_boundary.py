@@ -1,5 +1,6 @@
-"""SQL lives in the engine packages only: no module of lorebot outside `memory/sqlite/`
-holds an SQL statement (the import contract keeps the drivers there too)."""
+"""SQL lives in the storage packages only: no module of lorebot outside `memory/sql/` (the
+stores, written once) and the engine packages holds an SQL statement (the import contract
+keeps the drivers in the engine packages too)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from tests.support.paths import ROOT
 
-ENGINES = (ROOT / "memory" / "sqlite", ROOT / "memory" / "postgres")
+ENGINES = (ROOT / "memory" / "sql", ROOT / "memory" / "sqlite", ROOT / "memory" / "postgres")
 STATEMENT = re.compile(
     r"\b(SELECT\s.*\bFROM\b|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
     r"CREATE\s+(TABLE|INDEX|VIRTUAL|TRIGGER)|PRAGMA\s+\w+|BEGIN\s+IMMEDIATE)",
