@@ -59,8 +59,9 @@ from memory.history_import import (  # noqa: E402
     iter_history,
     read_history,
 )
-from memory.sqlite.conversations import SqliteConversationLog  # noqa: E402
+from memory.sql.conversations import SqlConversationLog  # noqa: E402
 from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.message_search import SqliteMessageSearch  # noqa: E402
 
 CHANNELS = 40
 PEOPLE = 60
@@ -321,7 +322,9 @@ async def run_format(name: str, total: int, seed: int, workdir: Path) -> Result:
     read_s = time.perf_counter() - started
     db = await SqliteDatabase.open(folder / "bench.db")
     try:
-        log = SqliteConversationLog(db, secrets=("xoxb-bench-token-not-in-text",))
+        log = SqlConversationLog(
+            db, SqliteMessageSearch(db), secrets=("xoxb-bench-token-not-in-text",)
+        )
         started, cpu, reader = time.perf_counter(), time.process_time(), time.thread_time()
         imported = await log.import_messages(iter_history(export, Collector(ImportOptions())))
         import_s = time.perf_counter() - started

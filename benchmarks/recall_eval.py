@@ -49,13 +49,13 @@ from typing import Any
 from memory import NoteDraft, Scope, explicit, ranking
 from memory.conversations import LogEntry
 from memory.ranking import query_terms
+from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite import fts, term_stats
 from memory.sqlite import note_search as store_module
-from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import quote
-from memory.sqlite.message_search import search_messages
+from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.types import SUMMARY_MAX_CHARS, Category, slugify
@@ -128,7 +128,7 @@ async def build(half: str, path: Path, embedder: Embedder | None) -> HalfStore:
     async with db.conn.execute("SELECT id, source FROM notes") as cursor:
         note_key = {int(r[0]): str(r[1]) for r in await cursor.fetchall()}
     now = [datetime.now(UTC)]
-    log = SqliteConversationLog(db, clock=lambda: now[0])
+    log = SqlConversationLog(db, SqliteMessageSearch(db), clock=lambda: now[0])
     message_key: dict[int, str] = {}
     for t in turns:
         now[0] = datetime.fromisoformat(t["at"].replace("Z", "+00:00"))
@@ -254,13 +254,15 @@ def note_rankers(hs: HalfStore) -> dict[str, Ranker]:
 
 
 def message_rankers(hs: HalfStore) -> dict[str, Ranker]:
+    log = SqlConversationLog(hs.db, SqliteMessageSearch(hs.db))
+
     async def reference(q: Question) -> list[str]:
         return [hs.message_key[i] for i in await plain_bm25(hs.db, "ref_messages", q.text)]
 
     def lorebot(vectors: bool) -> Ranker:
         async def rank(q: Question) -> list[str]:
-            hits = await search_messages(
-                hs.db.conn, query_terms(q.text), hs.visibility, k=K,
+            hits = await log.search(
+                q.text, hs.visibility, k=K,
                 vectors=hs.vectors if vectors else None,
                 vector=hs.qvec[q.id] if vectors else None,
             )  # fmt: skip

@@ -46,13 +46,13 @@ from memory import NoteDraft, Scope, Viewer, ranking, visibility_for
 from memory.conversations import LogEntry
 from memory.embeddings import EmbeddingState
 from memory.ranking import query_terms
+from memory.sql.conversations import SqlConversationLog
 from memory.sql.vector_tables import store_vectors, write_state
 from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite import fts, message_search
-from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import match_terms
-from memory.sqlite.message_search import search_messages
+from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.types import Category
@@ -124,7 +124,7 @@ class EvalStore:
     db: SqliteDatabase
     words: SqliteNoteStore  # no vectors: FTS5 alone
     hybrid: SqliteNoteStore
-    log: SqliteConversationLog
+    log: SqlConversationLog
     vectors: SqlVectorIndex
     note_key: dict[int, str]  # note id -> eval id
     message_key: dict[int, str]
@@ -155,7 +155,7 @@ async def build(path: Path, embedder: MiniLMEmbedder) -> EvalStore:
             x for x in await words.list_notes(Scope.parse(n["scope"])) if x.topic == n["topic"]
         ]
         note_key[note.id] = n["id"]
-    log = SqliteConversationLog(db)
+    log = SqlConversationLog(db, SqliteMessageSearch(db))
     message_key = {}
     for m in read_jsonl("messages.jsonl"):
         entry = LogEntry(m["role"], m["text"], m["author_id"], m["author"])
@@ -290,8 +290,8 @@ async def message_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[s
             ranking.BEFORE_WEIGHT, ranking.AUTHOR_WEIGHT = context, author
             ranking.AFTER_WEIGHT = after
             ranking.MESSAGE_KEYWORD_WEIGHT = weight if weight is not None else MESSAGE_WEIGHT
-            hits = await search_messages(
-                es.db.conn, query_terms(q.text), q.visibility, k=K, vectors=es.vectors,
+            hits = await es.log.search(
+                q.text, q.visibility, k=K, vectors=es.vectors if vector else None,
                 vector=qvec[q.id] if vector else None, fusion=method,
             )  # fmt: skip
             return [es.message_key[h.id] for h in hits]

@@ -7,10 +7,11 @@ import functools
 from typing import TYPE_CHECKING
 
 from memory.embedder import Embedder
-from memory.postgres.conversations import PostgresConversationLog
 from memory.postgres.database import PostgresDatabase
+from memory.postgres.message_search import PostgresMessageSearch
 from memory.postgres.notes import PostgresNoteStore
 from memory.postgres.vector_tables import PostgresVectorTables
+from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
 from memory.stores import StoreOptions
 
@@ -37,7 +38,9 @@ class PostgresStores:
         self.db = db
         self.options = options
         self.vectors = SqlVectorIndex(db, embedder, PostgresVectorTables(db))
-        self.log = PostgresConversationLog(db, clock=options.clock, secrets=options.secrets)
+        self.log = SqlConversationLog(
+            db, PostgresMessageSearch(db), clock=options.clock, secrets=options.secrets
+        )
         self.notes = PostgresNoteStore(
             db,
             clock=options.clock,

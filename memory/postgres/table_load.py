@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from memory.clock import from_utc_text
 from memory.engine_copy import TABLES, TableSource
 from memory.errors import StoreError
-from memory.postgres.conversations import index_messages_from
 from memory.postgres.database import Connection, PostgresDatabase, shown_url
+from memory.postgres.message_search import index_messages_from
 from memory.storable import storable_json_text
 
 

@@ -1,5 +1,5 @@
-"""Searching past messages: a word index with each message's neighbours and author, fused
-with message vectors when they are on.
+"""Searching past messages on SQLite: the conversation log's word index (FTS5), the side of
+`memory.sql.conversations` that is SQLite's own.
 
 A message is indexed with the text of the message before it and the message after it in
 its conversation, each in a column of its own at a lower weight, so a short reply ("yep,
@@ -14,21 +14,75 @@ person's own DMs; never another person's or another channel's.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import aiosqlite
 
 from memory import ranking
-from memory.conversations import MessageHit
-from memory.ranking import Method, fuse
+from memory.conversations import PastMessage
+from memory.ranking import query_terms
+from memory.sql.conversations import LOG_MESSAGE
+from memory.sql.session import Params, Session
+from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import bm25_call, match_terms
+from memory.sqlite.message_import import IMPORT_BATCH, import_messages
+from memory.sqlite.session import session_of
 from memory.sqlite.vector_tables import PREVIOUS_CHARS
 from memory.types import Scope
-from memory.vectors import MESSAGE, VectorIndex
 from memory.visibility import Visibility, explicit, scope_keys, scope_match
 
 _COLUMNS = "content context_before context_after author"
+
+
+class SqliteMessageSearch:
+    """The `messages_fts` index of the conversation log (`memory.sql.conversations`)."""
+
+    def __init__(self, db: SqliteDatabase, *, import_batch: int = IMPORT_BATCH) -> None:
+        self.db = db
+        self.import_batch = import_batch  # messages per batch of an import
+
+    async def add(
+        self, sql: Session, conversation: str, scope: str, rows: Sequence[Params]
+    ) -> None:
+        await sql.run_many(LOG_MESSAGE, rows)
+        if scope:
+            await index_new(session_of(sql).conn, conversation, scope)
+
+    async def rank(self, query: str, visibility: Visibility, limit: int) -> list[tuple[int, float]]:
+        words = match_terms(query_terms(query), columns=_COLUMNS)
+        if words is None:
+            return []
+        # Only the conversation's own scopes: no public keys of anyone's DMs.
+        match = f"{scope_match(explicit(visibility.full))} AND {words}"
+        weights = (
+            ranking.CONTENT_WEIGHT,
+            ranking.BEFORE_WEIGHT,
+            ranking.AFTER_WEIGHT,
+            ranking.AUTHOR_WEIGHT,
+        )
+        async with self.db.conn.execute(
+            f"SELECT rowid, {bm25_call('messages_fts', weights)} AS score FROM messages_fts "
+            "WHERE messages_fts MATCH ? ORDER BY score LIMIT ?",
+            (match, limit),
+        ) as cursor:
+            return [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
+
+    async def index_older(self) -> int:
+        """What is unindexed is read again under the write lock: another process (the
+        daemon, beside a one-shot command) may have logged and indexed a message since the
+        first look."""
+        _, pending = await _unindexed(self.db.conn)
+        if not pending:
+            return 0
+        async with self.db.write() as conn:
+            indexed, conversations = await _unindexed(conn)
+            for conversation, scope in conversations:
+                await index_new(conn, conversation, scope, after=indexed)
+        return len(conversations)
+
+    async def import_messages(self, messages: Iterable[PastMessage], secrets: Sequence[str]) -> int:
+        return await import_messages(self.db, messages, secrets, batch=self.import_batch)
 
 
 async def index_new(
@@ -47,14 +101,14 @@ async def index_new(
         "AS p WHERE p.conversation = ? AND p.scope = ? AND p.id <= ?)",
         (conversation, scope, PREVIOUS_CHARS, conversation, scope, after),
     )
+    keys = scope_keys(Scope.parse(scope), True)
     await conn.execute(
         "INSERT INTO messages_fts (rowid, content, context_before, context_after, author, "
         f"scope_keys) SELECT m.id, m.content, {_NEIGHBOUR.format(op='<', order='DESC')}, "
         f"{_NEIGHBOUR.format(op='>', order='')}, m.author_name, ? FROM messages AS m "
         "WHERE m.conversation = ? AND m.scope = ? AND m.id > ?",
-        (PREVIOUS_CHARS, PREVIOUS_CHARS, scope_keys(Scope.parse(scope), True), conversation,
-         scope, after),
-    )  # fmt: skip
+        (PREVIOUS_CHARS, PREVIOUS_CHARS, keys, conversation, scope, after),
+    )
 
 
 # The text of the message just before or after m in its conversation, cut, or ''. Within
@@ -66,62 +120,18 @@ _NEIGHBOUR = (
 )
 
 
+async def _unindexed(conn: aiosqlite.Connection) -> tuple[int, list[tuple[str, str]]]:
+    """The last indexed message id and the conversations with messages after it."""
+    indexed = int(await _scalar(conn, "SELECT coalesce(max(rowid), 0) FROM messages_fts"))
+    async with conn.execute(
+        "SELECT DISTINCT conversation, scope FROM messages WHERE id > ? AND scope != ''",
+        (indexed,),
+    ) as cursor:
+        conversations = [(r[0], r[1]) for r in await cursor.fetchall()]
+    return indexed, conversations
+
+
 async def _scalar(conn: aiosqlite.Connection, sql: str) -> Any:
     async with conn.execute(sql) as cursor:
         row = await cursor.fetchone()
     return None if row is None else row[0]
-
-
-async def search_messages(
-    conn: aiosqlite.Connection,
-    terms: Sequence[str],
-    visibility: Visibility,
-    *,
-    k: int = 5,
-    vectors: VectorIndex | None = None,
-    vector: Sequence[float] | None = None,
-    fusion: Method = "weighted",
-) -> list[MessageHit]:
-    """The k messages best matching `terms` (and `vector`) in the conversation's scopes."""
-    scopes = [str(s) for s in visibility.full]
-    if not scopes or k <= 0:
-        return []
-    keyword: list[tuple[int, float]] = []
-    words = match_terms(list(terms), columns=_COLUMNS)
-    if words is not None:
-        # Only the conversation's own scopes: no public keys of anyone's DMs.
-        match = f"{scope_match(explicit(visibility.full))} AND {words}"
-        weights = (
-            ranking.CONTENT_WEIGHT,
-            ranking.BEFORE_WEIGHT,
-            ranking.AFTER_WEIGHT,
-            ranking.AUTHOR_WEIGHT,
-        )
-        async with conn.execute(
-            f"SELECT rowid, {bm25_call('messages_fts', weights)} AS score FROM messages_fts "
-            "WHERE messages_fts MATCH ? ORDER BY score LIMIT ?",
-            (match, max(k * 4, ranking.FUSION_POOL)),
-        ) as cursor:
-            keyword = [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
-    near: list[tuple[int, float]] = []
-    if vector is not None and vectors is not None:
-        near = await vectors.nearest(MESSAGE, vector, visibility, max(k * 4, ranking.FUSION_POOL))
-    ranked = fuse(keyword, near, fusion, ranking.MESSAGE_KEYWORD_WEIGHT)
-    return await _read(conn, ranked, scopes, k)
-
-
-async def _read(
-    conn: aiosqlite.Connection, ranked: Sequence[tuple[int, float]], scopes: list[str], k: int
-) -> list[MessageHit]:
-    if not ranked:
-        return []
-    ids = [i for i, _ in ranked]
-    marks, scope_marks = ", ".join("?" for _ in ids), ", ".join("?" for _ in scopes)
-    async with conn.execute(
-        "SELECT id, conversation, scope, role, author_name, content, created_at, link "
-        f"FROM messages WHERE id IN ({marks}) AND scope IN ({scope_marks})",
-        (*ids, *scopes),
-    ) as cursor:
-        found: dict[int, Any] = {r[0]: r for r in await cursor.fetchall()}
-    best = [(found[i], score) for i, score in ranked if i in found][:k]
-    return [MessageHit(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], s) for r, s in best]

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memory.embedder import Embedder
+from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
-from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.stores import StoreOptions
@@ -48,7 +49,9 @@ class SqliteStores:
             vectors=self.vectors,
             secrets=options.secrets,
         )
-        self.log = SqliteConversationLog(db, clock=options.clock, secrets=options.secrets)
+        self.log = SqlConversationLog(
+            db, SqliteMessageSearch(db), clock=options.clock, secrets=options.secrets
+        )
 
     # Each below imports its module when first asked for (see the module's docstring).
 

@@ -17,9 +17,10 @@ from bot.model.ollama import OllamaEmbedder
 from memory.conversations import LogEntry, PastMessage
 from memory.errors import InvalidInput
 from memory.history_import import ImportOptions, read_history
+from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
-from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.vector_tables import SqliteVectorTables
 from tests.fakes.ollama import FakeOllama
 from tests.support.history import (
@@ -530,7 +531,7 @@ async def test_imported_messages_are_queued_for_vectors_like_live_ones(
         vectors = SqlVectorIndex(db, embedder, SqliteVectorTables(db))
         await vectors.prepare()
         export = read_history(write_discord(tmp_path / "d"), ImportOptions())
-        log = SqliteConversationLog(db)
+        log = SqlConversationLog(db, SqliteMessageSearch(db))
         assert await log.import_messages(export.messages) == 3
         assert await vectors.pending() == 3
         assert await vectors.backfill() == 3
@@ -577,12 +578,12 @@ async def test_imported_messages_are_indexed_exactly_as_live_ones(tmp_path: Path
     for name, bulk in (("imported", True), ("live", False)):
         db = await SqliteDatabase.open(tmp_path / f"{name}.db")
         try:
-            log = SqliteConversationLog(db)
+            log = SqlConversationLog(db, SqliteMessageSearch(db, import_batch=3))
             # A conversation that already has a message: it gets its new neighbour.
             await log.append(general, [LogEntry("user", "deploying now", "user:slack/cy", "cy")],
                              scope="channel:slack/C1")  # fmt: skip
             if bulk:
-                assert await log.import_messages(messages, batch=3) == len(messages)
+                assert await log.import_messages(messages) == len(messages)
             for m in [] if bulk else messages:
                 entry = LogEntry("user", m.content, m.author, m.author_name)
                 await log.append(m.conversation, [entry], scope=m.scope)
@@ -605,12 +606,12 @@ async def test_a_failure_while_reading_leaves_nothing_even_mid_write(tmp_path: P
 
     db = await SqliteDatabase.open(tmp_path / "m.db")
     try:
-        log = SqliteConversationLog(db)
+        log = SqlConversationLog(db, SqliteMessageSearch(db, import_batch=2))
         with pytest.raises(InvalidInput, match="field 'ts'"):
-            await log.import_messages(reading(), batch=2)
+            await log.import_messages(reading())
         assert await db.scalar("SELECT count(*) FROM messages") == 0
         assert await db.scalar("SELECT count(*) FROM messages_fts") == 0
-        assert await log.import_messages(messages, batch=2) == 9  # and the next one works
+        assert await log.import_messages(messages) == 9  # and the next one works
     finally:
         await db.close()
 

@@ -13,10 +13,11 @@ import pytest_asyncio
 from bot.model.ollama import OllamaEmbedder
 from memory import Scope, Viewer, explicit, visibility_for
 from memory.conversations import ConversationLog, LogEntry, MessageHit
+from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
-from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.driver import sqlite_module
+from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.migrations import MIGRATIONS
 from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.vectors import MESSAGE
@@ -58,10 +59,10 @@ async def log(engine_stores: Any) -> ConversationLog:
 
 
 @pytest_asyncio.fixture
-async def sqlite_log(db_path: Path, clock: FakeClock) -> AsyncIterator[SqliteConversationLog]:
+async def sqlite_log(db_path: Path, clock: FakeClock) -> AsyncIterator[SqlConversationLog]:
     db = await SqliteDatabase.open(db_path)
     try:
-        yield SqliteConversationLog(db, clock=clock)
+        yield SqlConversationLog(db, SqliteMessageSearch(db), clock=clock)
     finally:
         await db.close()
 
@@ -211,7 +212,7 @@ async def test_older_messages_are_indexed_once_after_the_upgrade(
     make_v5_database(db_path)
     db = await SqliteDatabase.open(db_path)
     try:
-        log = SqliteConversationLog(db, clock=clock)
+        log = SqlConversationLog(db, SqliteMessageSearch(db), clock=clock)
         assert await log.search("gateway", IN_C1) == []  # migrated, not indexed yet
 
         assert await log.index_older_messages() == 2  # conversations
@@ -233,7 +234,7 @@ async def test_older_messages_are_indexed_once_after_the_upgrade(
         await db.close()
 
 
-async def test_messages_without_index_rows_are_indexed(sqlite_log: SqliteConversationLog) -> None:
+async def test_messages_without_index_rows_are_indexed(sqlite_log: SqlConversationLog) -> None:
     log = sqlite_log
     await log.append("slack/C1/t0", [priya("first thread")], scope=str(C1))
     # Rows written without the index, as by a lorebot older than message search.
@@ -272,7 +273,7 @@ async def test_message_vectors_never_cross_channels_or_dms(
     try:
         vectors = SqlVectorIndex(db, embedder, SqliteVectorTables(db))
         await vectors.prepare()
-        log = SqliteConversationLog(db, clock=clock)
+        log = SqlConversationLog(db, SqliteMessageSearch(db), clock=clock)
         places = {
             "C1": ("slack/C1/t", C1, ALICE),
             "C2": ("slack/C2/t", C2, ALICE),

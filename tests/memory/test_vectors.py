@@ -26,9 +26,10 @@ from memory.conversations import LogEntry
 from memory.embeddings import EmbeddingState, note_text
 from memory.errors import EmbeddingMismatch
 from memory.ranking import fuse, rrf, weighted
+from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
-from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.reembed import reembed
 from memory.sqlite.vector_tables import SqliteVectorTables
@@ -340,7 +341,7 @@ async def snapshot(db: SqliteDatabase) -> dict[str, Any]:
 async def fill(recall: Recall) -> None:
     for n in range(3):
         await recall.save(NoteDraft(C1, f"note-{n}", f"summary {n}"))
-    log = SqliteConversationLog(recall.db, clock=recall.clock)
+    log = SqlConversationLog(recall.db, SqliteMessageSearch(recall.db), clock=recall.clock)
     await log.append("slack/C1/t1", [LogEntry("user", "hello", "user:slack/UALICE", "Alice"),
                                      LogEntry("assistant", "hi")], scope=str(C1))  # fmt: skip
     await recall.vectors.backfill()

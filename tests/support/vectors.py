@@ -8,9 +8,10 @@ from pathlib import Path
 from bot.model.ollama import OllamaEmbedder
 from memory import NoteDraft, Scope
 from memory.conversations import LogEntry
+from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
-from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
 from tests.fakes.ollama import FakeOllama
@@ -31,7 +32,7 @@ async def fill(path: Path, fake: FakeOllama, *, embed: int) -> None:
         store = SqliteNoteStore(db, vectors=vectors)
         for n in range(NOTES):
             await store.save(NoteDraft(C1, f"gateway-{n}", f"gateway fact {n}"), actor="test")
-        await SqliteConversationLog(db).append("slack/C1/t", [
+        await SqlConversationLog(db, SqliteMessageSearch(db)).append("slack/C1/t", [
             LogEntry("user", f"the gateway moved, part {n}", "user:slack/UP", "Priya")
             for n in range(3)
         ], scope=str(C1))  # fmt: skip

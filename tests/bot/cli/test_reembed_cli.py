@@ -22,9 +22,10 @@ from memory import NoteDraft, Scope, Viewer, explicit, visibility_for
 from memory.conversations import LogEntry
 from memory.embeddings import EmbeddingState, note_text
 from memory.errors import EmbeddingMismatch
+from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
-from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.vectors import MESSAGE, NOTE
@@ -101,7 +102,7 @@ async def fill(path: Path, fake: FakeOllama, clock: FakeClock, *, model: str | N
             scope = ALICE if n % 5 == 4 else C1
             await store.save(NoteDraft(scope, f"note-{n:02d}", f"summary of item n{n:02d}",
                                        body=f"body of n{n:02d}"), actor="test")  # fmt: skip
-        log = SqliteConversationLog(db, clock=clock)
+        log = SqlConversationLog(db, SqliteMessageSearch(db), clock=clock)
         await log.append("slack/C1/1700000000.000100", [
             LogEntry("user", "m00 which port does the gateway listen on?", "user:slack/UP",
                      "Priya"),

@@ -27,9 +27,10 @@ from memory import Scope, Viewer, Visibility, visibility_for
 from memory.conversations import LogEntry
 from memory.embeddings import message_text, note_text
 from memory.errors import EmbeddingMismatch
-from memory.postgres.conversations import PostgresConversationLog
 from memory.postgres.database import PostgresDatabase
+from memory.postgres.message_search import PostgresMessageSearch
 from memory.postgres.vector_tables import PostgresVectorTables
+from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
 from memory.vectors import MESSAGE, NOTE, Coverage
 from tests.fakes.ollama import FakeOllama
@@ -275,7 +276,7 @@ async def test_a_dm_note_and_another_channels_never_reach_a_channel(pg: Pg) -> N
 
 async def test_messages_are_found_only_in_the_conversations_own_scopes(pg: Pg) -> None:
     pg.fake.vectors_containing["gateway"] = unit(4)
-    log = PostgresConversationLog(pg.db)
+    log = SqlConversationLog(pg.db, PostgresMessageSearch(pg.db))
     await log.append("slack/C1/t", [LogEntry("user", "the gateway moved", "user:slack/UALICE",
                                              "Alice")], scope=str(C1))  # fmt: skip
     await log.append("slack/C2/t", [LogEntry("user", "our gateway too", "user:slack/UBOB",
@@ -401,7 +402,7 @@ async def test_another_embedding_model_stops_with_the_database_untouched(
 ) -> None:
     for n in range(3):
         await pg.note(C1, f"note-{n}", f"summary {n}")
-    await PostgresConversationLog(pg.db).append(
+    await SqlConversationLog(pg.db, PostgresMessageSearch(pg.db)).append(
         "slack/C1/t", [LogEntry("user", "hello", "user:slack/UALICE", "Alice")], scope=str(C1)
     )
     await pg.index.backfill()

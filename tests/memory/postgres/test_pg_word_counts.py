@@ -112,7 +112,7 @@ async def test_a_search_while_another_turn_records_messages_still_counts_its_wor
     under 10 concurrent conversations)."""
     stores = await open_engine("postgresql", postgres_server.new_database(), StoreOptions())
     try:
-        stats = stores.log.word_stats  # type: ignore[attr-defined]
+        stats = stores.log.index.word_stats  # type: ignore[attr-defined]
         pooled = stats.db.connection
 
         @contextlib.asynccontextmanager

@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from memory.conversations import PastMessage
-from memory.sqlite.conversations import SqliteConversationLog
+from memory.sql.conversations import SqlConversationLog
 from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.transfer import import_notes, read_source
 from tests.support.clock import FakeClock
@@ -38,9 +39,9 @@ async def stored(path: Path, batch: int) -> list[list[Any]]:
     messages = [past(n) for n in range(BIG_BATCH + 100)]
     db = await SqliteDatabase.open(path)
     try:
-        log = SqliteConversationLog(db)
-        assert await log.import_messages(messages, batch=batch) == len(messages)
-        assert await log.import_messages(messages, batch=batch) == 0
+        log = SqlConversationLog(db, SqliteMessageSearch(db, import_batch=batch))
+        assert await log.import_messages(messages) == len(messages)
+        assert await log.import_messages(messages) == 0
         found = []
         for table in ("messages", "messages_fts"):
             async with db.conn.execute(f"SELECT rowid, * FROM {table} ORDER BY rowid") as cur:

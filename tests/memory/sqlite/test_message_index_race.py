@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from memory.conversations import LogEntry
-from memory.sqlite.conversations import SqliteConversationLog
+from memory.sql.conversations import SqlConversationLog
 from memory.sqlite.database import SqliteDatabase
+from memory.sqlite.message_search import SqliteMessageSearch
 
 CHANNEL = "channel:slack/C1"
 
@@ -26,7 +27,10 @@ async def test_indexing_older_messages_beside_a_daemon_that_logs_indexes_each_on
     daemon_db = await SqliteDatabase.open(path)
     shell_db = await SqliteDatabase.open(path)
     try:
-        daemon, shell = SqliteConversationLog(daemon_db), SqliteConversationLog(shell_db)
+        daemon, shell = (
+            SqlConversationLog(daemon_db, SqliteMessageSearch(daemon_db)),
+            SqlConversationLog(shell_db, SqliteMessageSearch(shell_db)),
+        )
         # A message of an older lorebot, stored without its index row.
         async with daemon_db.write() as conn:
             await conn.execute(

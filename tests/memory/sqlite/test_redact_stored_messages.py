@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memory.sql.conversations import SqlConversationLog
 from memory.sqlite import driver
-from memory.sqlite.conversations import SqliteConversationLog
 from memory.sqlite.database import SqliteDatabase
-from memory.sqlite.message_search import index_new
+from memory.sqlite.message_search import SqliteMessageSearch, index_new
 from memory.sqlite.migrations import MIGRATIONS
 from memory.types import Scope
 from memory.visibility import explicit
@@ -48,7 +48,7 @@ async def _older_database(path: Path) -> None:
         await conn.close()
 
 
-async def _found(log: SqliteConversationLog, query: str) -> list[str]:
+async def _found(log: SqlConversationLog, query: str) -> list[str]:
     hits = await log.search(query, explicit((Scope.parse(CHANNEL),)), k=10)
     return [hit.content for hit in hits]
 
@@ -58,7 +58,7 @@ async def test_opening_an_older_database_redacts_its_stored_credentials(tmp_path
     await _older_database(path)
     db = await SqliteDatabase.open(path)
     try:
-        log = SqliteConversationLog(db)
+        log = SqlConversationLog(db, SqliteMessageSearch(db))
         history = await log.fetch_history("slack/C1/")
         assert [e.content for e in history.entries] == [
             LINES[0],
@@ -89,7 +89,7 @@ async def test_a_database_with_nothing_to_redact_keeps_its_index(tmp_path: Path)
     db = await SqliteDatabase.open(path)
     try:
         assert await db.scalar("PRAGMA user_version") > 11
-        found = await _found(SqliteConversationLog(db), "deploy")
+        found = await _found(SqlConversationLog(db, SqliteMessageSearch(db)), "deploy")
         assert sorted(found) == sorted([LINES[0], LINES[2]])
     finally:
         await db.close()

@@ -1,0 +1,230 @@
+"""The conversation log (`memory.conversations`): each conversation's history and its
+compactions, and the search over past messages, stored with credentials and the bot's
+configured secrets redacted.
+
+Searching by words is each engine's own (FTS5 on SQLite, a `tsvector` ranked by bm25 in SQL
+on PostgreSQL), and so are the writes that its index must follow: an engine passes its
+`MessageSearch` in. What is found by words is fused here with what message vectors find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from memory import ranking
+from memory.clock import Clock, utc_now
+from memory.conversations import (
+    History,
+    HistoryEntry,
+    LogEntry,
+    LoggedMessage,
+    MessageHit,
+    PastMessage,
+)
+from memory.ranking import Method, fuse
+from memory.redaction import redact
+from memory.sql.session import Params, Session, SqlDatabase, marks
+from memory.vectors import MESSAGE, VectorIndex
+from memory.visibility import Visibility
+
+# One message as a turn logs it (the rows `MessageSearch.add` stores).
+LOG_MESSAGE = (
+    "INSERT INTO messages (conversation, role, content, author, author_name, scope, link, "
+    "created_at, prompt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+class MessageSearch(Protocol):
+    """An engine's index of past messages by their words, and the writes it follows. A
+    message is indexed with its neighbours in its conversation and scope, and its author."""
+
+    async def add(
+        self, sql: Session, conversation: str, scope: str, rows: Sequence[Params]
+    ) -> None:
+        """Store `rows` of `LOG_MESSAGE` (messages of `conversation`, oldest first) in the
+        transaction `sql`, and when `scope` is set index them, and the message before them
+        again (its next message changed)."""
+        ...
+
+    async def rank(self, query: str, visibility: Visibility, limit: int) -> list[tuple[int, float]]:
+        """(message id, score) of the messages best matching the words of `query` in the
+        conversation's own scopes (no one's public notes: messages only), best first."""
+        ...
+
+    async def index_older(self) -> int:
+        """Index the scoped messages that have no index row yet; how many conversations
+        had some."""
+        ...
+
+    async def import_messages(self, messages: Iterable[PastMessage], secrets: Sequence[str]) -> int:
+        """Store and index past messages in one transaction, their text redacted (with
+        `secrets`), once per source id and scope; how many were new."""
+        ...
+
+
+class SqlConversationLog:
+    """Per-conversation history, compaction summaries and the search over past messages."""
+
+    def __init__(
+        self,
+        db: SqlDatabase,
+        index: MessageSearch,
+        *,
+        clock: Clock = utc_now,
+        secrets: Iterable[str] = (),
+    ) -> None:
+        self.db = db
+        self.index = index
+        self.clock = clock
+        self.secrets = tuple(secrets)
+
+    async def append(
+        self, conversation: str, entries: Sequence[LogEntry], *, scope: str = "", link: str = ""
+    ) -> None:
+        if not entries:
+            return
+        now = self.db.dialect.time(self.clock())
+        rows = [
+            (
+                conversation,
+                e.role,
+                redact(e.content, self.secrets),
+                e.author,
+                e.author_name,
+                scope,
+                link,
+                now,
+                redact(e.prompt, self.secrets) if e.prompt else "",
+            )
+            for e in entries
+        ]
+        async with self.db.transaction() as sql:
+            await self.index.add(sql, conversation, scope, rows)
+
+    async def import_messages(self, messages: Iterable[PastMessage]) -> int:
+        """Add past messages in one transaction, redacted and indexed as live ones are.
+        Each conversation's messages should come oldest first: history, and the neighbours
+        a message is searched with, follow the order they are stored in."""
+        return await self.index.import_messages(messages, self.secrets)
+
+    async def search(
+        self,
+        query: str,
+        visibility: Visibility,
+        *,
+        k: int = 5,
+        vectors: VectorIndex | None = None,
+        vector: Sequence[float] | None = None,
+        fusion: Method = "weighted",
+    ) -> list[MessageHit]:
+        """Past messages matching `query` in the conversation's own scopes, best first
+        (`fusion` is for the benchmarks that compare ways to fuse the rankings)."""
+        scopes = [str(s) for s in visibility.full]  # no one's public notes: messages only
+        if not scopes or k <= 0:
+            return []
+        if vector is None and vectors is not None and vectors.enabled:
+            vector = await vectors.query_vector(query)
+        pool = max(k * 4, ranking.FUSION_POOL)
+        keyword = await self.index.rank(query, visibility, pool)
+        near: list[tuple[int, float]] = []
+        if vector is not None and vectors is not None:
+            near = await vectors.nearest(MESSAGE, vector, visibility, pool)
+        ranked = fuse(keyword, near, fusion, ranking.MESSAGE_KEYWORD_WEIGHT)
+        return await self._read(ranked, scopes, k)
+
+    async def _read(
+        self, ranked: Sequence[tuple[int, float]], scopes: list[str], k: int
+    ) -> list[MessageHit]:
+        if not ranked:
+            return []
+        ids = [i for i, _ in ranked]
+        async with self.db.reading() as sql:
+            rows = await sql.rows(
+                "SELECT id, conversation, scope, role, author_name, content, created_at, link "
+                f"FROM messages WHERE id IN ({marks(len(ids))}) "
+                f"AND scope IN ({marks(len(scopes))})",
+                (*ids, *scopes),
+            )
+        found = {r["id"]: r for r in rows}
+        best = [(found[i], score) for i, score in ranked if i in found][:k]
+        time_text = self.db.dialect.time_text
+        return [
+            MessageHit(
+                r["id"],
+                r["conversation"],
+                r["scope"],
+                r["role"],
+                r["author_name"],
+                r["content"],
+                time_text(r["created_at"]),
+                r["link"],
+                score,
+            )
+            for r, score in best
+        ]
+
+    async def index_older_messages(self) -> int:
+        return await self.index.index_older()
+
+    async def fetch_history(self, conversation: str, limit: int = 60) -> History:
+        """The latest summary and up to `limit` most recent messages after it, oldest first.
+        Imported history is not part of it: it is recalled, and older than the dialogue
+        it may be stored after."""
+        async with self.db.reading() as sql:
+            summary = await sql.row(
+                "SELECT up_to_message_id, content FROM summaries WHERE conversation = ? "
+                "ORDER BY id DESC LIMIT 1",
+                (conversation,),
+            )
+            after, text = (summary["up_to_message_id"], summary["content"]) if summary else (0, "")
+            found = await sql.rows(
+                "SELECT id, role, author, content, prompt FROM messages WHERE conversation = ? "
+                "AND id > ? AND source_id IS NULL ORDER BY id DESC LIMIT ?",
+                (conversation, after, limit),
+            )
+        entries = [
+            HistoryEntry(r["id"], r["role"], r["author"], r["content"], r["prompt"]) for r in found
+        ]
+        return History(text, tuple(reversed(entries)))
+
+    async def compact(self, conversation: str, up_to_message_id: int, summary: str) -> None:
+        async with self.db.transaction() as sql:
+            await sql.run(
+                "INSERT INTO summaries (conversation, up_to_message_id, content, created_at) "
+                "VALUES (?, ?, ?, ?)",
+                (conversation, up_to_message_id, summary, self.db.dialect.time(self.clock())),
+            )
+
+    async def fetch_messages_between(self, start: datetime, end: datetime) -> list[LoggedMessage]:
+        """Every message lorebot logged in [start, end) (imported history is not a
+        conversation with lorebot), by conversation then time."""
+        time = self.db.dialect.time
+        async with self.db.reading() as sql:
+            found = await sql.rows(
+                "SELECT conversation, role, author, content, created_at FROM messages "
+                "WHERE created_at >= ? AND created_at < ? AND source_id IS NULL "
+                "ORDER BY conversation, id",
+                (time(start), time(end)),
+            )
+        time_text = self.db.dialect.time_text
+        return [
+            LoggedMessage(
+                r["conversation"], r["role"], r["author"], r["content"], time_text(r["created_at"])
+            )
+            for r in found
+        ]
+
+    async def count_questions(
+        self, conversation_prefix: str, start: datetime, end: datetime
+    ) -> int:
+        time = self.db.dialect.time
+        async with self.db.reading() as sql:
+            row = await sql.row(
+                "SELECT count(*) AS n FROM messages WHERE role = 'user' "
+                "AND substr(conversation, 1, ?) = ? AND created_at >= ? AND created_at < ? "
+                "AND source_id IS NULL",
+                (len(conversation_prefix), conversation_prefix, time(start), time(end)),
+            )
+        return 0 if row is None else int(row["n"])
