@@ -12,7 +12,7 @@ from typing import Any
 
 from memory.clock import Clock, utc_now
 from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, new_token, platform_of, read_payload
-from memory.sql.session import SqlDatabase, marks
+from memory.sql.session import SqlDatabase, Statement, marks
 from memory.storable import storable_json
 
 
@@ -29,10 +29,15 @@ class SqlInbox:
     ) -> Taken:
         now = self.time(self.clock())
         async with self.db.transaction() as sql:
-            if await sql.row("SELECT key FROM seen_events WHERE key = ?", (key,)) is not None:
+            found = await sql.row(
+                "SELECT (SELECT count(*) FROM seen_events WHERE key = ?) AS seen, "
+                "(SELECT count(*) FROM inbox) AS waiting",
+                (key,),
+            )
+            assert found is not None
+            if found["seen"]:
                 return "duplicate"
-            count = await sql.row("SELECT count(*) AS n FROM inbox")
-            if count is not None and count["n"] >= limit:
+            if found["waiting"] >= limit:
                 return "full"
             # A concurrent delivery of the same event waits here for the first to commit
             # (on PostgreSQL; SQLite's write transaction has the database to itself).
@@ -51,77 +56,101 @@ class SqlInbox:
 
     async def claim(self, conversation: str, holder: str) -> bool:
         now = self.clock()
-        async with self.db.transaction() as sql:
-            changed = await sql.run(
-                "INSERT INTO conversation_claims (conversation, holder, until, token) "
-                "VALUES (?, ?, ?, ?) ON CONFLICT (conversation) DO UPDATE SET "
-                "until = excluded.until, holder = excluded.holder, token = CASE "
-                "WHEN conversation_claims.holder = excluded.holder "
-                "THEN conversation_claims.token ELSE excluded.token END "
-                "WHERE conversation_claims.holder = excluded.holder "
-                "OR conversation_claims.until < ?",
-                (conversation, holder, self.time(now + CLAIM_LEASE), new_token(), self.time(now)),
-            )
-        return changed == 1
+        [claimed] = await self.db.transact(
+            [
+                Statement(
+                    "INSERT INTO conversation_claims (conversation, holder, until, token) "
+                    "VALUES (?, ?, ?, ?) ON CONFLICT (conversation) DO UPDATE SET "
+                    "until = excluded.until, holder = excluded.holder, token = CASE "
+                    "WHEN conversation_claims.holder = excluded.holder "
+                    "THEN conversation_claims.token ELSE excluded.token END "
+                    "WHERE conversation_claims.holder = excluded.holder "
+                    "OR conversation_claims.until < ?",
+                    (
+                        conversation,
+                        holder,
+                        self.time(now + CLAIM_LEASE),
+                        new_token(),
+                        self.time(now),
+                    ),
+                )
+            ]
+        )
+        return claimed.changed == 1
 
     async def hold(self, conversation: str, holder: str, token: int) -> bool:
-        async with self.db.transaction() as sql:
-            changed = await sql.run(
-                "UPDATE conversation_claims SET until = ? "
-                "WHERE conversation = ? AND holder = ? AND token = ?",
-                (self.time(self.clock() + CLAIM_LEASE), conversation, holder, token),
-            )
-        return changed == 1
+        [held] = await self.db.transact(
+            [
+                Statement(
+                    "UPDATE conversation_claims SET until = ? "
+                    "WHERE conversation = ? AND holder = ? AND token = ?",
+                    (self.time(self.clock() + CLAIM_LEASE), conversation, holder, token),
+                )
+            ]
+        )
+        return held.changed == 1
 
     async def next(self, conversation: str, holder: str) -> InboxEntry | None:
-        async with self.db.transaction() as sql:
-            row = await sql.row(
-                "SELECT i.id, i.key, i.payload_json, i.started_at, c.token FROM inbox AS i "
-                "JOIN conversation_claims AS c ON c.conversation = i.conversation "
-                "WHERE i.conversation = ? AND c.holder = ? ORDER BY i.id LIMIT 1 "
-                f"{self.db.dialect.lock_rows('i')}",
-                (conversation, holder),
-            )
-            if row is None:
-                return None
-            now = self.clock()
-            await sql.run(
-                "UPDATE inbox SET started_at = ? WHERE id = ?", (self.time(now), row["id"])
-            )
-            await sql.run(  # the lease is whole when an entry is begun
-                "UPDATE conversation_claims SET until = ? WHERE conversation = ?",
-                (self.time(now + CLAIM_LEASE), conversation),
-            )
+        now = self.clock()
+        first = (
+            "FROM inbox AS i JOIN conversation_claims AS c ON c.conversation = i.conversation "
+            "WHERE i.conversation = ? AND c.holder = ? ORDER BY i.id LIMIT 1"
+        )
+        found, _, _ = await self.db.transact(
+            [
+                Statement(
+                    f"SELECT i.id, i.key, i.payload_json, i.started_at, c.token {first} "
+                    f"{self.db.dialect.lock_rows('i')}",
+                    (conversation, holder),
+                ),
+                Statement(
+                    f"UPDATE inbox SET started_at = ? WHERE id = (SELECT i.id {first})",
+                    (self.time(now), conversation, holder),
+                ),
+                Statement(  # the lease is whole when an entry is begun
+                    "UPDATE conversation_claims SET until = ? WHERE conversation = ? "
+                    "AND holder = ? AND EXISTS (SELECT 1 FROM inbox WHERE conversation = ?)",
+                    (self.time(now + CLAIM_LEASE), conversation, holder, conversation),
+                ),
+            ]
+        )
+        if not found.rows:
+            return None
+        row = found.rows[0]
         payload = read_payload(row["payload_json"])
         abandoned = row["started_at"] is not None
         return InboxEntry(int(row["id"]), row["key"], payload, abandoned, int(row["token"]))
 
     async def finish(self, entry: InboxEntry, holder: str) -> bool:
-        async with self.db.transaction() as sql:
-            changed = await sql.run(
-                "DELETE FROM inbox WHERE id = ? AND EXISTS (SELECT 1 FROM conversation_claims "
-                "AS c WHERE c.conversation = inbox.conversation AND c.holder = ? "
-                "AND c.token = ?)",
-                (entry.id, holder, entry.token),
-            )
-        return changed == 1
+        [finished] = await self.db.transact(
+            [
+                Statement(
+                    "DELETE FROM inbox WHERE id = ? AND EXISTS (SELECT 1 FROM "
+                    "conversation_claims AS c WHERE c.conversation = inbox.conversation "
+                    "AND c.holder = ? AND c.token = ?)",
+                    (entry.id, holder, entry.token),
+                )
+            ]
+        )
+        return finished.changed == 1
 
     async def release(self, conversation: str, holder: str) -> bool:
-        async with self.db.transaction() as sql:
-            # An event taken while this runs is either seen here, or taken by its replica's
-            # own claim after this commits.
-            changed = await sql.run(
-                "DELETE FROM conversation_claims WHERE conversation = ? AND holder = ? "
-                "AND NOT EXISTS (SELECT 1 FROM inbox WHERE conversation = ?)",
-                (conversation, holder, conversation),
-            )
-            if changed == 1:
-                return False
-            kept = await sql.row(
-                "SELECT holder FROM conversation_claims WHERE conversation = ? AND holder = ?",
-                (conversation, holder),
-            )
-            return kept is not None
+        # An event taken while this runs is either seen here, or taken by its replica's
+        # own claim after this commits.
+        _, kept = await self.db.transact(
+            [
+                Statement(
+                    "DELETE FROM conversation_claims WHERE conversation = ? AND holder = ? "
+                    "AND NOT EXISTS (SELECT 1 FROM inbox WHERE conversation = ?)",
+                    (conversation, holder, conversation),
+                ),
+                Statement(
+                    "SELECT holder FROM conversation_claims WHERE conversation = ? AND holder = ?",
+                    (conversation, holder),
+                ),
+            ]
+        )
+        return bool(kept.rows)
 
     async def let_go(self, conversation: str, holder: str) -> None:
         async with self.db.transaction() as sql:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -53,29 +54,46 @@ class SqliteSession:
     def dialect(self) -> SqliteDialect:
         return SQLITE
 
+    # Each statement is one hop to the connection's thread (execute and fetch together),
+    # not aiosqlite's three (execute, fetch, close).
     async def rows(self, sql: str, params: Params = ()) -> list[Row]:
-        async with self.conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        return await self._on_thread(sql, params, _ALL_ROWS)
 
     async def row(self, sql: str, params: Params = ()) -> Row | None:
-        async with self.conn.execute(sql, params) as cursor:
-            found: Row | None = await cursor.fetchone()
-            return found
+        return await self._on_thread(sql, params, _FIRST_ROW)
 
     async def run(self, sql: str, params: Params = ()) -> int:
-        async with self.conn.execute(sql, params) as cursor:
-            return cursor.rowcount
+        return await self._on_thread(sql, params, _CHANGED)
 
     async def run_many(self, sql: str, params: Iterable[Params]) -> None:
         await self.conn.executemany(sql, params)
 
     async def insert(self, sql: str, params: Params) -> int:
-        async with self.conn.execute(sql, params) as cursor:
-            assert cursor.lastrowid is not None
-            return cursor.lastrowid
+        new_id = await self._on_thread(sql, params, _NEW_ID)
+        assert new_id is not None
+        return new_id
 
     async def batch(self, statements: Sequence[Statement]) -> list[Result]:
         return await driver.in_thread(self.conn, functools.partial(run_all, statements))
+
+    async def _on_thread(self, sql: str, params: Params, read: Callable[[Any], T]) -> T:
+        return await driver.in_thread(self.conn, functools.partial(_run_one, sql, params, read))
+
+
+T = TypeVar("T")
+_ALL_ROWS: Callable[[Any], list[Row]] = operator.methodcaller("fetchall")
+_FIRST_ROW: Callable[[Any], Row | None] = operator.methodcaller("fetchone")
+_CHANGED: Callable[[Any], int] = operator.attrgetter("rowcount")
+_NEW_ID: Callable[[Any], int | None] = operator.attrgetter("lastrowid")
+
+
+def _run_one(sql: str, params: Params, read: Callable[[Any], T], raw: Any) -> T:
+    """Run one statement on a raw connection (on its thread) and `read` its cursor."""
+    cursor = raw.execute(sql, params)
+    try:
+        return read(cursor)
+    finally:
+        cursor.close()
 
 
 def run_all(statements: Sequence[Statement], raw: Any) -> list[Result]:
