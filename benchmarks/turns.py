@@ -938,10 +938,11 @@ async def note_changes(bench: Bench) -> int:
 
 
 class RoundTrips:
-    """How many times lorebot goes to the database: on SQLite each statement, commit and
-    rollback it sends through aiosqlite; on PostgreSQL each exchange with the server
-    (psycopg's `AsyncConnection.wait`, which an implicit BEGIN, a statement and a commit
-    each take). Counted by wrapping the drivers' methods for the run."""
+    """How many times lorebot waits on the database: on SQLite each hop to aiosqlite's
+    thread (a statement, a fetch, a commit, or a batch of them: `aiosqlite.Connection.
+    _execute`, which every aiosqlite call goes through); on PostgreSQL each time psycopg
+    blocks for the server's answer (it watches the socket for reading: `add_reader` from
+    `psycopg.waiting`), so statements sent together in pipeline mode count once."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -949,16 +950,19 @@ class RoundTrips:
     def install(self) -> None:
         import aiosqlite
 
-        sent = "execute executemany executescript execute_fetchall execute_insert commit rollback"
-        targets: list[tuple[type, str]] = [(aiosqlite.Connection, name) for name in sent.split()]
-        try:
-            import psycopg
+        aiosqlite.Connection._execute = self._counting(aiosqlite.Connection._execute)
 
-            targets.append((psycopg.AsyncConnection, "wait"))
-        except ImportError:
-            pass
-        for owner, name in targets:
-            setattr(owner, name, self._counting(getattr(owner, name)))
+    def watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Count psycopg's waits for the server on `loop` (PostgreSQL runs only)."""
+        add_reader = loop.add_reader
+        counter = self
+
+        def counted(fd: Any, callback: Callable[..., Any], *args: Any) -> None:
+            if "wait_async" in getattr(callback, "__qualname__", ""):
+                counter.count += 1
+            add_reader(fd, callback, *args)
+
+        loop.add_reader = counted  # type: ignore[method-assign]
 
     def _counting(self, method: Callable[..., Any]) -> Callable[..., Any]:
         counter = self
@@ -985,6 +989,7 @@ async def run(args: argparse.Namespace) -> Results:
         args=vars(args).copy(),
     )
     ROUND_TRIPS.install()
+    ROUND_TRIPS.watch(asyncio.get_running_loop())
     fake = FakeOllamaProcess()
     with tempfile.TemporaryDirectory(prefix="lorebot-turns-") as tmp:
         bench = Bench(args, Path(tmp), await fake.start())
