@@ -190,8 +190,7 @@ class SqliteDatabase:
             raise
 
     async def scalar(self, sql: str, params: tuple[object, ...] = ()) -> Any:
-        async with self.conn.execute(sql, params) as cursor:
-            row = await cursor.fetchone()
+        row: Any = await SqliteSession(self.conn).row(sql, params)  # one hop
         return None if row is None else row[0]
 
     def defer(self, sql: str, params: list[tuple[object, ...]]) -> None:
