@@ -164,9 +164,9 @@ class PostgresDatabase:
         return session_of(tx)
 
     async def transact(self, statements: Sequence[Statement]) -> list[Result]:
-        """One transaction in pipeline mode: BEGIN, the statements and COMMIT sent at once."""
+        """One transaction, sent at once in pipeline mode: one exchange with the server."""
         async with self.connection() as conn:
-            return await send_together(conn, statements, transaction=True)
+            return await send_together(conn, statements)
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Connection]:

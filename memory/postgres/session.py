@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -92,12 +91,11 @@ class PostgresSession:
         return await send_together(self.conn, statements)
 
 
-async def send_together(
-    conn: Connection, statements: Sequence[Statement], *, transaction: bool = False
-) -> list[Result]:
-    """Run statements in psycopg's pipeline mode: sent at once, answered at once; with
-    `transaction`, BEGIN and COMMIT are sent with them."""
-    async with conn.pipeline(), conn.transaction() if transaction else nullcontext():
+async def send_together(conn: Connection, statements: Sequence[Statement]) -> list[Result]:
+    """Run statements in psycopg's pipeline mode: sent at once, answered at once. Outside a
+    transaction they are one implicit transaction (the server runs what comes before a
+    Sync as one): a failure rolls back those before it."""
+    async with conn.pipeline():
         cursors = [await conn.execute(psycopg_sql(s.sql), s.params) for s in statements]
     results = []
     for cursor in cursors:
