@@ -5,7 +5,7 @@ state before) are COPY'd too."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 import psycopg
@@ -15,8 +15,10 @@ from memory.errors import Conflict, InvalidInput
 from memory.note_states import STATE_COLUMNS, dump_state, same_content, state_after
 from memory.notes import ImportResult
 from memory.postgres.database import Connection, PostgresDatabase
-from memory.postgres.note_changes import INSERT_MANY_CHANGE
 from memory.postgres.note_rows import state_of, state_values
+from memory.postgres.session import PostgresSession
+from memory.sql.note_changes import INSERT_MANY_CHANGE
+from memory.sql.note_engine import Item
 from memory.types import NoteDraft
 
 Key = tuple[str, str]
@@ -47,10 +49,9 @@ async def import_drafts(
         final, items, counts = _plan(checked, stored, actor, to_utc_text(now))
         if not final:
             return ImportResult(0, 0, counts["unchanged"])
-        cursor = await conn.execute(INSERT_MANY_CHANGE, ("import", actor, "", now))
-        row = await cursor.fetchone()
-        assert row is not None
-        change_id = int(row["id"])
+        change_id = await PostgresSession(conn).insert(
+            INSERT_MANY_CHANGE, ("import", actor, "", now)
+        )
         new = [(key, state) for key, state in final.items() if key not in stored]
         updated = [(key, state) for key, state in final.items() if key in stored]
         written = 0
@@ -75,11 +76,9 @@ async def import_drafts(
             ) from None
         if updated:
             await _upsert(conn, updated, wrote)
-        async with conn.cursor().copy(
-            "COPY note_change_items (change_id, scope, topic, before_json) FROM STDIN"
-        ) as copy:
-            for key, before in items.items():
-                await copy.write_row((change_id, *key, dump_state(before)))
+        await copy_items(
+            conn, change_id, [(*key, dump_state(before)) for key, before in items.items()]
+        )
         if progress is not None:
             progress(len(final), len(final))
     # The planner's figures of a table that just grew by thousands of rows are those of the
@@ -88,6 +87,15 @@ async def import_drafts(
     async with db.connection() as conn:
         await conn.execute("VACUUM (ANALYZE) notes")
     return ImportResult(counts["create"], counts["update"], counts["unchanged"], change_id)
+
+
+async def copy_items(conn: Connection, change_id: int, items: Iterable[Item]) -> None:
+    """Write the items of change `change_id` of many notes, in one COPY."""
+    async with conn.cursor().copy(
+        "COPY note_change_items (change_id, scope, topic, before_json) FROM STDIN"
+    ) as copy:
+        for item in items:
+            await copy.write_row((change_id, *item))
 
 
 async def _upsert(

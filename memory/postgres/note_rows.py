@@ -1,25 +1,25 @@
-"""Conversions between PostgreSQL rows of notes and change sets, notes, and the states
-change sets keep (`memory.note_states`: the same JSON as on SQLite)."""
+"""Conversions between PostgreSQL rows of notes, notes, and the states change sets keep
+(`memory.note_states`: the same JSON as on SQLite)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from memory.clock import from_utc_text, to_utc_text
-from memory.note_states import FLAG_COLUMNS, STATE_COLUMNS, TIME_COLUMNS, load_state
-from memory.postgres.database import Connection, utc
-from memory.types import Category, Change, Note, Scope
+from memory.note_states import FLAG_COLUMNS, STATE_COLUMNS, TIME_COLUMNS
+from memory.postgres.database import utc
+from memory.types import Category, Note, Scope
 
 NOTE_COLUMNS = (
     "id, scope, topic, summary, body, category, private, pinned, author, source, confidence, "
     "created_at, updated_at, access_count, last_access, expires_at"
 )
 _SET_STATE = ", ".join(f"{c} = excluded.{c}" for c in STATE_COLUMNS)
+# Neutral SQL (`?`), its values from `state_values`; a note's word index follows by itself.
 UPSERT_NOTE = (
     f"INSERT INTO notes (scope, topic, {', '.join(STATE_COLUMNS)}) "
-    f"VALUES (%s, %s, {', '.join('%s' for _ in STATE_COLUMNS)}) "
+    f"VALUES (?, ?, {', '.join('?' for _ in STATE_COLUMNS)}) "
     f"ON CONFLICT (scope, topic) DO UPDATE SET {_SET_STATE}"
 )
 
@@ -71,39 +71,3 @@ def state_values(state: Mapping[str, object]) -> list[object]:
             value = bool(value)
         values.append(value)
     return values
-
-
-async def fetch_row(conn: Connection, scope: Scope, topic: str) -> dict[str, Any] | None:
-    """The stored row of one note, or None."""
-    cursor = await conn.execute(
-        "SELECT * FROM notes WHERE scope = %s AND topic = %s", (str(scope), topic)
-    )
-    return await cursor.fetchone()
-
-
-async def write_state(
-    conn: Connection, scope: Scope, topic: str, state: Mapping[str, object]
-) -> None:
-    """Insert or update one note to a kept state (its word index follows by itself)."""
-    await conn.execute(UPSERT_NOTE, (str(scope), topic, *state_values(state)))
-
-
-def change_from_row(row: Mapping[str, Any]) -> Change:
-    """A change from its row or a history view of one, as on SQLite (`notes`: the count of
-    a change of many notes' items, NULL for a change of one)."""
-    created: datetime | None = utc(row["created_at"])
-    assert created is not None
-    return Change(
-        id=row["id"],
-        scope=None if row["scope"] is None else Scope.parse(row["scope"]),
-        topic=row["topic"],
-        action=row["action"],
-        before=load_state(row["before_json"]),
-        after=load_state(row["after_json"]),
-        actor=row["actor"],
-        reason=row["reason"],
-        proposal_id=row["proposal_id"],
-        created_at=created,
-        reverted_by=row["reverted_by"],
-        notes=row.get("notes"),
-    )

@@ -25,9 +25,15 @@ from memory.index import (
 from memory.note_states import content_fingerprint, same_content, state_after
 from memory.note_validation import validate_draft
 from memory.notes import DEFAULT_MAX_NOTE_BYTES, ImportResult
-from memory.postgres import note_changes, note_import
+from memory.postgres import note_import
 from memory.postgres.database import Connection, PostgresDatabase, connection_of
-from memory.postgres.note_rows import NOTE_COLUMNS, note_from_row, state_of, write_state
+from memory.postgres.note_rows import (
+    NOTE_COLUMNS,
+    UPSERT_NOTE,
+    note_from_row,
+    state_of,
+    state_values,
+)
 from memory.postgres.note_search import (
     LENGTH,
     LIVE,
@@ -36,8 +42,12 @@ from memory.postgres.note_search import (
     note_fields,
     visibility_params,
 )
+from memory.postgres.session import PostgresSession, session_of
 from memory.postgres.words import TableStats
 from memory.ranking import Method
+from memory.sql import note_changes
+from memory.sql.note_engine import Item
+from memory.sql.session import Session
 from memory.types import (
     Change,
     Note,
@@ -77,6 +87,7 @@ class PostgresNoteStore:
         self.max_note_bytes = max_note_bytes
         self.vectors = vectors
         self.fusion: Method = fusion
+        self._writes = PostgresNoteWrites()
         self._caps = {"max_lines": index_max_lines, "max_bytes": index_max_bytes}
         # Cleared by every write here, so this process ranks by what it just wrote.
         self.word_stats = TableStats(db, "notes", LENGTH, note_fields)
@@ -185,16 +196,19 @@ class PostgresNoteStore:
         self, scope: Scope | None = None, topic: str | None = None, *, limit: int = 50
     ) -> list[Change]:
         """Change sets, newest first, optionally of one scope or one note."""
-        return await note_changes.history(self.db, scope, topic, limit)
+        async with self.db.reading() as sql:
+            return await note_changes.history(sql, scope, topic, limit)
 
     async def fetch_changes_between(
         self, scope: Scope, start: datetime, end: datetime
     ) -> list[Change]:
         """Change sets of one scope in [start, end), oldest first."""
-        return await note_changes.changes_between(self.db, scope, start, end)
+        async with self.db.reading() as sql:
+            return await note_changes.changes_between(sql, scope, start, end)
 
     async def fetch_change(self, change_id: int) -> Change:
-        return await note_changes.get_change(self.db, change_id)
+        async with self.db.reading() as sql:
+            return await note_changes.get_change(sql, change_id)
 
     # --- writes ---------------------------------------------------------------------
 
@@ -221,19 +235,27 @@ class PostgresNoteStore:
         proposal_id: int | None,
     ) -> SaveResult:
         """`save` inside the caller's transaction; `draft` must be validated."""
-        conn = connection_of(tx)
+        sql = session_of(tx)
+        conn = sql.conn
         self.word_stats.clear()
         before_index = await self._build_index(conn, draft.scope, False)
         before = await _state(conn, draft.scope, draft.topic, lock=True)
         after = state_after(draft, before, actor, to_utc_text(self.clock()))
         change_id: int | None = None
         if before is None or not same_content(before, after):
-            await write_state(conn, draft.scope, draft.topic, after)
+            await self._writes.write_state(sql, draft.scope, draft.topic, after, new=False)
             change_id = await note_changes.record_change(
-                conn, self.clock, draft.scope, draft.topic,
-                "create" if before is None else "update", before, after, actor, reason,
+                sql,
+                draft.scope,
+                draft.topic,
+                "create" if before is None else "update",
+                before,
+                after,
+                actor,
+                reason,
                 proposal_id,
-            )  # fmt: skip
+                self.clock(),
+            )
         [note] = await _notes(
             conn, "WHERE scope = %s AND topic = %s", (str(draft.scope), draft.topic)
         )
@@ -283,22 +305,33 @@ class PostgresNoteStore:
         if row is None:
             raise NotFound(f"there is no note {topic!r} in {scope}")
         return await note_changes.record_change(
-            conn, self.clock, scope, topic, "forget", state_of(row), None, actor, reason,
+            PostgresSession(conn),
+            scope,
+            topic,
+            "forget",
+            state_of(row),
+            None,
+            actor,
+            reason,
             proposal_id,
-        )  # fmt: skip
+            self.clock(),
+        )
 
     async def revert(self, change_id: int, *, actor: str, reason: str = "") -> Change:
         """Restore what a change touched to its state before it; refused when it changed
         again since, so a revert never clobbers later work."""
         self.word_stats.clear()
-        async with self.db.write() as conn:
-            new_id = await note_changes.revert(conn, self.clock, change_id, actor, reason)
+        async with self.db.transaction() as sql:
+            new_id = await note_changes.revert(
+                sql, self._writes, change_id, actor, reason, self.clock()
+            )
         return await self.fetch_change(new_id)
 
     async def undo(self, actor: str, *, visibility: Visibility | None = None) -> Change:
         """Revert the latest change `actor` made that is not itself a revert or reverted,
         optionally only among the changes `visibility` may see."""
-        latest = await note_changes.latest_undoable(self.db, actor, visibility)
+        async with self.db.reading() as sql:
+            latest = await note_changes.latest_undoable(sql, actor, visibility)
         if latest is None:
             raise NotFound("there is nothing of yours to undo")
         return await self.revert(latest, actor=actor, reason=f"undo of change {latest}")
@@ -330,9 +363,17 @@ class PostgresNoteStore:
             expired = await cursor.fetchall()
             for row in expired:
                 await note_changes.record_change(
-                    conn, self.clock, Scope.parse(row["scope"]), row["topic"], "forget",
-                    state_of(row), None, "lorebot", "expired", None,
-                )  # fmt: skip
+                    PostgresSession(conn),
+                    Scope.parse(row["scope"]),
+                    row["topic"],
+                    "forget",
+                    state_of(row),
+                    None,
+                    "lorebot",
+                    "expired",
+                    None,
+                    self.clock(),
+                )
         return len(expired)
 
     # --- internals ------------------------------------------------------------------
@@ -370,3 +411,16 @@ async def _state(
 async def _notes(conn: Connection, where: str, params: tuple[object, ...]) -> list[Note]:
     cursor = await conn.execute(f"SELECT {NOTE_COLUMNS} FROM notes {where}", params)
     return [note_from_row(r) for r in await cursor.fetchall()]
+
+
+class PostgresNoteWrites:
+    """The writes of notes PostgreSQL does its own way (`memory.sql.note_engine.NoteWrites`):
+    a note's word index follows its row by itself, and items are written by COPY."""
+
+    async def write_state(
+        self, sql: Session, scope: Scope, topic: str, state: dict[str, object], *, new: bool
+    ) -> None:
+        await sql.run(UPSERT_NOTE, (str(scope), topic, *state_values(state)))
+
+    async def insert_items(self, sql: Session, change_id: int, items: Sequence[Item]) -> None:
+        await note_import.copy_items(session_of(sql).conn, change_id, items)

@@ -13,6 +13,7 @@ import aiosqlite
 
 from memory.errors import InvalidInput
 from memory.notes import ImportResult
+from memory.sql.note_changes import INSERT_MANY_CHANGE
 from memory.sqlite import rows
 from memory.sqlite.bulk_writes import (
     import_page_cache,
@@ -24,7 +25,6 @@ from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.note_sql import (
     INDEX_NOTES,
     INSERT_ITEM,
-    INSERT_MANY_CHANGE,
     INSERT_NOTE,
     ITEM_ROW_VALUES,
     NOTE_ROW_VALUES,

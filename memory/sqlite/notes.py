@@ -17,23 +17,25 @@ import aiosqlite
 
 from memory.clock import Clock, utc_now
 from memory.database import Transaction
-from memory.errors import Conflict, NotFound
+from memory.errors import NotFound
 from memory.index import INDEX_MAX_BYTES, INDEX_MAX_LINES, ScopeIndex, fit_turn
 from memory.note_validation import validate_draft
 from memory.notes import DEFAULT_MAX_NOTE_BYTES, ImportResult
 from memory.ranking import Method
-from memory.sqlite import note_changes, note_import, rows
+from memory.sql import note_changes
+from memory.sql.note_engine import Item
+from memory.sql.session import Session
+from memory.sqlite import note_import, rows
 from memory.sqlite.database import SqliteDatabase, connection_of, to_db_time
-from memory.sqlite.many_changes import revert_many
-from memory.sqlite.note_changes import record_change
 from memory.sqlite.note_indexes import ScopeIndexes
 from memory.sqlite.note_search import NoteSearch
-from memory.sqlite.note_sql import LIVE, visibility_sql
-from memory.sqlite.note_writes import fetch_row, state_after, write_state
+from memory.sqlite.note_sql import INDEX_NOTES, INSERT_ITEM, LIVE, UPSERT_NOTE, visibility_sql
+from memory.sqlite.note_writes import fetch_row, state_after
+from memory.sqlite.session import SqliteSession
 from memory.sqlite.term_stats import TermStats
 from memory.sqlite.vectors import SqliteVectorIndex
 from memory.types import Change, Note, NoteDraft, SaveResult, Scope, SearchHit
-from memory.visibility import Visibility
+from memory.visibility import Visibility, scope_keys
 
 _log = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class SqliteNoteStore:
         self.term_stats = TermStats(db)
         self.vectors = vectors
         self.fusion: Method = fusion
+        self._writes = SqliteNoteWrites()
         self._indexes = ScopeIndexes(
             db, clock, max_lines=index_max_lines, max_bytes=index_max_bytes
         )
@@ -168,16 +171,19 @@ class SqliteNoteStore:
         self, scope: Scope | None = None, topic: str | None = None, *, limit: int = 50
     ) -> list[Change]:
         """Change sets, newest first, optionally of one scope or one note."""
-        return await note_changes.history(self.db, scope, topic, limit)
+        async with self.db.reading() as sql:
+            return await note_changes.history(sql, scope, topic, limit)
 
     async def fetch_changes_between(
         self, scope: Scope, start: datetime, end: datetime
     ) -> list[Change]:
         """Change sets of one scope in [start, end), oldest first."""
-        return await note_changes.changes_between(self.db, scope, start, end)
+        async with self.db.reading() as sql:
+            return await note_changes.changes_between(sql, scope, start, end)
 
     async def fetch_change(self, change_id: int) -> Change:
-        return await note_changes.get_change(self.db, change_id)
+        async with self.db.reading() as sql:
+            return await note_changes.get_change(sql, change_id)
 
     # --- writes ---------------------------------------------------------------------
 
@@ -248,61 +254,35 @@ class SqliteNoteStore:
             raise NotFound(f"there is no note {topic!r} in {scope}")
         self._changed()
         await conn.execute("DELETE FROM notes WHERE id = ?", (row["id"],))
-        return await record_change(
-            conn, self.clock, scope, topic, "forget", rows.state_of(row), None, actor, reason,
+        return await note_changes.record_change(
+            SqliteSession(conn),
+            scope,
+            topic,
+            "forget",
+            rows.state_of(row),
+            None,
+            actor,
+            reason,
             proposal_id,
-        )  # fmt: skip
+            to_db_time(self.clock()),
+        )
 
     async def revert(self, change_id: int, *, actor: str, reason: str = "") -> Change:
-        """Restore the note a change touched to its state before that change.
-
-        Refused when the note changed again since, so a revert never clobbers later work; a
-        change of many notes (an import) restores those no later change touched
-        (`many_changes.revert_many`)."""
-        target = await self.fetch_change(change_id)
-        if target.reverted_by is not None:
-            raise Conflict(
-                f"change {change_id} was already reverted by change {target.reverted_by}"
-            )
-        reason = reason or f"revert of change {change_id}"
-        if target.scope is None or target.topic is None:  # a change of many notes
-            async with self.db.write() as conn:
-                self._changed()
-                now = to_db_time(self.clock())
-                new_id = await revert_many(conn, change_id, actor, reason, now)
-            return await self.fetch_change(new_id)
-        async with self.db.write() as conn:
-            row = await fetch_row(conn, target.scope, target.topic)
-            current = None if row is None else rows.state_of(row)
-            if not rows.same_content(current, target.after):
-                raise Conflict(
-                    f"{target.scope}/{target.topic} changed after change {change_id}; "
-                    "revert the later changes first (see `lorebot notes history`)"
-                )
-            if target.before is None:
-                self._changed()
-                await conn.execute(
-                    "DELETE FROM notes WHERE scope = ? AND topic = ?",
-                    (str(target.scope), target.topic),
-                )
-            else:
-                await self._write_state(
-                    conn, target.scope, target.topic, target.before, new=current is None
-                )
-            new_id = await record_change(
-                conn, self.clock, target.scope, target.topic, "revert", current, target.before,
-                actor, reason, None,
-            )  # fmt: skip
-            await conn.execute(
-                "UPDATE note_changes SET reverted_by = ? WHERE id = ?", (new_id, change_id)
-            )
+        """Restore the note a change touched to its state before that change; for a change
+        of many notes (an import), each of its notes that no later change touched. Refused
+        when that would clobber later work (`note_changes.revert`)."""
+        async with self.db.transaction() as sql:
+            now = to_db_time(self.clock())
+            new_id = await note_changes.revert(sql, self._writes, change_id, actor, reason, now)
+            self._changed()
         return await self.fetch_change(new_id)
 
     async def undo(self, actor: str, *, visibility: Visibility | None = None) -> Change:
         """Revert the latest change `actor` made that is not itself a revert or reverted,
         optionally only among the changes `visibility` may see: in its public-only scopes,
         a change that touched a private note is invisible, so undo never reaches it."""
-        latest = await note_changes.latest_undoable(self.db, actor, visibility)
+        async with self.db.reading() as sql:
+            latest = await note_changes.latest_undoable(sql, actor, visibility)
         if latest is None:
             raise NotFound("there is nothing of yours to undo")
         return await self.revert(latest, actor=actor, reason=f"undo of change {latest}")
@@ -340,10 +320,18 @@ class SqliteNoteStore:
             self._changed()
             for row in expired:
                 await conn.execute("DELETE FROM notes WHERE id = ?", (row["id"],))
-                await record_change(
-                    conn, self.clock, Scope.parse(row["scope"]), row["topic"], "forget",
-                    rows.state_of(row), None, "lorebot", "expired", None,
-                )  # fmt: skip
+                await note_changes.record_change(
+                    SqliteSession(conn),
+                    Scope.parse(row["scope"]),
+                    row["topic"],
+                    "forget",
+                    rows.state_of(row),
+                    None,
+                    "lorebot",
+                    "expired",
+                    None,
+                    now,
+                )
         return len(expired)
 
     # --- internals ------------------------------------------------------------------
@@ -363,10 +351,18 @@ class SqliteNoteStore:
             return None, False
         await self._write_state(conn, draft.scope, draft.topic, after, new=before is None)
         action = "create" if before is None else "update"
-        change_id = await record_change(
-            conn, self.clock, draft.scope, draft.topic, action, before, after, actor, reason,
+        change_id = await note_changes.record_change(
+            SqliteSession(conn),
+            draft.scope,
+            draft.topic,
+            action,
+            before,
+            after,
+            actor,
+            reason,
             proposal_id,
-        )  # fmt: skip
+            to_db_time(self.clock()),
+        )
         return change_id, before is None
 
     async def _write_state(
@@ -378,9 +374,9 @@ class SqliteNoteStore:
         *,
         new: bool,
     ) -> None:
-        """Insert or update one note (`note_writes.write_state`), forgetting cached indexes."""
+        """Insert or update one note, forgetting cached indexes."""
         self._changed()
-        await write_state(conn, scope, topic, state, new=new)
+        await self._writes.write_state(SqliteSession(conn), scope, topic, state, new=new)
 
     async def _select(self, sql: str, params: tuple[object, ...]) -> list[Note]:
         await self.db.flush()
@@ -394,3 +390,21 @@ class SqliteNoteStore:
             "UPDATE notes SET access_count = access_count + 1, last_access = ? WHERE id = ?",
             [(now, n.id) for n in notes],
         )
+
+
+class SqliteNoteWrites:
+    """The writes of notes SQLite does its own way (`memory.sql.note_engine.NoteWrites`): a
+    new note gets its FTS5 row here, and items are inserted row by row."""
+
+    async def write_state(
+        self, sql: Session, scope: Scope, topic: str, state: dict[str, object], *, new: bool
+    ) -> None:
+        keys = scope_keys(scope, bool(state["private"]))
+        await sql.run(
+            UPSERT_NOTE, (str(scope), topic, keys, *(state[c] for c in rows.STATE_COLUMNS))
+        )
+        if new:  # triggers index the updates and deletes
+            await sql.run(f"{INDEX_NOTES} WHERE scope = ? AND topic = ?", (str(scope), topic))
+
+    async def insert_items(self, sql: Session, change_id: int, items: Sequence[Item]) -> None:
+        await sql.run_many(INSERT_ITEM, [(change_id, *item) for item in items])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 # The states change sets keep are alike on every engine (`memory.note_states`).
@@ -14,7 +13,7 @@ from memory.note_states import (
     same_content,
 )
 from memory.sqlite.database import from_db_time
-from memory.types import Category, Change, Note, Scope
+from memory.types import Category, Note, Scope
 
 NOTE_COLUMNS = (
     "id, scope, topic, summary, body, category, private, pinned, author, source, confidence, "
@@ -50,28 +49,7 @@ def state_of(row: sqlite3.Row) -> dict[str, object]:
     return {column: row[column] for column in STATE_COLUMNS}
 
 
-def change_from_row(row: sqlite3.Row) -> Change:
-    """A change from its row, or from a history view of one (`note_changes.py`), whose
-    `notes` column counts the notes of a change of many (NULL: a change of one note)."""
-    created = from_db_time(row["created_at"])
-    assert created is not None
-    return Change(
-        id=row["id"],
-        scope=None if row["scope"] is None else Scope.parse(row["scope"]),
-        topic=row["topic"],
-        action=row["action"],
-        before=None if row["before_json"] is None else json.loads(row["before_json"]),
-        after=None if row["after_json"] is None else json.loads(row["after_json"]),
-        actor=row["actor"],
-        reason=row["reason"],
-        proposal_id=row["proposal_id"],
-        created_at=created,
-        reverted_by=row["reverted_by"],
-        notes=row["notes"],
-    )
-
-
 __all__ = [
-    "CONTENT_COLUMNS", "STATE_COLUMNS", "change_from_row", "content_fingerprint", "dump_state",
+    "CONTENT_COLUMNS", "STATE_COLUMNS", "content_fingerprint", "dump_state",
     "note_from_row", "same_content", "state_of",
 ]  # fmt: skip
