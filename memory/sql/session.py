@@ -1,4 +1,9 @@
-"""What the engine-neutral stores ask of an engine: sessions that run lorebot's neutral SQL,
+"""The stores' logic is written once, in this package, for every engine: SQL in lorebot's
+neutral form over a `Session`, and the domain rules as plain code above it. An engine
+package supplies the session, its dialect and what truly differs (full-text ranking,
+vectors, the leader lock, migrations).
+
+What the engine-neutral stores ask of an engine: sessions that run lorebot's neutral SQL,
 and a dialect for the few things each engine writes its own way.
 
 Neutral SQL uses `?` placeholders, names every column it reads (rows are read by name
