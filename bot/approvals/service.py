@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from adapters.base import (
 )
 from bot import metrics
 from bot.approvals.cards import ACTION, conversation_of, outcome_text, quote, scope_label
+from bot.approvals.closing import Closings
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
 from bot.context.turn import free_topic
@@ -51,7 +52,6 @@ _log = logging.getLogger(__name__)
 
 SYSTEM = "lorebot"  # who closed a proposal nobody decided (`decided_by`)
 
-
 READ_ONLY = "this channel's memory is read-only now, so nothing was changed"
 # What a card's footer takes of a platform message.
 FOOTER_ROOM = 200
@@ -60,7 +60,10 @@ MEMORY_WRITES = frozenset({NOTE_SAVE, NOTE_FORGET, SKILL_CREATE})
 
 
 def build_approvals(
-    settings: Settings, stores: Stores, adapters: Mapping[str, Adapter]
+    settings: Settings,
+    stores: Stores,
+    adapters: Mapping[str, Adapter],
+    closings: Closings | None = None,
 ) -> ApprovalService:
     """The approval service as the daemon and the CLI both use it, from settings."""
     return ApprovalService(
@@ -73,6 +76,7 @@ def build_approvals(
         skill_root=settings.skills.user_root,
         events=stores.events,
         read_only=frozenset(settings.bot.read_only_channels),
+        closings=closings,
     )
 
 
@@ -91,11 +95,10 @@ class ApprovalService:
         skill_root: Path | None = None,
         events: EventLog | None = None,
         read_only: frozenset[str] = frozenset(),
+        closings: Closings | None = None,
     ) -> None:
         self.actions = actions
-        # What finishes a proposal that closed without a decision (expired): by default its
-        # card; the daemon also resumes the turn that waited (`Router.after_decision`).
-        self.on_closed: Callable[[Proposal], Awaitable[object]] = self.follow_up
+        self.closings = closings or Closings()  # what finishes a proposal nobody decided
         self.skill_root = skill_root
         self.events = events
         self.proposals = proposals
@@ -319,7 +322,7 @@ class ApprovalService:
                 proposal = await self.proposals.decide(proposal_id, approve=approve, decided_by=by)
         except Conflict:
             for expired in await self.proposals.expire_due():
-                await self.on_closed(expired)
+                await self.closings.finish(expired, self.follow_up)
             raise
         if proposal.kind == SKILL_CREATE and proposal.status == "approved":
             proposal = await self._write_skill(proposal)
@@ -378,7 +381,7 @@ class ApprovalService:
         """Mark overdue proposals expired and say so on their cards."""
         expired = await self.proposals.expire_due()
         for proposal in expired:
-            await self.on_closed(proposal)
+            await self.closings.finish(proposal, self.follow_up)
         return len(expired)
 
     async def update_card(self, proposal: Proposal) -> None:

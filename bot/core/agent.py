@@ -83,13 +83,10 @@ class AwaitingApproval(Exception):
 class Agent:
     """Runs model turns with memory and tools."""
 
-    # The MCP servers of a daemon: a turn waits for their first connection attempt, so a
-    # turn right after a start is offered their tools.
-    mcp: McpServers | None = None
-
     def __init__(
         self,
         settings: Settings,
+        *,
         model: Model,
         notes: NoteStore,
         log: ConversationLog,
@@ -99,8 +96,10 @@ class Agent:
         events: EventLog | None = None,
         actions: ActionLog | None = None,
         slips: ModelSlips | None = None,
+        mcp: McpServers | None = None,
     ) -> None:
         self.settings = settings
+        self.mcp = mcp  # a daemon's servers: a turn waits for their first connection try
         self.actions = actions
         self.model = model
         self.notes = notes

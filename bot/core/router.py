@@ -18,6 +18,7 @@ from adapters.base import (
     measure,
     working,
 )
+from bot.approvals.closing import Closings
 from bot.approvals.service import ApprovalService
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
@@ -46,7 +47,8 @@ def _card_posted(proposal: Proposal) -> str:
 
 class Router:
     """Handles one message: a command (`NoteCommands`), a skill asked for by name, or a
-    model turn, and the reply."""
+    model turn, and the reply. It finishes the proposals that close without a decision
+    (`closings`), as it finishes decided ones: the card, then the turn that waited."""
 
     def __init__(
         self,
@@ -57,6 +59,7 @@ class Router:
         commands: NoteCommands,
         skills: SkillUse,
         approvals: ApprovalService,
+        closings: Closings,
         live_replies: LiveReplies | None = None,
         secrets: Sequence[str] = (),
     ) -> None:
@@ -69,6 +72,7 @@ class Router:
         self.live_replies = live_replies  # where streamed replies are recorded, if anywhere
         self.secrets = tuple(secrets)  # never in a streamed reply
         self.read_only = frozenset(settings.bot.read_only_channels)
+        closings.subscribe(self.after_decision)
 
     def context(self, message: Message) -> TurnContext:
         conv = message.conversation

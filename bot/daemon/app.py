@@ -1,8 +1,10 @@
 """The Bot: builds the core from settings and owns its lifecycle on one AsyncExitStack.
 
-Startup opens SQLite, probes the model and starts the adapters; shutdown runs in a fixed
-order (stop taking events, drain, close adapters, close the model, close SQLite last) and
-is safe to call twice.
+Startup runs in phases: lock and open the database, open the model's client, build every
+service (`bot/daemon/services.py`), start the background work and the adapters, then take
+up the daemon's role (MCP servers, the replica and the leader's duties, the supervisor).
+Shutdown runs in a fixed order (stop taking events, drain, close adapters, close the model,
+close the database last) and is safe to call twice.
 """
 
 from __future__ import annotations
@@ -11,42 +13,42 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from contextlib import AsyncExitStack
-from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
 from adapters.base import Adapter
-from bot.actions.mcp import McpServer, McpServers
-from bot.approvals.service import build_approvals
+from bot.actions.mcp import McpServers
+from bot.approvals.service import ApprovalService
 from bot.config.settings import Settings, SystemdEnvironment
-from bot.context.skills import SkillUse, build_catalog
 from bot.core.agent import Agent
 from bot.core.dispatcher import Dispatcher
-from bot.core.note_commands import NoteCommands
 from bot.core.router import Router
-from bot.daemon.leader_duties import LeaderDuties
 from bot.daemon.lockfile import DatabaseLock
 from bot.daemon.notify import Notifier, start_extended
 from bot.daemon.platforms import leader_only
-from bot.daemon.replica import ReplicaRole, replica_id
+from bot.daemon.replica import ReplicaRole
+from bot.daemon.services import DaemonRole, Services, build_daemon_role, build_services
 from bot.daemon.supervision import Supervisor
-from bot.jobs.context import JobContext
-from bot.jobs.digest import DigestJob
-from bot.jobs.maintenance import MaintenanceJob
-from bot.jobs.patterns import PatternJob
-from bot.jobs.reflection import ReflectionJob
-from bot.jobs.runner import Job, JobRunner
+from bot.jobs.runner import JobRunner
 from bot.model.client import Model
 from bot.model.response_formats import ResponseFormats
-from bot.storage import engine_for, open_memory
+from bot.storage import Engine, engine_for, open_memory
 from bot.tasks import TaskTracker, stop_if_asked
-from bot.tools.actions import sync_server_tools
 from bot.tools.base import Toolbox
-from bot.tools.memory import memory_tools
-from bot.tools.scripts import script_tools
-from bot.tools.skills import skill_tools
+from memory import NoteStore
+from memory.actions import ActionLog
+from memory.active_skills import ActiveSkills
 from memory.clock import Clock, utc_now
+from memory.conversations import ConversationLog
+from memory.daily_logs import DailyLogs
+from memory.database import Database
 from memory.embedder import Embedder
+from memory.events import EventLog
+from memory.proposals import ProposalStore
+from memory.seen_events import SeenEvents
+from memory.stores import Stores
+from memory.vectors import VectorIndex
+from skills.catalog import Catalog
 
 _log = logging.getLogger(__name__)
 
@@ -82,6 +84,8 @@ class Bot:
         self._stack = AsyncExitStack()
         self._started = False
         self._stopped = False
+        self._services: Services | None = None  # once started
+        self._role: DaemonRole | None = None  # a daemon's, once its adapters started
         self._replica: asyncio.Task[None] | None = None  # the replica's loop, once it runs
 
     async def start(self) -> None:
@@ -97,133 +101,124 @@ class Bot:
             raise
 
     async def _start(self) -> None:
-        settings = self.settings
-        engine = engine_for(settings)
-        alone = self.daemon and not engine.shared
+        engine = engine_for(self.settings)
+        alone = self.daemon and not engine.shared  # the one process of a SQLite file
         if alone:
-            lock = DatabaseLock(settings.database.path)
-            lock.acquire()
-            self._stack.callback(lock.release)
+            self._lock_database()
+        stores = await self._open_storage()
+        services = self._services = build_services(
+            self.settings,
+            stores,
+            self._open_model(),
+            self.adapters,
+            daemon=self.daemon,
+            answering=self._answering,
+            clock=self.clock,
+            mcp_targets=self.mcp_targets,
+        )
+        if alone:  # the claims left are a stopped daemon's: its events are taken up now
+            await stores.inbox.release_all()
+        self._start_background(services)
+        await self._start_adapters(services)
+        if self.daemon:
+            await self._start_daemon(services, engine, alone)
+        else:
+            self._start_one_shot(services)
+
+    def _lock_database(self) -> None:
+        lock = DatabaseLock(self.settings.database.path)
+        lock.acquire()
+        self._stack.callback(lock.release)
+
+    async def _open_storage(self) -> Stores:
+        """Open the stores, telling systemd that a long migration is no hang; closed last."""
         notifier = Notifier(self.systemd.notify_socket)
         try:
             async with start_extended(notifier, "opening the database"):
-                stores = await open_memory(settings, clock=self.clock, embedder=self.embedder)
+                stores = await open_memory(self.settings, clock=self.clock, embedder=self.embedder)
         finally:
             notifier.close()
-        self._stack.push_async_callback(stores.close)  # closed last
-        self.stores = stores
-        self.db = stores.db
-        self.notes = stores.notes
-        self.log = stores.log
-        self.vectors = stores.vectors
-        self.secrets = tuple(settings.secrets())
-        self.events = stores.events
-        self.seen = stores.seen
-        self.active_skills = stores.active_skills
-        self.daily_logs = stores.daily_logs
-        self.proposals = stores.proposals
-        self.model = Model(
+        self._stack.push_async_callback(stores.close)
+        return stores
+
+    def _open_model(self) -> Model:
+        settings = self.settings
+        model = Model(
             settings.model_server,
             max_concurrent=settings.bot.max_concurrent_model_calls,
             formats=ResponseFormats.beside(settings.database.path),
         )
-        self._stack.push_async_callback(self.model.close)
-        self.actions = stores.actions
-        self.approvals = build_approvals(settings, stores, self.adapters)
-        self.catalog = build_catalog(settings.skills)
-        self.catalog.refresh()
-        skills = SkillUse(settings.skills, self.catalog, self.active_skills)
-        self.toolbox = Toolbox(
-            [
-                *memory_tools(self.notes, self.log, self.approvals),
-                *skill_tools(skills, self.approvals),
-                *script_tools(settings, skills, self.approvals, self.actions),
-            ]
-        )
-        self.agent = Agent(
-            settings, self.model, self.notes, self.log, self.daily_logs, skills, self.toolbox,
-            self.events, self.actions, stores.slips,
-        )  # fmt: skip
-        self.mcp = McpServers(settings.mcp, targets=self.mcp_targets, on_tools=self._sync_tools)
-        self.live_replies = stores.live_replies
-        self.commands = NoteCommands(self.notes, self.approvals, self.model)
-        self.router = Router(
-            settings,
-            self.adapters,
-            agent=self.agent,
-            commands=self.commands,
-            skills=skills,
-            approvals=self.approvals,
-            live_replies=self.live_replies if self.daemon else None,
-            secrets=self.secrets,
-        )
-        self.approvals.on_closed = self.router.after_decision
-        if alone:  # the claims left are a stopped daemon's: its events are taken up now
-            await stores.inbox.release_all()
-        # Leader-only platforms are connected by the leading replica alone.
-        held_elsewhere = [name for name in self.adapters if self.daemon and leader_only(name)]
-        self.replica_id = replica_id()
-        self.duties: LeaderDuties | None = None
-        self.dispatcher = Dispatcher(
-            settings.bot, self.router, self.approvals, self.seen, stores.inbox, self.adapters,
-            TaskTracker(), holder=self.replica_id, platforms=self._answering, secrets=self.secrets,
-        )  # fmt: skip
+        self._stack.push_async_callback(model.close)
+        return model
+
+    def _start_background(self, services: Services) -> None:
+        """A daemon's work beside the events: filling the vectors, probing the model."""
         self._stack.push_async_callback(self.tasks.cancel_all)
-        if self.vectors.embedder is not None and self.daemon:
-            self.tasks.spawn(self.vectors.run(), name="embedding")
+        if services.stores.vectors.embedder is not None and self.daemon:
+            self.tasks.spawn(services.stores.vectors.run(), name="embedding")
         if self.daemon:  # start-up never waits for the model: it is probed meanwhile
-            self.tasks.spawn(self.model.watch(), name="model probe")
+            self.tasks.spawn(services.model.watch(), name="model probe")
+
+    async def _start_adapters(self, services: Services) -> None:
+        """Start every adapter but the leader-only ones, which the leading replica starts."""
+        held = self._leader_only()
         for adapter in self.adapters.values():
-            if adapter.platform in held_elsewhere:
+            if adapter.platform in held:
                 continue
             self._stack.push_async_callback(adapter.close)
-            await adapter.start(self.dispatcher.submit)
+            await adapter.start(services.dispatcher.submit)
             _log.info("adapter %s started", adapter.platform)
-        self.jobs = self._build_jobs()
-        if not self.daemon:  # scheduled jobs and one-shot commands never run actions
-            if settings.jobs.enabled:
-                self.jobs.start()
-                self._stack.push_async_callback(self.jobs.shutdown)
-                self.tasks.spawn(self.jobs.catch_up(), name="job catch-up")
-            self._stack.push_async_callback(self._drain)
-            # A one-shot command renews its own claims; it takes up nobody else's events.
-            self.tasks.spawn(self.dispatcher.keep(sweep=False), name="inbox")
-            return
+
+    def _start_one_shot(self, services: Services) -> None:
+        """A one-shot command's work (`jobs run`): its jobs, when on, and renewing its own
+        claims; it takes up nobody else's events and, as scheduled jobs, runs no actions."""
+        if self.settings.jobs.enabled:
+            services.jobs.start()
+            self._stack.push_async_callback(services.jobs.shutdown)
+            self.tasks.spawn(services.jobs.catch_up(), name="job catch-up")
+        self._stack.push_async_callback(self._drain)
+        self.tasks.spawn(services.dispatcher.keep(sweep=False), name="inbox")
+
+    async def _start_daemon(self, services: Services, engine: Engine, alone: bool) -> None:
+        """Serve the MCP servers, lead or follow among the replicas, and be supervised."""
         self._stack.push_async_callback(self._leave)  # after the turns in flight are done
         self._stack.push_async_callback(self._drain)
-        for server in self.mcp.servers.values():
+        for server in services.mcp.servers.values():
             self.tasks.spawn(server.run(), name=f"MCP server {server.name}")
-        self.agent.mcp = self.mcp  # a turn waits for the servers' first connection
-        self._stack.push_async_callback(self.mcp.stop)
-        self.supervisor = Supervisor(settings, self.systemd, self.adapters, self.model)
-        for name in held_elsewhere:
-            self.supervisor.release(name)
-        self.duties = LeaderDuties(
-            self.adapters, held_elsewhere, self.dispatcher.submit, self.supervisor,
-            self.live_replies, stores.inbox, self.jobs if settings.jobs.enabled else None,
-            [self.approvals.expire], [("proposal follow-ups", self._follow_up_forever)],
-        )  # fmt: skip
-        self.replica = ReplicaRole(
-            stores.replicas, engine.leadership(), self.duties.lead, self.duties.follow,
-            clock=self.clock, beat=not alone, replica=self.replica_id,
-        )  # fmt: skip
+        self._stack.push_async_callback(services.mcp.stop)
+        role = self._role = build_daemon_role(
+            self.settings,
+            services,
+            self.adapters,
+            systemd=self.systemd,
+            leadership=engine.leadership(),
+            leader_only=self._leader_only(),
+            loops=[("proposal follow-ups", self._follow_up_forever)],
+            clock=self.clock,
+            beat=not alone,
+        )
         try:
-            if await self.replica.begin():  # leading at once: start as the only lorebot does
-                await self.duties.started()
+            if await role.replica.begin():  # leading at once: start as the only lorebot does
+                await role.duties.started()
         except BaseException:
-            await self.duties.follow()
-            await self.replica.leadership.release()
+            await role.duties.follow()
+            await role.replica.leadership.release()
             raise
-        self._replica = self.tasks.spawn(self.replica.run(), name="replica")
-        self.tasks.spawn(self.dispatcher.keep(), name="inbox")
-        await self.supervisor.start()
-        self._stack.push_async_callback(self.supervisor.stop)
-        self.tasks.spawn(self.supervisor.watch(), name="watchdog")
+        self._replica = self.tasks.spawn(role.replica.run(), name="replica")
+        self.tasks.spawn(services.dispatcher.keep(), name="inbox")
+        await role.supervisor.start()
+        self._stack.push_async_callback(role.supervisor.stop)
+        self.tasks.spawn(role.supervisor.watch(), name="watchdog")
+
+    def _leader_only(self) -> list[str]:
+        """The platforms only the leading replica connects (none for a one-shot command)."""
+        return [name for name in self.adapters if self.daemon and leader_only(name)]
 
     def _answering(self) -> list[str]:
         """The platforms this replica answers on now: a standby has no leader-only ones."""
-        connected = self.duties.connected if self.duties is not None else ()
-        return [p for p in self.adapters if not (self.daemon and leader_only(p)) or p in connected]
+        connected = self._role.duties.connected if self._role is not None else ()
+        held = self._leader_only()
+        return [p for p in self.adapters if p not in held or p in connected]
 
     async def _leave(self) -> None:
         """Stop leading and leave the replicas: the lock goes, with the row."""
@@ -231,19 +226,14 @@ class Bot:
             self._replica.cancel()
             await asyncio.gather(self._replica, return_exceptions=True)
 
-    def _sync_tools(self, server: McpServer) -> None:
-        sync_server_tools(
-            self.toolbox, server, self.approvals, self.actions,
-            result_max_chars=self.settings.mcp.result_max_chars, secrets=self.secrets,
-        )  # fmt: skip
-
     async def follow_up(self) -> int:
         """Finish proposals decided elsewhere (`lorebot proposals approve`, or before a
         restart): edit their cards and resume their turns. Returns how many."""
         done = 0
-        for proposal in await self.proposals.fetch_to_follow_up(list(self.adapters)):
+        services = self.services
+        for proposal in await services.stores.proposals.fetch_to_follow_up(list(self.adapters)):
             try:
-                await self.router.after_decision(proposal)
+                await services.router.after_decision(proposal)
                 done += 1
             except Exception:
                 _log.exception("could not finish proposal %d", proposal.id)
@@ -260,36 +250,20 @@ class Bot:
             stop_if_asked()
             await asyncio.sleep(FOLLOW_UP_INTERVAL_S)
 
-    def _build_jobs(self) -> JobRunner:
-        settings = self.settings.jobs
-        ctx = JobContext(
-            settings, self.notes, self.log, self.events, self.stores.job_runs,
-            self.proposals, self.approvals, self.model, self.adapters, self.clock, self.seen,
-            self.daily_logs, self.stores.inbox,
-        )  # fmt: skip
-        jobs: list[Job] = [ReflectionJob(ctx), PatternJob(ctx), DigestJob(ctx), MaintenanceJob(ctx)]
-        return JobRunner(
-            jobs,
-            ctx.runs,
-            clock=self.clock,
-            timezone=settings.timezone,
-            grace=timedelta(minutes=settings.grace_minutes),
-            retry_after=timedelta(minutes=settings.retry_minutes),
-        )
-
     async def _drain(self) -> None:
-        self.dispatcher.stop_accepting()
+        dispatcher = self.services.dispatcher
+        dispatcher.stop_accepting()
         try:
             async with asyncio.timeout(self.settings.bot.shutdown_timeout_s):
-                await self.dispatcher.wait_idle()
+                await dispatcher.wait_idle()
         except TimeoutError:
             _log.warning(
                 "stopped before finishing %d conversation(s); their turns in flight are cut "
                 "short, and events still waiting are handled at the next start or by "
                 "another replica",
-                self.dispatcher.pending,
+                dispatcher.pending,
             )
-            await self.dispatcher.tasks.cancel_all()
+            await dispatcher.tasks.cancel_all()
 
     async def stop(self) -> None:
         """Shut down in order; safe to call twice."""
@@ -309,3 +283,107 @@ class Bot:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+    # --- the parts of a started bot, as commands, tests and benchmarks read them ---
+
+    @property
+    def services(self) -> Services:
+        """Every service of the bot, built by `start`."""
+        if self._services is None:
+            raise RuntimeError("the bot has not started")
+        return self._services
+
+    @property
+    def role(self) -> DaemonRole:
+        """The daemon's supervisor, leader's duties and replica role, taken up by `start`."""
+        if self._role is None:
+            raise RuntimeError("the bot has not started as a daemon")
+        return self._role
+
+    @property
+    def stores(self) -> Stores:
+        return self.services.stores
+
+    @property
+    def db(self) -> Database:
+        return self.services.stores.db
+
+    @property
+    def notes(self) -> NoteStore:
+        return self.services.stores.notes
+
+    @property
+    def log(self) -> ConversationLog:
+        return self.services.stores.log
+
+    @property
+    def daily_logs(self) -> DailyLogs:
+        return self.services.stores.daily_logs
+
+    @property
+    def vectors(self) -> VectorIndex:
+        return self.services.stores.vectors
+
+    @property
+    def proposals(self) -> ProposalStore:
+        return self.services.stores.proposals
+
+    @property
+    def actions(self) -> ActionLog:
+        return self.services.stores.actions
+
+    @property
+    def events(self) -> EventLog:
+        return self.services.stores.events
+
+    @property
+    def seen(self) -> SeenEvents:
+        return self.services.stores.seen
+
+    @property
+    def active_skills(self) -> ActiveSkills:
+        return self.services.stores.active_skills
+
+    @property
+    def model(self) -> Model:
+        return self.services.model
+
+    @property
+    def approvals(self) -> ApprovalService:
+        return self.services.approvals
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.services.catalog
+
+    @property
+    def toolbox(self) -> Toolbox:
+        return self.services.toolbox
+
+    @property
+    def mcp(self) -> McpServers:
+        return self.services.mcp
+
+    @property
+    def agent(self) -> Agent:
+        return self.services.agent
+
+    @property
+    def router(self) -> Router:
+        return self.services.router
+
+    @property
+    def dispatcher(self) -> Dispatcher:
+        return self.services.dispatcher
+
+    @property
+    def jobs(self) -> JobRunner:
+        return self.services.jobs
+
+    @property
+    def supervisor(self) -> Supervisor:
+        return self.role.supervisor
+
+    @property
+    def replica(self) -> ReplicaRole:
+        return self.role.replica
