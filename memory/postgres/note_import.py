@@ -11,17 +11,18 @@ from datetime import datetime
 import psycopg
 
 from memory.clock import to_utc_text
-from memory.errors import Conflict, InvalidInput
-from memory.note_states import STATE_COLUMNS, dump_state, same_content, state_after
+from memory.errors import Conflict
+from memory.note_states import STATE_COLUMNS, dump_state
 from memory.notes import ImportResult
 from memory.postgres.database import Connection, PostgresDatabase
-from memory.postgres.note_rows import state_of, state_values
-from memory.postgres.session import PostgresSession
+from memory.postgres.note_rows import state_values
+from memory.postgres.session import POSTGRESQL, PostgresSession
 from memory.sql.note_changes import INSERT_MANY_CHANGE
 from memory.sql.note_engine import Item
+from memory.sql.note_import import ImportPlan, Key, State, validated
+from memory.sql.note_rows import state_of
 from memory.types import NoteDraft
 
-Key = tuple[str, str]
 _PROGRESS_EVERY = 1000
 _STAGED = f"scope, topic, {', '.join(STATE_COLUMNS)}"
 _UPSERT_STAGED = (
@@ -43,17 +44,20 @@ async def import_drafts(
 ) -> ImportResult:
     """`NoteStore.import_drafts` on PostgreSQL: all or nothing, one change of many notes
     (none when nothing changed)."""
-    checked = [_validated(validate, d, n, labels) for n, d in enumerate(drafts)]
+    checked = [validated(validate, d, n, labels) for n, d in enumerate(drafts)]
     async with db.write() as conn:
         stored = await _states(conn, {(str(d.scope), d.topic) for d in checked})
-        final, items, counts = _plan(checked, stored, actor, to_utc_text(now))
-        if not final:
-            return ImportResult(0, 0, counts["unchanged"])
+        plan = ImportPlan(stored, actor=actor, now=to_utc_text(now))
+        for draft in checked:
+            plan.add(draft)
+        if not plan.items:
+            return plan.result(None)
         change_id = await PostgresSession(conn).insert(
             INSERT_MANY_CHANGE, ("import", actor, "", now)
         )
-        new = [(key, state) for key, state in final.items() if key not in stored]
-        updated = [(key, state) for key, state in final.items() if key in stored]
+        final = [(key, plan.states[key]) for key in plan.items]
+        new = [(key, state) for key, state in final if key not in stored]
+        updated = [(key, state) for key, state in final if key in stored]
         written = 0
 
         def wrote() -> None:
@@ -77,7 +81,7 @@ async def import_drafts(
         if updated:
             await _upsert(conn, updated, wrote)
         await copy_items(
-            conn, change_id, [(*key, dump_state(before)) for key, before in items.items()]
+            conn, change_id, [(*key, dump_state(before)) for key, before in plan.items.items()]
         )
         if progress is not None:
             progress(len(final), len(final))
@@ -86,7 +90,7 @@ async def import_drafts(
     # each word's notes by reading the whole table. VACUUM never blocks readers or writers.
     async with db.connection() as conn:
         await conn.execute("VACUUM (ANALYZE) notes")
-    return ImportResult(counts["create"], counts["update"], counts["unchanged"], change_id)
+    return plan.result(change_id)
 
 
 async def copy_items(conn: Connection, change_id: int, items: Iterable[Item]) -> None:
@@ -99,7 +103,7 @@ async def copy_items(conn: Connection, change_id: int, items: Iterable[Item]) ->
 
 
 async def _upsert(
-    conn: Connection, updated: list[tuple[Key, dict[str, object]]], wrote: Callable[[], None]
+    conn: Connection, updated: list[tuple[Key, State]], wrote: Callable[[], None]
 ) -> None:
     """Update existing notes from a staging table, in one statement."""
     await conn.execute(
@@ -117,39 +121,7 @@ async def _upsert(
     await conn.execute(_UPSERT_STAGED)
 
 
-def _validated(
-    validate: Callable[[NoteDraft], NoteDraft], draft: NoteDraft, number: int, labels: Sequence[str]
-) -> NoteDraft:
-    try:
-        return validate(draft)
-    except InvalidInput as exc:
-        label = labels[number] if number < len(labels) else f"note {number + 1}"
-        raise InvalidInput(f"{label}: {exc}") from None
-
-
-def _plan(
-    drafts: Sequence[NoteDraft], stored: dict[Key, dict[str, object]], actor: str, now: str
-) -> tuple[dict[Key, dict[str, object]], dict[Key, dict[str, object] | None], dict[str, int]]:
-    """The state each touched note ends in (the last of its lines wins), each touched
-    note's state before the import, and the counts, as SQLite's import counts them."""
-    counts = {"create": 0, "update": 0, "unchanged": 0}
-    states: dict[Key, dict[str, object]] = dict(stored)
-    final: dict[Key, dict[str, object]] = {}
-    items: dict[Key, dict[str, object] | None] = {}
-    for draft in drafts:
-        key = (str(draft.scope), draft.topic)
-        before = states.get(key)
-        after = state_after(draft, before, actor, now)
-        if before is not None and same_content(before, after):
-            counts["unchanged"] += 1
-            continue
-        counts["create" if before is None else "update"] += 1
-        states[key] = final[key] = after
-        items.setdefault(key, stored.get(key))
-    return final, items, counts
-
-
-async def _states(conn: Connection, keys: set[Key]) -> dict[Key, dict[str, object]]:
+async def _states(conn: Connection, keys: set[Key]) -> dict[Key, State]:
     """The stored states of many notes in one query."""
     if not keys:
         return {}
@@ -159,4 +131,5 @@ async def _states(conn: Connection, keys: set[Key]) -> dict[Key, dict[str, objec
         "ON n.scope = k.scope AND n.topic = k.topic",
         (list(scopes), list(topics)),
     )
-    return {(r["scope"], r["topic"]): state_of(r) for r in await cursor.fetchall()}
+    found = await cursor.fetchall()
+    return {(r["scope"], r["topic"]): state_of(r, POSTGRESQL.time_text) for r in found}

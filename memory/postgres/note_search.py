@@ -11,10 +11,10 @@ from typing import Any
 
 from memory.clock import Clock
 from memory.postgres.database import PostgresDatabase
-from memory.postgres.note_rows import NOTE_COLUMNS, note_from_row
 from memory.postgres.words import CONFIG, TableStats, bm25_sql, weights_params
 from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, in_topic, note_terms
-from memory.types import Note, SearchHit
+from memory.sql.note_rows import visible_notes
+from memory.types import SearchHit
 from memory.vectors import NOTE, VectorIndex
 from memory.visibility import Visibility
 
@@ -82,7 +82,8 @@ class NoteSearch:
         if vector is not None and self.vectors is not None:
             near = await self.vectors.nearest(NOTE, vector, visibility, pool)
         ranked = fuse(keyword, near, self.fusion)
-        notes = await self._visible_by_id([i for i, _ in ranked], visibility)
+        async with self.db.reading() as sql:
+            notes = await visible_notes(sql, [i for i, _ in ranked], visibility, self.clock())
         found = [(notes[i], score) for i, score in ranked if i in notes][:k]
         marked = {}
         if snippets and words:
@@ -97,25 +98,14 @@ class NoteSearch:
         self, words: dict[str, Any], visibility: Visibility, k: int
     ) -> list[tuple[int, float]]:
         params = {
-            "limit": k, "now": self.clock(), **visibility_params(visibility), **_WEIGHTS, **words,
-        }  # fmt: skip
-        found = await self.db.rows(_RANKED, params, prepare=False)
-        return [(r["id"], float(r["score"])) for r in found]
-
-    async def _visible_by_id(self, ids: list[int], visibility: Visibility) -> dict[int, Note]:
-        """The live notes among `ids` that `visibility` may read, by id."""
-        if not ids:
-            return {}
-        params: dict[str, Any] = {
-            "ids": ids,
+            "limit": k,
             "now": self.clock(),
             **visibility_params(visibility),
+            **_WEIGHTS,
+            **words,
         }
-        found = await self.db.rows(
-            f"SELECT {NOTE_COLUMNS} FROM notes WHERE id = ANY(%(ids)s) AND {VISIBLE} AND {LIVE}",
-            params,
-        )
-        return {r["id"]: note_from_row(r) for r in found}
+        found = await self.db.rows(_RANKED, params, prepare=False)
+        return [(r["id"], float(r["score"])) for r in found]
 
     async def _snippets(self, query: str, ids: list[int]) -> dict[int, str]:
         if not ids:

@@ -1,14 +1,20 @@
-"""What the note store leaves to its engine: the writes each engine does its own way (a
-note's word index, many rows at once)."""
+"""What the note store (`memory.sql.notes`) leaves to its engine: ranking by words, and the
+writes each engine does its own way (a note's word index, many rows at once, deleted rows
+read back, reads counted now or with the next transaction)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from memory.sql.session import Session
-    from memory.types import Scope
+    from memory.notes import ImportResult
+    from memory.ranking import Method
+    from memory.sql.session import Params, Row, Session
+    from memory.types import NoteDraft, Scope, SearchHit
+    from memory.vectors import VectorIndex
+    from memory.visibility import Visibility
 
 # An item of a change of many notes: a note's scope, topic and kept state before (None:
 # there was no note).
@@ -27,4 +33,58 @@ class NoteWrites(Protocol):
 
     async def insert_items(self, sql: Session, change_id: int, items: Sequence[Item]) -> None:
         """Write the items of change `change_id` of many notes, however many."""
+        ...
+
+
+class NoteEngine(NoteWrites, Protocol):
+    """One engine's part of the note store."""
+
+    async def search(
+        self,
+        query: str,
+        visibility: Visibility,
+        *,
+        k: int,
+        snippets: bool,
+        vector: Sequence[float] | None,
+        vectors: VectorIndex | None,
+        fusion: Method,
+    ) -> list[SearchHit]:
+        """`NoteStore.search` (k > 0) with the store's vector index (None: words alone rank)
+        and fusion method, without counting the reads."""
+        ...
+
+    def changed(self) -> None:
+        """The notes changed: forget what is kept of them for ranking."""
+        ...
+
+    async def delete_notes(self, sql: Session, where: str, params: Params) -> list[Row]:
+        """Delete the notes `where` picks; their rows as they were."""
+        ...
+
+    async def import_drafts(
+        self,
+        drafts: Sequence[NoteDraft],
+        validate: Callable[[NoteDraft], NoteDraft],
+        *,
+        actor: str,
+        now: datetime,
+        labels: Sequence[str],
+        progress: Callable[[int, int], None] | None,
+    ) -> ImportResult:
+        """`NoteStore.import_drafts`, each draft checked by `validate` (`memory.sql.note_import`
+        plans it); `now` is the time of every change."""
+        ...
+
+    async def write_soon(self, sql: str, params: Params) -> None:
+        """Run a write that may wait (counting reads): now, or with the next transaction."""
+        ...
+
+    async def flush(self) -> None:
+        """Write what `write_soon` kept waiting, before a read that shows it."""
+        ...
+
+    async def data_version(self, sql: Session) -> object | None:
+        """What changes when another connection commits, so derived values (scope indexes)
+        can be cached until then; None when the engine cannot tell (nothing is cached)."""
         ...

@@ -11,17 +11,17 @@ from dataclasses import dataclass
 
 from memory.clock import Clock
 from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, note_terms
-from memory.sqlite import rows
+from memory.sql.note_rows import NOTE_COLUMNS, note_from_row, visibility_sql, visible_notes
 from memory.sqlite.database import SqliteDatabase, to_db_time
 from memory.sqlite.fts import bm25_call, note_match
-from memory.sqlite.note_sql import LIVE, prefixed, visibility_sql
+from memory.sqlite.session import SQLITE
 from memory.sqlite.term_stats import TermStats
-from memory.sqlite.vectors import SqliteVectorIndex
 from memory.types import Note, SearchHit
-from memory.vectors import NOTE
+from memory.vectors import NOTE, VectorIndex
 from memory.visibility import Visibility, scope_match
 
 _BM25 = bm25_call("notes_fts", NOTE_WEIGHTS)
+_PREFIXED = ", ".join(f"n.{column.strip()}" for column in NOTE_COLUMNS.split(","))
 # Candidates beyond k, for expired notes the maintenance job has not purged yet; when more
 # than these drop out, the ranking is read again further down.
 _SPARE = 5
@@ -39,7 +39,7 @@ class NoteSearch:
     db: SqliteDatabase
     clock: Clock
     term_stats: TermStats
-    vectors: SqliteVectorIndex | None
+    vectors: VectorIndex | None
     fusion: Method
 
     async def top(
@@ -85,25 +85,15 @@ class NoteSearch:
         ranked = fuse(keyword, near, self.fusion)
         # Nearest vectors may belong to expired notes: check every candidate, not a prefix.
         missing = [i for i, _ in ranked if i not in notes]
-        notes.update(await self._visible_by_id(missing, visibility))
+        # Not the store's reads: a search must not flush deferred access counts (a write).
+        async with self.db.reading() as sql:
+            now = to_db_time(self.clock())
+            notes.update(await visible_notes(sql, missing, visibility, now))
         found = [(notes[i], score) for i, score in ranked if i in notes][:k]
         marked = {}
         if snippets and words.shown is not None:
             marked = await self._snippets(words.shown, [n.id for n, _ in found])
         return [SearchHit(n, score, marked.get(n.id) or n.summary) for n, score in found]
-
-    async def _visible_by_id(self, ids: list[int], visibility: Visibility) -> dict[int, Note]:
-        """The live notes among `ids` that `visibility` may read, by id."""
-        if not ids:
-            return {}
-        where, params = visibility_sql(visibility)
-        marks = ", ".join("?" for _ in ids)
-        sql = (
-            f"SELECT {rows.NOTE_COLUMNS} FROM notes WHERE id IN ({marks}) AND ({where}) AND {LIVE}"
-        )
-        # Not the store's `_select`: a search must not flush deferred access counts (a write).
-        async with self.db.conn.execute(sql, (*ids, *params, to_db_time(self.clock()))) as cur:
-            return {r["id"]: rows.note_from_row(r) for r in await cur.fetchall()}
 
     async def _by_words(
         self, words: _Words, visibility: Visibility, k: int, snippets: bool
@@ -139,7 +129,7 @@ class NoteSearch:
         sql = (
             f"WITH top AS (SELECT rowid AS id, {_BM25} AS score FROM notes_fts "
             "WHERE notes_fts MATCH ? ORDER BY score LIMIT ?) "
-            f"SELECT {prefixed('n.')}, top.score, ({where}) AND "
+            f"SELECT {_PREFIXED}, top.score, ({where}) AND "
             "(n.expires_at IS NULL OR n.expires_at > ?) AS readable "
             "FROM top JOIN notes n ON n.id = top.id ORDER BY top.score"
         )
@@ -150,7 +140,11 @@ class NoteSearch:
         while True:
             async with self.db.conn.execute(sql, (match, limit, *params, now)) as cursor:
                 found = list(await cursor.fetchall())
-            kept = [(rows.note_from_row(r), float(r["score"])) for r in found if r["readable"]]
+            kept = [
+                (note_from_row(r, SQLITE.read_time), float(r["score"]))
+                for r in found
+                if r["readable"]
+            ]
             if len(kept) >= k or len(found) < limit:
                 return kept[:k]
             limit *= 4
