@@ -133,6 +133,10 @@ class SqlDatabase(Protocol):
         included); rolled back, and the error raised, when one fails."""
         ...
 
+    async def close(self) -> None:
+        """Write what is pending and close; safe to call twice."""
+        ...
+
     def session_of(self, tx: object) -> Session:
         """The session of a transaction of this database; `TypeError` for another's."""
         ...

@@ -1,0 +1,123 @@
+"""Every store of one database, on either engine. The stores a turn or a one-shot command
+needs (notes, the conversation log, vectors) are built by the engine at once; the others
+here, on first use, so `notes search` loads none of their modules."""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from memory.sql.conversations import SqlConversationLog
+from memory.sql.notes import SqlNoteStore
+from memory.sql.session import SqlDatabase
+from memory.sql.vectors import SqlVectorIndex
+from memory.stores import StoreOptions
+
+if TYPE_CHECKING:
+    from memory.sql.actions import SqlActionLog
+    from memory.sql.active_skills import SqlActiveSkills
+    from memory.sql.daily_logs import SqlDailyLogs
+    from memory.sql.events import SqlEventLog
+    from memory.sql.inbox import SqlInbox
+    from memory.sql.job_runs import SqlJobRuns
+    from memory.sql.live_replies import SqlLiveReplies
+    from memory.sql.proposals import SqlProposalStore
+    from memory.sql.replicas import SqlReplicas
+    from memory.sql.seen_events import SqlSeenEvents
+    from memory.sql.slips import SqlModelSlips
+
+DB = TypeVar("DB", bound=SqlDatabase)
+Notes = TypeVar("Notes", bound=SqlNoteStore)
+
+
+class SqlStores(Generic[DB, Notes]):
+    """The `Stores` of one database: what its engine built, and the rest written once."""
+
+    def __init__(
+        self,
+        db: DB,
+        options: StoreOptions,
+        *,
+        vectors: SqlVectorIndex,
+        notes: Notes,
+        log: SqlConversationLog,
+    ) -> None:
+        self.db = db
+        self.options = options
+        self.vectors = vectors
+        self.notes = notes
+        self.log = log
+
+    # Each below imports its module when first asked for (see the module's docstring).
+
+    @functools.cached_property
+    def proposals(self) -> SqlProposalStore:
+        from memory.sql.proposals import SqlProposalStore
+
+        return SqlProposalStore(self.db, self.notes, clock=self.options.clock)
+
+    @functools.cached_property
+    def actions(self) -> SqlActionLog:
+        from memory.sql.actions import SqlActionLog
+
+        return SqlActionLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
+
+    @functools.cached_property
+    def events(self) -> SqlEventLog:
+        from memory.sql.events import SqlEventLog
+
+        return SqlEventLog(self.db, clock=self.options.clock, secrets=self.options.secrets)
+
+    @functools.cached_property
+    def job_runs(self) -> SqlJobRuns:
+        from memory.sql.job_runs import SqlJobRuns
+
+        return SqlJobRuns(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def seen(self) -> SqlSeenEvents:
+        from memory.sql.seen_events import SqlSeenEvents
+
+        return SqlSeenEvents(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def live_replies(self) -> SqlLiveReplies:
+        from memory.sql.live_replies import SqlLiveReplies
+
+        return SqlLiveReplies(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def daily_logs(self) -> SqlDailyLogs:
+        from memory.sql.daily_logs import SqlDailyLogs
+
+        return SqlDailyLogs(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def active_skills(self) -> SqlActiveSkills:
+        from memory.sql.active_skills import SqlActiveSkills
+
+        return SqlActiveSkills(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def slips(self) -> SqlModelSlips:
+        from memory.sql.slips import SqlModelSlips
+
+        return SqlModelSlips(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def inbox(self) -> SqlInbox:
+        from memory.sql.inbox import SqlInbox
+
+        return SqlInbox(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def replicas(self) -> SqlReplicas:
+        from memory.sql.replicas import SqlReplicas
+
+        return SqlReplicas(self.db)
+
+    async def close(self) -> None:
+        await self.db.close()
+        aclose = getattr(self.vectors.embedder, "aclose", None)
+        if aclose is not None:
+            await aclose()
