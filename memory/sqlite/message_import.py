@@ -1,6 +1,6 @@
 """Importing past messages on SQLite (`lorebot history import`): in one transaction, in
 batches written on the writer's own thread while the next batch is read and redacted here,
-and indexed for search as live messages are (`message_search.index_new`), but for all of a
+and indexed for search as live messages are (`message_search.index_statements`), but for all of a
 batch's conversations at once."""
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def _queue_batch(
     conn: aiosqlite.Connection, rows: list[tuple[str, ...]], known: set[str]
 ) -> asyncio.Future[None]:
     """Queue one batch for the writer, after those queued before it, and index it as
-    `index_new` indexes live messages (tests/memory/test_history_import.py compares the
+    `index_statements` indexes live messages (tests/memory/test_history_import.py compares the
     two), but for all of the batch's conversations at once: an export has thousands of
     threads, and one statement per thread would be most of an import's time. `known`
     holds the scopes whose keys are stored already."""

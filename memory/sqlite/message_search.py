@@ -23,11 +23,11 @@ from memory import ranking
 from memory.conversations import PastMessage
 from memory.ranking import query_terms
 from memory.sql.conversations import LOG_MESSAGE
-from memory.sql.session import Params, Session
+from memory.sql.session import Params, Session, Statement
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import bm25_call, match_terms
 from memory.sqlite.message_import import IMPORT_BATCH, import_messages
-from memory.sqlite.session import session_of
+from memory.sqlite.session import SqliteSession
 from memory.sqlite.vector_tables import PREVIOUS_CHARS
 from memory.types import Scope
 from memory.visibility import Visibility, explicit, scope_keys, scope_match
@@ -45,9 +45,9 @@ class SqliteMessageSearch:
     async def add(
         self, sql: Session, conversation: str, scope: str, rows: Sequence[Params]
     ) -> None:
-        await sql.run_many(LOG_MESSAGE, rows)
-        if scope:
-            await index_new(session_of(sql).conn, conversation, scope)
+        logged = [Statement(LOG_MESSAGE, row) for row in rows]
+        # The messages and their index rows in one hop to the database's thread.
+        await sql.batch([*logged, *index_statements(conversation, scope)] if scope else logged)
 
     async def rank(self, query: str, visibility: Visibility, limit: int) -> list[tuple[int, float]]:
         words = match_terms(query_terms(query), columns=_COLUMNS)
@@ -61,12 +61,13 @@ class SqliteMessageSearch:
             ranking.AFTER_WEIGHT,
             ranking.AUTHOR_WEIGHT,
         )
-        async with self.db.conn.execute(
-            f"SELECT rowid, {bm25_call('messages_fts', weights)} AS score FROM messages_fts "
-            "WHERE messages_fts MATCH ? ORDER BY score LIMIT ?",
-            (match, limit),
-        ) as cursor:
-            return [(int(r[0]), float(r[1])) for r in await cursor.fetchall()]
+        async with self.db.reading() as sql:
+            found = await sql.rows(
+                f"SELECT rowid AS id, {bm25_call('messages_fts', weights)} AS score "
+                "FROM messages_fts WHERE messages_fts MATCH ? ORDER BY score LIMIT ?",
+                (match, limit),
+            )
+        return [(int(r["id"]), float(r["score"])) for r in found]
 
     async def index_older(self) -> int:
         """What is unindexed is read again under the write lock: another process (the
@@ -78,38 +79,46 @@ class SqliteMessageSearch:
         async with self.db.write() as conn:
             indexed, conversations = await _unindexed(conn)
             for conversation, scope in conversations:
-                await index_new(conn, conversation, scope, after=indexed)
+                await SqliteSession(conn).batch(
+                    index_statements(conversation, scope, after=indexed)
+                )
         return len(conversations)
 
     async def import_messages(self, messages: Iterable[PastMessage], secrets: Sequence[str]) -> int:
         return await import_messages(self.db, messages, secrets, batch=self.import_batch)
 
 
-async def index_new(
-    conn: aiosqlite.Connection, conversation: str, scope: str, after: int | None = None
-) -> None:
+def index_statements(conversation: str, scope: str, after: int | None = None) -> list[Statement]:
     """Index the messages of `conversation` after message id `after` (by default: those
     logged since the last indexing), each with its neighbours as context, and give the
-    message before them its new neighbour: three statements, so a turn's history write
+    message before them its new neighbour: two statements, so a turn's history write
     stays cheap."""
-    if after is None:
-        after = int(await _scalar(conn, "SELECT coalesce(max(rowid), 0) FROM messages_fts"))
-    await conn.execute(
-        "UPDATE messages_fts SET context_after = coalesce(substr((SELECT n.content FROM "
-        "messages AS n WHERE n.conversation = ? AND n.scope = ? AND n.id > messages_fts.rowid "
-        "ORDER BY n.id LIMIT 1), 1, ?), '') WHERE rowid = (SELECT max(p.id) FROM messages "
-        "AS p WHERE p.conversation = ? AND p.scope = ? AND p.id <= ?)",
-        (conversation, scope, PREVIOUS_CHARS, conversation, scope, after),
-    )
+    last = "?" if after is not None else _LAST_INDEXED
+    given = (after,) if after is not None else ()
     keys = scope_keys(Scope.parse(scope), True)
-    await conn.execute(
-        "INSERT INTO messages_fts (rowid, content, context_before, context_after, author, "
-        f"scope_keys) SELECT m.id, m.content, {_NEIGHBOUR.format(op='<', order='DESC')}, "
-        f"{_NEIGHBOUR.format(op='>', order='')}, m.author_name, ? FROM messages AS m "
-        "WHERE m.conversation = ? AND m.scope = ? AND m.id > ?",
-        (PREVIOUS_CHARS, PREVIOUS_CHARS, keys, conversation, scope, after),
-    )
+    return [
+        Statement(
+            "UPDATE messages_fts SET context_after = coalesce(substr((SELECT n.content FROM "
+            "messages AS n WHERE n.conversation = ? AND n.scope = ? "
+            "AND n.id > messages_fts.rowid ORDER BY n.id LIMIT 1), 1, ?), '') "
+            "WHERE rowid = (SELECT max(p.id) FROM messages AS p WHERE p.conversation = ? "
+            f"AND p.scope = ? AND p.id <= {last})",
+            (conversation, scope, PREVIOUS_CHARS, conversation, scope, *given),
+        ),
+        Statement(
+            "INSERT INTO messages_fts (rowid, content, context_before, context_after, "
+            f"author, scope_keys) SELECT m.id, m.content, "
+            f"{_NEIGHBOUR.format(op='<', order='DESC')}, "
+            f"{_NEIGHBOUR.format(op='>', order='')}, m.author_name, ? FROM messages AS m "
+            f"WHERE m.conversation = ? AND m.scope = ? AND m.id > {last}",
+            (PREVIOUS_CHARS, PREVIOUS_CHARS, keys, conversation, scope, *given),
+        ),
+    ]
 
+
+# The last message indexed: read as each statement begins (an INSERT … SELECT reads its
+# source before it writes a row).
+_LAST_INDEXED = "(SELECT coalesce(max(rowid), 0) FROM messages_fts)"
 
 # The text of the message just before or after m in its conversation, cut, or ''. Within
 # its scope: an imported DM is stored once for each of its people.

@@ -138,8 +138,8 @@ class NoteSearch:
         # is read again further down, so no match is ever lost to them.
         limit = k + _SPARE
         while True:
-            async with self.db.conn.execute(sql, (match, limit, *params, now)) as cursor:
-                found = list(await cursor.fetchall())
+            async with self.db.reading() as session:
+                found = await session.rows(sql, (match, limit, *params, now))
             kept = [
                 (note_from_row(r, SQLITE.read_time), float(r["score"]))
                 for r in found
@@ -153,12 +153,13 @@ class NoteSearch:
         if not ids:
             return {}
         marks = ", ".join("?" for _ in ids)
-        async with self.db.conn.execute(
-            "SELECT rowid, snippet(notes_fts, -1, '**', '**', '…', 16) FROM notes_fts "
-            f"WHERE notes_fts MATCH ? AND rowid IN ({marks})",
-            (words, *ids),
-        ) as cursor:
-            return {row[0]: row[1] for row in await cursor.fetchall()}
+        async with self.db.reading() as session:
+            found = await session.rows(
+                "SELECT rowid AS id, snippet(notes_fts, -1, '**', '**', '…', 16) AS snippet "
+                f"FROM notes_fts WHERE notes_fts MATCH ? AND rowid IN ({marks})",
+                (words, *ids),
+            )
+        return {row["id"]: row["snippet"] for row in found}
 
 
 @dataclass(frozen=True, slots=True)

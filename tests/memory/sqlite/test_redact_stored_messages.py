@@ -9,8 +9,9 @@ from pathlib import Path
 from memory.sql.conversations import SqlConversationLog
 from memory.sqlite import driver
 from memory.sqlite.database import SqliteDatabase
-from memory.sqlite.message_search import SqliteMessageSearch, index_new
+from memory.sqlite.message_search import SqliteMessageSearch, index_statements
 from memory.sqlite.migrations import MIGRATIONS
+from memory.sqlite.session import SqliteSession
 from memory.types import Scope
 from memory.visibility import explicit
 
@@ -37,7 +38,7 @@ async def _older_database(path: Path) -> None:
             "created_at) VALUES ('slack/C1/', 'user', ?, 'Priya', ?, '2026-01-05T10:00:00Z')",
             [(line, CHANNEL) for line in LINES],
         )
-        await index_new(conn, "slack/C1/", CHANNEL, after=0)
+        await SqliteSession(conn).batch(index_statements("slack/C1/", CHANNEL, after=0))
         await conn.execute(
             "INSERT INTO summaries (conversation, up_to_message_id, content, created_at) "
             "VALUES ('slack/C1/', 0, ?, '2026-01-05T10:00:00Z')",
