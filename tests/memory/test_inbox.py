@@ -10,8 +10,12 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
+import psycopg
+import pytest
+
 from memory.inbox import CLAIM_LEASE
 from tests.support.clock import FakeClock
+from tests.support.polling import until
 
 
 def _event(n: int) -> dict[str, Any]:
@@ -107,6 +111,36 @@ async def test_two_deliveries_of_one_event_at_once_store_it_once(open_again: Any
     )
     assert sorted(outcomes) == ["duplicate", "taken"]
     assert await first.inbox.waiting() == 1
+
+
+@pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
+async def test_a_delivery_racing_another_replicas_uncommitted_take_is_a_duplicate(
+    engine_stores: Any, database_at: str
+) -> None:
+    """The race the test above may not hit: another replica has recorded the sighting and
+    not yet committed. This take waits for it, then finds the event taken."""
+    async with (
+        await psycopg.AsyncConnection.connect(database_at, autocommit=True) as watcher,
+        await psycopg.AsyncConnection.connect(database_at) as other,
+    ):
+        await other.execute(
+            "INSERT INTO seen_events (key, seen_at) VALUES ('slack:E1', now())"
+        )  # its transaction stays open
+        take = asyncio.create_task(
+            engine_stores.inbox.take("slack:E1", "slack/C1", _event(1), limit=10)
+        )
+
+        async def take_waits_on_a_lock() -> bool:
+            waiting = await watcher.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            )
+            return await waiting.fetchone() is not None
+
+        await until(take_waits_on_a_lock)  # on the other's uncommitted key
+        await other.commit()
+    assert await take == "duplicate"
+    assert await engine_stores.inbox.waiting() == 0
 
 
 async def test_entries_waiting_past_an_age_are_dropped(
