@@ -45,9 +45,6 @@ class PostgresDialect:
     def time_text(self, value: Any) -> str:
         return to_utc_text(value)
 
-    def is_unique_violation(self, error: BaseException) -> bool:
-        return isinstance(error, psycopg.errors.UniqueViolation)
-
 
 POSTGRESQL = PostgresDialect()
 

@@ -28,41 +28,31 @@ class SqlInbox:
         self, key: str, conversation: str, payload: dict[str, Any], *, limit: int
     ) -> Taken:
         now = self.time(self.clock())
-        entry = (platform_of(conversation), conversation, key, storable_json(payload), now)
-        try:
-            # One round trip: what was there, then the entry and its sighting, each written
-            # only when the event is new and there is room.
-            found, inserted, _ = await self.db.transact(
-                [
-                    Statement(
-                        "SELECT (SELECT count(*) FROM seen_events WHERE key = ?) AS seen, "
-                        "(SELECT count(*) FROM inbox) AS waiting",
-                        (key,),
-                    ),
-                    Statement(
-                        "INSERT INTO inbox (platform, conversation, key, payload_json, "
-                        "taken_at) SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "
-                        "seen_events WHERE key = ?) AND (SELECT count(*) FROM inbox) < ?",
-                        (*entry, key, limit),
-                    ),
-                    # A concurrent delivery of the same event (on PostgreSQL; SQLite's write
-                    # transaction has the database to itself) waits here for the first to
-                    # commit, then fails on the key, and its entry is rolled back with it.
-                    Statement(
-                        "INSERT INTO seen_events (key, seen_at) SELECT ?, ? WHERE EXISTS "
-                        "(SELECT 1 FROM inbox WHERE key = ?) AND NOT EXISTS "
-                        "(SELECT 1 FROM seen_events WHERE key = ?)",
-                        (key, now, key, key),
-                    ),
-                ]
+        async with self.db.transaction() as sql:
+            found = await sql.row(
+                "SELECT (SELECT count(*) FROM seen_events WHERE key = ?) AS seen, "
+                "(SELECT count(*) FROM inbox) AS waiting",
+                (key,),
             )
-        except Exception as exc:
-            if self.db.dialect.is_unique_violation(exc):
+            assert found is not None
+            if found["seen"]:
                 return "duplicate"
-            raise
-        if inserted.changed == 1:
-            return "taken"
-        return "duplicate" if found.rows[0]["seen"] else "full"
+            if found["waiting"] >= limit:
+                return "full"
+            # A concurrent delivery of the same event waits here for the first to commit
+            # (on PostgreSQL; SQLite's write transaction has the database to itself).
+            inserted = await sql.run(
+                "INSERT INTO seen_events (key, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                (key, now),
+            )
+            if inserted != 1:
+                return "duplicate"
+            await sql.run(
+                "INSERT INTO inbox (platform, conversation, key, payload_json, taken_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (platform_of(conversation), conversation, key, storable_json(payload), now),
+            )
+        return "taken"
 
     async def claim(self, conversation: str, holder: str) -> bool:
         now = self.clock()

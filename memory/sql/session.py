@@ -80,10 +80,6 @@ class Dialect(Protocol):
         SQLite keeps and gives back as it was stored."""
         ...
 
-    def is_unique_violation(self, error: BaseException) -> bool:
-        """Whether `error` is this engine's refusal of a second row with the same key."""
-        ...
-
 
 class Session(Protocol):
     """One connection of an engine running neutral SQL, in a transaction or not."""

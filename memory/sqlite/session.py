@@ -40,9 +40,6 @@ class SqliteDialect:
     def time_text(self, value: Any) -> str:
         return str(value)
 
-    def is_unique_violation(self, error: BaseException) -> bool:
-        return isinstance(error, driver.IntegrityError) and "UNIQUE" in str(error)
-
 
 SQLITE = SqliteDialect()
 
