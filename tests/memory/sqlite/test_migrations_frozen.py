@@ -20,34 +20,60 @@ from tests.support.paths import ROOT
 
 # The scrubber is taken live on purpose: a newer one only ever hides more.
 ALLOWED = {"memory.redaction"}
-# The migrations' own modules, as frozen as they are.
-FROZEN = ("migrations", "redacting_migration", "replica_migrations")
+ENGINE = ROOT / "memory" / "sqlite"
+# The migrations' own modules, as frozen as they are: one per migration, and their list.
+OWN = "memory.sqlite.migration_steps"
+PACKAGE = sorted((ENGINE / "migration_steps").glob("*.py"))
+
+
+def test_each_migration_is_a_module_of_its_own() -> None:
+    steps = [path.name[:5] for path in PACKAGE if path.name != "__init__.py"]
+    assert steps == [f"m{number:03}_" for number in range(1, SCHEMA_VERSION + 1)]
 
 
 def test_the_migrations_import_no_live_code_but_the_scrubber() -> None:
     imported: set[str] = set()
-    for name in FROZEN:
-        tree = ast.parse((ROOT / "memory" / "sqlite" / f"{name}.py").read_text())
-        imported |= {
-            node.module
-            for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and node.module is not None
-        } | {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-             for alias in node.names}  # fmt: skip
-    imported -= {f"memory.sqlite.{name}" for name in FROZEN}
-    ours = {name for name in imported if name.split(".")[0] in ("bot", "memory", "adapters")}
+    for path in [ENGINE / "migrations.py", *PACKAGE]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{path.name}: a relative import hides what it takes"
+                imported.add(node.module or "")
+            elif isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+    ours = {
+        name
+        for name in imported
+        if name.split(".")[0] in ("bot", "memory", "adapters", "skills")
+        and name != OWN
+        and not name.startswith(f"{OWN}.")
+    }
     assert ours <= ALLOWED, f"migrations call live code: {sorted(ours - ALLOWED)}"
 
 
 # The SQL of each migration as it was written (sha256, first 16 hex digits); the Python
 # step of 12 is held by the rule above. A new migration adds its line here.
 WRITTEN = (
-    "001cfe060df5434e", "3b11198e00c9de0a", "3b726d20199c7b88", "59337078bccde25e",
-    "8fdf2d7a81c73981", "41e1f6cf51a7a883", "5081d4643153af6e", "e1e368eadf68af71",
-    "0266483bbff7c8e8", "d203822ac1e7c159", "c6dc5b807d2d27cf", "redact_stored_messages",
-    "ddc33514d6435fbb", "257cce1c25796c8c", "cf5249f6d8b69ad5", "85fe19e6468e1243",
-    "4904beb83a15eb86", "a3e3d63bdb0d295b", "912509ee18acc76e", "5443fa40206cc04f",
-)  # fmt: skip
+    "001cfe060df5434e",
+    "3b11198e00c9de0a",
+    "3b726d20199c7b88",
+    "59337078bccde25e",
+    "8fdf2d7a81c73981",
+    "41e1f6cf51a7a883",
+    "5081d4643153af6e",
+    "e1e368eadf68af71",
+    "0266483bbff7c8e8",
+    "d203822ac1e7c159",
+    "c6dc5b807d2d27cf",
+    "redact_stored_messages",
+    "ddc33514d6435fbb",
+    "257cce1c25796c8c",
+    "cf5249f6d8b69ad5",
+    "85fe19e6468e1243",
+    "4904beb83a15eb86",
+    "a3e3d63bdb0d295b",
+    "912509ee18acc76e",
+    "5443fa40206cc04f",
+)
 
 
 def test_no_migration_written_is_changed_and_the_schema_version_counts_them() -> None:
