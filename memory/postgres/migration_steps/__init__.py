@@ -1,0 +1,1 @@
+"""PostgreSQL's migrations, one module each; `memory.postgres.migrations` runs them."""

@@ -1,0 +1,64 @@
+"""A PostgreSQL migration does what it did on the day it was written: each is a module of
+its own that imports nothing of lorebot's, its SQL is unchanged, and a database at any
+version gets the same steps it always got."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+
+from memory.postgres.migrations import BASELINE, SCHEMA_VERSION, STEPS, steps_after
+from tests.support.paths import ROOT
+
+ENGINE = ROOT / "memory" / "postgres"
+OWN = "memory.postgres.migration_steps"
+PACKAGE = sorted((ENGINE / "migration_steps").glob("*.py"))
+
+# The SQL of the baseline and of each step after it as it was written (sha256, first 16
+# hex digits). A new migration adds its line here.
+WRITTEN = (
+    (16, "b4e2c1e50409e1d2"),
+    (17, "e84e74495702870a"),
+    (18, "0799cd0420712dbc"),
+    (19, "4e0d37c8c21afea9"),
+    (20, "81ae7fc278fdf967"),
+)
+
+
+def test_each_migration_is_a_module_of_its_own() -> None:
+    steps = [path.name[:5] for path in PACKAGE if path.name != "__init__.py"]
+    assert steps == [f"m{number:03}_" for number in range(BASELINE, SCHEMA_VERSION + 1)]
+
+
+def test_the_migrations_import_no_code_of_lorebots() -> None:
+    imported: set[str] = set()
+    for path in [ENGINE / "migrations.py", *PACKAGE]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{path.name}: a relative import hides what it takes"
+                imported.add(node.module or "")
+            elif isinstance(node, ast.Import):
+                imported |= {alias.name for alias in node.names}
+    ours = {
+        name
+        for name in imported
+        if name.split(".")[0] in ("bot", "memory", "adapters", "skills")
+        and name != OWN
+        and not name.startswith(f"{OWN}.")
+    }
+    assert not ours, f"migrations call live code: {sorted(ours)}"
+
+
+def test_no_migration_written_is_changed_and_the_schema_version_counts_them() -> None:
+    found = tuple(
+        (number, hashlib.sha256(sql.encode()).hexdigest()[:16]) for number, sql in steps_after(0)
+    )
+    assert found[: len(WRITTEN)] == WRITTEN, "a migration already written was changed"
+    assert len(found) == len(WRITTEN), "a new migration: add its line to WRITTEN"
+    assert SCHEMA_VERSION == BASELINE + len(STEPS) == 20
+
+
+def test_a_database_at_any_version_gets_the_steps_after_it_in_order() -> None:
+    assert [number for number, _ in steps_after(0)] == list(range(BASELINE, SCHEMA_VERSION + 1))
+    for version in range(BASELINE, SCHEMA_VERSION + 1):
+        assert steps_after(version) == steps_after(0)[version - BASELINE + 1 :]
