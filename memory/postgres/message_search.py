@@ -26,7 +26,7 @@ from memory.postgres.words import (
 from memory.ranking import ranking_terms
 from memory.redaction import redact
 from memory.sql.conversations import LOG_MESSAGE
-from memory.sql.session import Params, Session
+from memory.sql.session import Params
 from memory.visibility import Visibility
 
 # As many characters of a neighbour as SQLite's index keeps.
@@ -77,14 +77,14 @@ class PostgresMessageSearch:
         self.db = db
         self.word_stats = TableStats(db, "message_words", _LENGTH)
 
-    async def add(
-        self, sql: Session, conversation: str, scope: str, rows: Sequence[Params]
-    ) -> None:
-        # One by one, for their ids: the index starts from the first.
-        ids = [await sql.insert(LOG_MESSAGE, row) for row in rows]
+    async def add(self, conversation: str, scope: str, rows: Sequence[Params]) -> None:
+        async with self.db.transaction() as sql:
+            # One by one, for their ids: the index starts from the first.
+            ids = [await sql.insert(LOG_MESSAGE, row) for row in rows]
+            if scope and ids:
+                await index_messages_from(session_of(sql).conn, ids[0])
         if scope and ids:
             self.word_stats.added(len(ids))
-            await index_messages_from(session_of(sql).conn, ids[0])
 
     async def rank(self, query: str, visibility: Visibility, limit: int) -> list[tuple[int, float]]:
         terms = " ".join(ranking_terms(query))

@@ -25,7 +25,7 @@ from memory.conversations import (
 )
 from memory.ranking import Method, fuse
 from memory.redaction import redact
-from memory.sql.session import Params, Session, SqlDatabase, marks
+from memory.sql.session import Params, SqlDatabase, marks
 from memory.vectors import MESSAGE, VectorIndex
 from memory.visibility import Visibility
 
@@ -40,12 +40,10 @@ class MessageSearch(Protocol):
     """An engine's index of past messages by their words, and the writes it follows. A
     message is indexed with its neighbours in its conversation and scope, and its author."""
 
-    async def add(
-        self, sql: Session, conversation: str, scope: str, rows: Sequence[Params]
-    ) -> None:
-        """Store `rows` of `LOG_MESSAGE` (messages of `conversation`, oldest first) in the
-        transaction `sql`, and when `scope` is set index them, and the message before them
-        again (its next message changed)."""
+    async def add(self, conversation: str, scope: str, rows: Sequence[Params]) -> None:
+        """Store `rows` of `LOG_MESSAGE` (messages of `conversation`, oldest first) in one
+        transaction, and when `scope` is set index them, and the message before them again
+        (its next message changed)."""
         ...
 
     async def rank(self, query: str, visibility: Visibility, limit: int) -> list[tuple[int, float]]:
@@ -100,8 +98,7 @@ class SqlConversationLog:
             )
             for e in entries
         ]
-        async with self.db.transaction() as sql:
-            await self.index.add(sql, conversation, scope, rows)
+        await self.index.add(conversation, scope, rows)
 
     async def import_messages(self, messages: Iterable[PastMessage]) -> int:
         """Add past messages in one transaction, redacted and indexed as live ones are.

@@ -23,7 +23,7 @@ from memory import ranking
 from memory.conversations import PastMessage
 from memory.ranking import query_terms
 from memory.sql.conversations import LOG_MESSAGE
-from memory.sql.session import Params, Session, Statement
+from memory.sql.session import Params, Statement
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import bm25_call, match_terms
 from memory.sqlite.message_import import IMPORT_BATCH, import_messages
@@ -42,12 +42,12 @@ class SqliteMessageSearch:
         self.db = db
         self.import_batch = import_batch  # messages per batch of an import
 
-    async def add(
-        self, sql: Session, conversation: str, scope: str, rows: Sequence[Params]
-    ) -> None:
+    async def add(self, conversation: str, scope: str, rows: Sequence[Params]) -> None:
         logged = [Statement(LOG_MESSAGE, row) for row in rows]
-        # The messages and their index rows in one hop to the database's thread.
-        await sql.batch([*logged, *index_statements(conversation, scope)] if scope else logged)
+        # The messages and their index rows, in one transaction sent in one hop.
+        await self.db.transact(
+            [*logged, *index_statements(conversation, scope)] if scope else logged
+        )
 
     async def rank(self, query: str, visibility: Visibility, limit: int) -> list[tuple[int, float]]:
         words = match_terms(query_terms(query), columns=_COLUMNS)
