@@ -30,6 +30,7 @@ from bot.approvals.cards import ACTION, conversation_of, outcome_text, quote, sc
 from bot.approvals.closing import Closings
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
+from bot.context.suspended import SuspendedTurn
 from bot.context.turn import free_topic
 from bot.fencing import still_held
 from memory import Conflict, Note, NoteDraft, NoteStore
@@ -164,19 +165,18 @@ class ApprovalService:
         requester: UserRef,
         skill: Skill,
         card_lines: list[str],
-        turn: Mapping[str, Any],
+        turn: SuspendedTurn,
     ) -> Proposal:
         """Ask before a model-initiated load; `turn` is the suspended turn to resume."""
         payload = {
             "name": skill.name,
             "sha256": skill.sha256,
             "path": str(skill.path),
-            "turn": dict(turn),
+            "turn": turn.to_json(),
         }
         proposal = await self._create(SKILL_LOAD, conversation, requester, payload)
-        text = "\n".join(
-            [f"🧩 Load the skill `{skill.name}`? (proposal #{proposal.id})", *card_lines]
-        )
+        first = f"🧩 Load the skill `{skill.name}`? (proposal #{proposal.id})"
+        text = "\n".join([first, *card_lines])
         await self._post_card(proposal, conversation, requester, text, "load it")
         return await self.proposals.fetch(proposal.id)
 

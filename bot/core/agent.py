@@ -15,7 +15,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.base import ConversationRef, UserRef
 from bot import metrics
 from bot.actions.mcp import McpServers
 from bot.approvals.cards import ACTION
@@ -23,7 +22,8 @@ from bot.backoff import Backoff
 from bot.config.settings import Settings
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
-from bot.context.turn import TurnContext, make_context
+from bot.context.suspended import BrokenCall, PendingCall, SuspendedTurn
+from bot.context.turn import TurnContext
 from bot.core.fallback import OFFLINE_NOTICE, notice_for, offline_answer
 from bot.core.history import History
 from bot.core.live_reply import Progress
@@ -179,23 +179,20 @@ class Agent:
         return TurnResult(reply, prefix, rounds, offline=outcome == "offline")
 
     async def resume(
-        self, proposal: Proposal, progress: Progress | None = None
+        self, proposal: Proposal, saved: SuspendedTurn, progress: Progress | None = None
     ) -> TurnResult | None:
-        """Continue the turn that asked for `proposal`, now that a person decided it."""
+        """Continue the turn `saved` in `proposal`, now that a person decided it."""
         progress = progress or Progress()
-        saved = proposal.payload.get("turn")
         # An expired action is told to the model, so it never claims it ran.
         resumable = ("approved", "rejected", "expired") if proposal.kind == ACTION else (
             "approved", "rejected")  # fmt: skip
-        if not saved or proposal.status not in resumable:
+        if proposal.status not in resumable:
             return None
-        ctx = make_context(
-            ConversationRef(**saved["conversation"]), UserRef(**saved["author"]), saved["read_only"]
-        )
-        pending = [self.held.take(p) for p in saved["pending"]]
-        turn = Turn(saved["messages"], saved["round"], pending, self.tools(ctx),
-                    mistakes=saved.get("mistakes", []), start=saved.get("start", -1))  # fmt: skip
-        name = saved.get("tool", "load_skill")  # turns saved before tools were named
+        ctx = saved.context()
+        pending = [self.held.take(call) for call in saved.pending]
+        turn = Turn(list(saved.messages), saved.round, pending, self.tools(ctx),
+                    mistakes=list(saved.mistakes), start=saved.start)  # fmt: skip
+        name = saved.tool
         tool = await self.toolbox.wait_for(
             name, connect_wait(self.settings.mcp, self.toolbox, name)
         )
@@ -216,7 +213,7 @@ class Agent:
         except AwaitingApproval as waiting:
             return TurnResult("", "", turn.round, offline=False, awaiting=waiting.proposal.id)
         await self._log(ctx, self._reply_entry(reply, turn.said))
-        return TurnResult(reply, saved["messages"][0]["content"], rounds, offline=False)
+        return TurnResult(reply, saved.messages[0]["content"], rounds, offline=False)
 
     async def _tool_gone(self, name: str, proposal: Proposal) -> str:
         """The decided tool is not available: an approved action is recorded as not run."""
@@ -314,12 +311,15 @@ class Agent:
         count comes from the messages, so it holds across a turn resumed after a card."""
         limit = self.settings.bot.max_tool_calls_per_round
         while turn.pending:
-            name, arguments = turn.pending.pop(0)
+            call = turn.pending.pop(0)
+            name = call.name if isinstance(call, PendingCall) else ""
             if calls_this_round(turn.messages) >= limit:
                 output = f"error: too many tool calls in one round; at most {limit} run"
+            elif isinstance(call, BrokenCall):
+                output = await self.slips.mistake(ctx.history_key, turn, f"error: {call.problem}")
             else:
-                repeated = await self.slips.repeated(ctx.history_key, turn, name, arguments)
-                output = repeated or await self._run_tool(ctx, name, arguments, turn)
+                repeated = await self.slips.repeated(ctx.history_key, turn, name, call.arguments)
+                output = repeated or await self._run_tool(ctx, name, call.arguments, turn)
             outcome = "error" if output.startswith("error") else "ok"
             metrics.TOOL_CALLS.labels(metrics.tool_label(name, self.toolbox.names), outcome).inc()
             turn.messages.append({"role": "tool", "tool_name": name, "content": output})
@@ -339,11 +339,8 @@ class Agent:
             _log.debug("model thinking: %s", result.thinking)
 
     async def _run_tool(self, ctx: TurnContext, name: str, raw: Any, turn: Turn) -> str:
-        """The tool's output, or an error the model can correct; a nameless call carries
-        what was wrong with it (see `_pending`)."""
+        """The tool's output, or an error the model can correct."""
         conversation = ctx.history_key
-        if not name:
-            return await self.slips.mistake(conversation, turn, f"error: {raw}")
         tool = turn.tools.get(name)
         if tool is None:
             known = self.toolbox.get(name)

@@ -23,6 +23,7 @@ from bot.approvals.service import ApprovalService
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
 from bot.context.skills import SkillUse
+from bot.context.suspended import waiting_turn
 from bot.context.turn import TurnContext, for_person_alone, make_context
 from bot.core.agent import Agent, TurnResult
 from bot.core.commands import SLASH_HELP, Help, Recall, parse_command, parse_slash
@@ -141,14 +142,13 @@ class Router:
         post its answer; done once, by whichever caller claims it first."""
         if not await self.approvals.follow_up(proposal):
             return
-        saved = proposal.payload.get("turn")
-        if not saved:
+        saved = waiting_turn(proposal.payload)
+        if saved is None:
             return
-        conversation, author = ConversationRef(**saved["conversation"]), UserRef(**saved["author"])
-        async with self._showing(conversation, author) as progress:
-            result = await self.agent.resume(proposal, progress)
+        async with self._showing(saved.conversation, saved.author) as progress:
+            result = await self.agent.resume(proposal, saved, progress)
             if result is not None:
-                await self._deliver(conversation, progress, result)
+                await self._deliver(saved.conversation, progress, result)
 
     @contextlib.asynccontextmanager
     async def _showing(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.actions.held import LOST, HeldArguments
+from bot.context.suspended import BrokenCall, PendingCall, SuspendedTurn
 from bot.context.turn import TurnContext
 from bot.model.client import ToolCall
 from bot.tools.base import Tool
@@ -24,7 +25,7 @@ class Turn:
 
     messages: list[dict[str, Any]]
     round: int = 1
-    pending: list[tuple[str, Any]] = dataclasses.field(default_factory=list)
+    pending: list[PendingCall | BrokenCall] = dataclasses.field(default_factory=list)
     tools: dict[str, Tool] = dataclasses.field(default_factory=dict)
     # The final answer as the model wrote it, before it was trimmed, masked or cut: the next
     # turns send it so, and the model's cache of the prompt holds past it.
@@ -52,21 +53,21 @@ class Turn:
                 return result
         return None
 
-    def saved(self, ctx: TurnContext, tool: str, held: HeldCalls) -> dict[str, Any]:
+    def saved(self, ctx: TurnContext, tool: str, held: HeldCalls) -> SuspendedTurn:
         """What a proposal keeps to resume this turn; `tool` gets the decision. Stored with
         the proposal, so no secret in it reaches the database: the round's later calls
         whose arguments hold one wait in memory (`held`)."""
-        return {
-            "tool": tool,
-            "messages": redact_value(self.messages, known=held.secrets),
-            "round": self.round,
-            "pending": [held.keep(name, args) for name, args in self.pending],
-            "conversation": dataclasses.asdict(ctx.conversation),
-            "author": dataclasses.asdict(ctx.author),
-            "read_only": ctx.read_only,
-            "start": self.start,
-            "mistakes": redact_value(self.mistakes, known=held.secrets),
-        }
+        return SuspendedTurn(
+            tool=tool,
+            messages=tuple(redact_value(self.messages, known=held.secrets)),
+            round=self.round,
+            pending=tuple(held.keep(call) for call in self.pending),
+            conversation=ctx.conversation,
+            author=ctx.author,
+            read_only=ctx.read_only,
+            start=self.start,
+            mistakes=tuple(redact_value(self.mistakes, known=held.secrets)),
+        )
 
 
 class HeldCalls:
@@ -78,21 +79,28 @@ class HeldCalls:
         self.secrets = tuple(known)
         self._held = HeldArguments()
 
-    def keep(self, name: str, arguments: Any) -> list[Any]:
-        shown = redact_value(arguments, known=self.secrets)
-        if shown == arguments:
-            return [name, arguments]
-        return [name, shown, self._held.keep(arguments)]
+    def keep(self, call: PendingCall | BrokenCall) -> PendingCall | BrokenCall:
+        """The call as it is stored: redacted, its exact arguments held, when they hold a
+        secret."""
+        exact = call.problem if isinstance(call, BrokenCall) else call.arguments
+        shown = redact_value(exact, known=self.secrets)
+        if shown == exact:
+            return call
+        token = self._held.keep(exact)
+        if isinstance(call, BrokenCall):
+            return BrokenCall(shown, token)
+        return PendingCall(call.name, shown, token)
 
-    def take(self, saved: Sequence[Any]) -> tuple[str, Any]:
-        """A saved call to run: its exact arguments, or in place of a call whose secret is
-        gone, the problem (a nameless call, see `_pending`)."""
-        if len(saved) < 3:
-            return saved[0], saved[1]
-        arguments = self._held.take(saved[2])
-        if arguments is None:
-            return "", f"the call of {saved[0]} was not run: {LOST}; ask the person again"
-        return saved[0], arguments
+    def take(self, saved: PendingCall | BrokenCall) -> PendingCall | BrokenCall:
+        """A stored call to run: with its exact arguments, or in place of a call whose
+        secret is gone, the problem."""
+        if not saved.held:
+            return saved
+        exact = self._held.take(saved.held)
+        name = saved.name if isinstance(saved, PendingCall) else ""
+        if exact is None:
+            return BrokenCall(f"the call of {name} was not run: {LOST}; ask the person again")
+        return PendingCall(name, exact) if isinstance(saved, PendingCall) else BrokenCall(exact)
 
 
 def _as_object(arguments: Any) -> Any:
@@ -105,10 +113,11 @@ def echo(call: ToolCall) -> dict[str, Any]:
     return {"function": {"name": call.name, "arguments": arguments}}
 
 
-def pending_call(call: ToolCall) -> tuple[str, Any]:
-    """A call still to run, as it is saved with a suspended turn: a malformed call has no
-    name and carries its problem in place of arguments."""
-    return ("", call.problem) if call.problem else (call.name, call.arguments)
+def pending_call(call: ToolCall) -> PendingCall | BrokenCall:
+    """A call still to run; a malformed one carries its problem."""
+    if call.problem or not call.name:
+        return BrokenCall(call.problem or str(call.arguments))
+    return PendingCall(call.name, call.arguments)
 
 
 def _canonical(arguments: Any) -> str:

@@ -193,7 +193,7 @@ class McpTool:
             "hash": digest,
             "action_id": action.id,
             "approvers": self.server.settings.approvers,
-            "turn": call.saved_turn(),
+            "turn": call.saved_turn().to_json(),
         }
         proposal = await self.approvals.propose(
             ACTION, ctx.conversation, ctx.author, payload, card, "run it"

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from bot.context.suspended import SuspendedTurn
 from bot.context.turn import TurnContext
 from bot.model.arguments import ToolArgumentError, coerce_arguments
 from memory.proposals import Proposal
@@ -44,7 +45,7 @@ class Call:
     """One run of a tool: the turn's context, and its saved state for a card to resume."""
 
     ctx: TurnContext
-    saved_turn: Callable[[], dict[str, Any]]
+    saved_turn: Callable[[], SuspendedTurn]
 
 
 class Tool(Protocol):

@@ -193,7 +193,7 @@ class SkillScripts:
             "hash": run_hash(skill.name, script, script.sha256, exact, self.mode, snapshot.sha256),
             "held": self.held.keep(exact) if shown != exact else "",
             "action_id": action.id,
-            "turn": call.saved_turn(),
+            "turn": call.saved_turn().to_json(),
         }
         proposal = await self.approvals.propose(
             ACTION, ctx.conversation, ctx.author, payload, card, "run it"

@@ -1,13 +1,20 @@
 """What a turn suspended on a card keeps in its proposal: nothing that holds a credential,
-its mistakes included (the exact arguments of its later calls wait in memory)."""
+its mistakes included (the exact arguments of its later calls wait in memory); and a turn
+stored by the previous lorebot resumes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from typing import Any
 
-from adapters.base import ConversationRef, UserRef
-from bot.context.turn import make_context
+from adapters.base import APPROVE, ConversationRef, UserRef
+from bot.context.suspended import BrokenCall, PendingCall, SuspendedTurn
+from bot.context.turn import TurnContext, make_context
 from bot.core.turn_state import HeldCalls, Turn
+from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs
+from memory.proposals import Proposal
+from tests.support.harness import Harness
 
 OUR_TOKEN = "xoxb-2048-our-own-bot-token"
 
@@ -21,6 +28,76 @@ def test_a_suspended_turns_mistakes_are_kept_without_credentials() -> None:
         ],
     )
     ctx = make_context(ConversationRef("test", "C1"), UserRef("test", "UALICE"), False)
-    saved = json.dumps(turn.saved(ctx, "restart", HeldCalls([OUR_TOKEN])))
+    saved = json.dumps(turn.saved(ctx, "restart", HeldCalls([OUR_TOKEN])).to_json())
     assert "hunter2" not in saved and OUR_TOKEN not in saved
     assert '{\\"password\\": \\"[REDACTED]\\"} is not a number' in saved
+
+
+class _AskArgs(ToolArgs):
+    question: str
+
+
+def _ask_person(harness: Harness) -> None:
+    """A tool that waits for a person's ✅ on a card, then tells the model the decision."""
+    bot = harness.bot
+
+    async def ask(call: Call, args: _AskArgs) -> Suspend:
+        ctx = call.ctx
+        payload = {"question": args.question, "turn": call.saved_turn().to_json()}
+        proposal = await bot.approvals.propose(
+            "question", ctx.conversation, ctx.author, payload, f"❓ {args.question}", "agree"
+        )
+        return Suspend(proposal)
+
+    async def answered(ctx: TurnContext, proposal: Proposal) -> str:
+        return f"the person {proposal.status}: {proposal.payload['question']}"
+
+    bot.toolbox.add([BuiltinTool("ask_person", "Ask.", Kind.PROPOSAL, _AskArgs, ask, answered)])
+
+
+def _as_stored_before_versions(turn: SuspendedTurn) -> dict[str, Any]:
+    """The turn in the shape lorebot stored before the shape had a version."""
+    pending = [
+        ["", call.problem] if isinstance(call, BrokenCall) else [call.name, call.arguments]
+        for call in turn.pending
+    ]
+    return {
+        "tool": turn.tool,
+        "messages": list(turn.messages),
+        "round": turn.round,
+        "pending": pending,
+        "conversation": dataclasses.asdict(turn.conversation),
+        "author": dataclasses.asdict(turn.author),
+        "read_only": turn.read_only,
+        "start": turn.start,
+        "mistakes": list(turn.mistakes),
+    }
+
+
+async def test_a_turn_stored_by_the_previous_lorebot_resumes(harness: Harness) -> None:
+    _ask_person(harness)
+    harness.ollama.reply(
+        tool_calls=[
+            {"name": "ask_person", "arguments": {"question": "restart web?"}},
+            {"name": "memory_search", "arguments": {"query": "web"}},
+        ]
+    )
+    await harness.say("restart web if it is down")
+    [proposal] = await harness.bot.proposals.fetch_recent("pending")
+    saved = SuspendedTurn.from_json(proposal.payload["turn"])
+    assert saved.pending == (PendingCall("memory_search", {"query": "web"}),)
+    payload = dict(proposal.payload, turn=_as_stored_before_versions(saved))
+    async with harness.bot.db.write() as conn:
+        await conn.execute(
+            "UPDATE proposals SET payload_json = ? WHERE id = ?", (json.dumps(payload), proposal.id)
+        )
+
+    harness.ollama.reply("Restarting.")
+    await harness.react(harness.adapter.cards[-1], APPROVE)
+    assert harness.adapter.replies == ["Restarting."]
+    told = harness.ollama.chat_requests[-1]["messages"][-2:]
+    assert [(m["role"], m["tool_name"]) for m in told] == [
+        ("tool", "ask_person"),
+        ("tool", "memory_search"),
+    ]
+    assert told[0]["content"] == "the person approved: restart web?"

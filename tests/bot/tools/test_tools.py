@@ -43,7 +43,7 @@ async def test_a_turn_resumes_through_the_tool_that_suspended_it(harness: Harnes
 
     async def ask(call: Call, args: _AskArgs) -> Suspend:
         ctx = call.ctx
-        payload = {"question": args.question, "turn": call.saved_turn()}
+        payload = {"question": args.question, "turn": call.saved_turn().to_json()}
         card = f"❓ {args.question}"
         proposal = await bot.approvals.propose(
             "question", ctx.conversation, ctx.author, payload, card, "agree"
