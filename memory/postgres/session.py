@@ -45,6 +45,9 @@ class PostgresDialect:
     def time_text(self, value: Any) -> str:
         return to_utc_text(value)
 
+    def written_here(self, alias: str) -> str:
+        return f"{alias}.xmin = pg_current_xact_id()::xid"
+
 
 POSTGRESQL = PostgresDialect()
 

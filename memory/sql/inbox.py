@@ -28,31 +28,36 @@ class SqlInbox:
         self, key: str, conversation: str, payload: dict[str, Any], *, limit: int
     ) -> Taken:
         now = self.time(self.clock())
-        async with self.db.transaction() as sql:
-            found = await sql.row(
-                "SELECT (SELECT count(*) FROM seen_events WHERE key = ?) AS seen, "
-                "(SELECT count(*) FROM inbox) AS waiting",
-                (key,),
-            )
-            assert found is not None
-            if found["seen"]:
-                return "duplicate"
-            if found["waiting"] >= limit:
-                return "full"
-            # A concurrent delivery of the same event waits here for the first to commit
-            # (on PostgreSQL; SQLite's write transaction has the database to itself).
-            inserted = await sql.run(
-                "INSERT INTO seen_events (key, seen_at) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                (key, now),
-            )
-            if inserted != 1:
-                return "duplicate"
-            await sql.run(
-                "INSERT INTO inbox (platform, conversation, key, payload_json, taken_at) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (platform_of(conversation), conversation, key, storable_json(payload), now),
-            )
-        return "taken"
+        entry = (platform_of(conversation), conversation, key, storable_json(payload), now)
+        ours = self.db.dialect.written_here
+        # One round trip: the entry, when the event is new and there is room; its
+        # sighting; then, should a concurrent delivery of the same event have recorded its
+        # sighting first (on PostgreSQL, this waits for it to commit), this entry removed.
+        inserted, _, removed, seen = await self.db.transact(
+            [
+                Statement(
+                    "INSERT INTO inbox (platform, conversation, key, payload_json, taken_at) "
+                    "SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM seen_events "
+                    "WHERE key = ?) AND (SELECT count(*) FROM inbox) < ?",
+                    (*entry, key, limit),
+                ),
+                Statement(
+                    "INSERT INTO seen_events (key, seen_at) SELECT ?, ? WHERE EXISTS "
+                    f"(SELECT 1 FROM inbox WHERE key = ? AND {ours('inbox')}) "
+                    "ON CONFLICT DO NOTHING",
+                    (key, now, key),
+                ),
+                Statement(
+                    f"DELETE FROM inbox WHERE key = ? AND {ours('inbox')} AND NOT EXISTS "
+                    f"(SELECT 1 FROM seen_events AS s WHERE s.key = ? AND {ours('s')})",
+                    (key, key),
+                ),
+                Statement("SELECT count(*) AS n FROM seen_events WHERE key = ?", (key,)),
+            ]
+        )
+        if inserted.changed == 1 and removed.changed == 0:
+            return "taken"
+        return "duplicate" if seen.rows[0]["n"] else "full"
 
     async def claim(self, conversation: str, holder: str) -> bool:
         now = self.clock()

@@ -80,6 +80,12 @@ class Dialect(Protocol):
         SQLite keeps and gives back as it was stored."""
         ...
 
+    def written_here(self, alias: str) -> str:
+        """A condition true of a row of `alias` this transaction wrote; on SQLite, whose
+        write transaction has the database to itself, true of every row (use it where a row
+        written before cannot change the outcome)."""
+        ...
+
 
 class Session(Protocol):
     """One connection of an engine running neutral SQL, in a transaction or not."""

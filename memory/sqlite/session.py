@@ -40,6 +40,9 @@ class SqliteDialect:
     def time_text(self, value: Any) -> str:
         return str(value)
 
+    def written_here(self, alias: str) -> str:
+        return "1"
+
 
 SQLITE = SqliteDialect()
 
