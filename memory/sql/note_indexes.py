@@ -11,7 +11,7 @@ from memory.clock import Clock
 from memory.index import ScopeIndex, build_index
 from memory.sql.note_engine import NoteEngine
 from memory.sql.note_rows import LIVE
-from memory.sql.session import Session
+from memory.sql.session import Session, Statement
 from memory.types import Scope, index_line
 
 # How many ranked notes of a scope are considered for its index; more never fit 40 lines.
@@ -44,15 +44,11 @@ class ScopeIndexes:
         if version is None or version != self._data_version:
             self._cached.clear()
             self._data_version = version
-        found = []
-        for scope, public_only in wanted:
-            index = self._cached.get((scope, public_only))
-            if index is None:
-                index = await self.build(sql, scope, public_only)
-                if version is not None:
-                    self._cached[scope, public_only] = index
-            found.append(index)
-        return found
+        missing = [w for w in dict.fromkeys(wanted) if w not in self._cached]
+        built = await self._build_all(sql, missing)
+        if version is not None:
+            self._cached.update(built)
+        return [built[w] if w in built else self._cached[w] for w in wanted]
 
     def clear(self) -> None:
         """Forget every cached index: the notes changed."""
@@ -60,20 +56,40 @@ class ScopeIndexes:
 
     async def build(self, sql: Session, scope: Scope, public_only: bool) -> ScopeIndex:
         """The index of one scope as `sql` sees the notes now, uncached."""
-        private = "AND NOT private" if public_only else ""
+        return (await self._build_all(sql, [(scope, public_only)]))[scope, public_only]
+
+    async def _build_all(
+        self, sql: Session, wanted: Sequence[tuple[Scope, bool]]
+    ) -> dict[tuple[Scope, bool], ScopeIndex]:
+        """The indexes of several scopes, their notes read in one round trip."""
+        if not wanted:
+            return {}
         now = self.time(self.clock())
-        found = await sql.rows(
-            f"SELECT topic, summary FROM notes WHERE scope = ? {private} AND {LIVE} "
-            "ORDER BY pinned DESC, updated_at DESC, id DESC LIMIT ?",
-            (str(scope), now, _INDEX_CANDIDATES),
+        found = await sql.batch(
+            [
+                Statement(
+                    f"SELECT topic, summary FROM notes WHERE scope = ? {_private(public_only)} "
+                    f"AND {LIVE} ORDER BY pinned DESC, updated_at DESC, id DESC LIMIT ?",
+                    (str(scope), now, _INDEX_CANDIDATES),
+                )
+                for scope, public_only in wanted
+            ]
         )
-        ranked = [index_line(r["topic"], r["summary"]) for r in found]
-        index = build_index(scope, ranked, **self._caps)
-        if len(ranked) == _INDEX_CANDIDATES:
-            total = await sql.row(
-                f"SELECT count(*) AS n FROM notes WHERE scope = ? {private} AND {LIVE}",
-                (str(scope), now),
-            )
-            assert total is not None
-            index = ScopeIndex(scope, index.lines, int(total["n"]) - len(index.lines))
-        return index
+        built = {}
+        for (scope, public_only), result in zip(wanted, found, strict=True):
+            ranked = [index_line(r["topic"], r["summary"]) for r in result.rows]
+            index = build_index(scope, ranked, **self._caps)
+            if len(ranked) == _INDEX_CANDIDATES:  # rare: more notes than an index shows
+                total = await sql.row(
+                    f"SELECT count(*) AS n FROM notes WHERE scope = ? {_private(public_only)} "
+                    f"AND {LIVE}",
+                    (str(scope), now),
+                )
+                assert total is not None
+                index = ScopeIndex(scope, index.lines, int(total["n"]) - len(index.lines))
+            built[scope, public_only] = index
+        return built
+
+
+def _private(public_only: bool) -> str:
+    return "AND NOT private" if public_only else ""
