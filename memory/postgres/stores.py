@@ -8,9 +8,7 @@ from memory.postgres.database import PostgresDatabase
 from memory.postgres.message_search import PostgresMessageSearch
 from memory.postgres.notes import PostgresNoteStore
 from memory.postgres.vector_tables import PostgresVectorTables
-from memory.sql.conversations import SqlConversationLog
 from memory.sql.stores import SqlStores
-from memory.sql.vectors import SqlVectorIndex
 from memory.stores import StoreOptions
 
 
@@ -20,20 +18,14 @@ class PostgresStores(SqlStores[PostgresDatabase, PostgresNoteStore]):
     def __init__(
         self, db: PostgresDatabase, options: StoreOptions, embedder: Embedder | None = None
     ) -> None:
-        vectors = SqlVectorIndex(db, embedder, PostgresVectorTables(db))
-        notes = PostgresNoteStore(
+        super().__init__(
             db,
-            clock=options.clock,
-            max_note_bytes=options.max_note_bytes,
-            index_max_lines=options.index_max_lines,
-            index_max_bytes=options.index_max_bytes,
-            vectors=vectors,
-            secrets=options.secrets,
+            options,
+            embedder,
+            vector_tables=PostgresVectorTables(db),
+            message_search=PostgresMessageSearch(db),
+            note_store=PostgresNoteStore,
         )
-        log = SqlConversationLog(
-            db, PostgresMessageSearch(db), clock=options.clock, secrets=options.secrets
-        )
-        super().__init__(db, options, vectors=vectors, notes=notes, log=log)
 
 
 async def open_stores(

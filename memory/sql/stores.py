@@ -5,11 +5,14 @@ here, on first use, so `notes search` loads none of their modules."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from memory.sql.conversations import SqlConversationLog
+from memory.embedder import Embedder
+from memory.sql.conversations import MessageSearch, SqlConversationLog
 from memory.sql.notes import SqlNoteStore
 from memory.sql.session import SqlDatabase
+from memory.sql.vector_tables import VectorTables
 from memory.sql.vectors import SqlVectorIndex
 from memory.stores import StoreOptions
 
@@ -37,16 +40,29 @@ class SqlStores(Generic[DB, Notes]):
         self,
         db: DB,
         options: StoreOptions,
+        embedder: Embedder | None,
         *,
-        vectors: SqlVectorIndex,
-        notes: Notes,
-        log: SqlConversationLog,
+        vector_tables: VectorTables,
+        message_search: MessageSearch,
+        note_store: Callable[..., Notes],
     ) -> None:
+        """The stores over `db`, given the engine's own parts: its vector tables, its
+        message search, and its note store's class."""
         self.db = db
         self.options = options
-        self.vectors = vectors
-        self.notes = notes
-        self.log = log
+        self.vectors = SqlVectorIndex(db, embedder, vector_tables)
+        self.notes = note_store(
+            db,
+            clock=options.clock,
+            max_note_bytes=options.max_note_bytes,
+            index_max_lines=options.index_max_lines,
+            index_max_bytes=options.index_max_bytes,
+            vectors=self.vectors,
+            secrets=options.secrets,
+        )
+        self.log = SqlConversationLog(
+            db, message_search, clock=options.clock, secrets=options.secrets
+        )
 
     # Each below imports its module when first asked for (see the module's docstring).
 

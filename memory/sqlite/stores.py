@@ -7,9 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memory.embedder import Embedder
-from memory.sql.conversations import SqlConversationLog
 from memory.sql.stores import SqlStores
-from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
@@ -23,20 +21,14 @@ class SqliteStores(SqlStores[SqliteDatabase, SqliteNoteStore]):
     def __init__(
         self, db: SqliteDatabase, options: StoreOptions, embedder: Embedder | None = None
     ) -> None:
-        vectors = SqlVectorIndex(db, embedder, SqliteVectorTables(db))
-        notes = SqliteNoteStore(
+        super().__init__(
             db,
-            clock=options.clock,
-            max_note_bytes=options.max_note_bytes,
-            index_max_lines=options.index_max_lines,
-            index_max_bytes=options.index_max_bytes,
-            vectors=vectors,
-            secrets=options.secrets,
+            options,
+            embedder,
+            vector_tables=SqliteVectorTables(db),
+            message_search=SqliteMessageSearch(db),
+            note_store=SqliteNoteStore,
         )
-        log = SqlConversationLog(
-            db, SqliteMessageSearch(db), clock=options.clock, secrets=options.secrets
-        )
-        super().__init__(db, options, vectors=vectors, notes=notes, log=log)
 
 
 async def open_stores(
