@@ -37,18 +37,41 @@ _HOMES = {
     "memory.errors": ("Conflict", "InvalidInput", "NotFound", "SchemaTooNew", "StoreError"),
     "memory.notes": ("ImportResult", "NoteStore"),
     "memory.types": (
-        "Category", "Change", "Note", "NoteDraft", "SaveResult", "Scope", "ScopeKind",
+        "Category",
+        "Change",
+        "Note",
+        "NoteDraft",
+        "SaveResult",
+        "Scope",
+        "ScopeKind",
         "SearchHit",
     ),
     "memory.visibility": ("Viewer", "Visibility", "explicit", "visibility_for"),
-}  # fmt: skip
+}
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
 __all__ = [
-    "Category", "Change", "Conflict", "Database", "ImportResult", "InvalidInput", "Note",
-    "NoteDraft", "NoteStore", "NotFound", "SaveResult", "SchemaTooNew", "Scope", "ScopeKind",
-    "SearchHit", "StoreError", "Viewer", "Visibility", "explicit", "visibility_for",
-]  # fmt: skip
+    "Category",
+    "Change",
+    "Conflict",
+    "Database",
+    "ImportResult",
+    "InvalidInput",
+    "Note",
+    "NoteDraft",
+    "NoteStore",
+    "NotFound",
+    "SaveResult",
+    "SchemaTooNew",
+    "Scope",
+    "ScopeKind",
+    "SearchHit",
+    "StoreError",
+    "Viewer",
+    "Visibility",
+    "explicit",
+    "visibility_for",
+]
 
 
 def __getattr__(name: str) -> Any:

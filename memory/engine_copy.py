@@ -12,10 +12,24 @@ from typing import Protocol
 
 # Parents before children (a change set's items after it, a message's words after it).
 TABLES = (
-    "notes", "note_changes", "note_change_items", "proposals", "seen_events", "messages",
-    "summaries", "skill_activations", "events", "job_runs", "daily_logs", "patterns",
-    "live_replies", "actions", "action_allowances", "model_slips", "inbox",
-)  # fmt: skip
+    "notes",
+    "note_changes",
+    "note_change_items",
+    "proposals",
+    "seen_events",
+    "messages",
+    "summaries",
+    "skill_activations",
+    "events",
+    "job_runs",
+    "daily_logs",
+    "patterns",
+    "live_replies",
+    "actions",
+    "action_allowances",
+    "model_slips",
+    "inbox",
+)
 BATCH = 5000
 
 

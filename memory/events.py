@@ -13,9 +13,24 @@ from typing import Any, Protocol
 from memory.redaction import redact_value
 
 WRITE_VERBS = (
-    "register", "deploy", "push", "save", "destroy", "write", "record", "emit", "export",
-    "ingest", "stop", "create", "update", "delete", "exec", "forget", "load",
-)  # fmt: skip
+    "register",
+    "deploy",
+    "push",
+    "save",
+    "destroy",
+    "write",
+    "record",
+    "emit",
+    "export",
+    "ingest",
+    "stop",
+    "create",
+    "update",
+    "delete",
+    "exec",
+    "forget",
+    "load",
+)
 
 
 def is_write_action(name: str) -> bool:

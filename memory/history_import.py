@@ -254,7 +254,11 @@ def _conversation_scope(conversation: str) -> Scope | None:
 
 def _digest(message: JsonlMessage) -> str:
     """An id for a line without one, the same when the line is imported again."""
-    fields = (message["conversation"], message.get("thread") or "",
-              message["timestamp"].isoformat(),
-              message.get("author_id") or message.get("author", ""), message["text"])  # fmt: skip
+    fields = (
+        message["conversation"],
+        message.get("thread") or "",
+        message["timestamp"].isoformat(),
+        message.get("author_id") or message.get("author", ""),
+        message["text"],
+    )
     return hashlib.sha256("\x00".join(fields).encode("utf-8", "replace")).hexdigest()[:24]

@@ -62,8 +62,11 @@ class Collector:
     def __init__(self, options: ImportOptions, progress: Progress | None = None) -> None:
         self.options = options
         self.progress = progress or (lambda done, total: None)
-        self._wanted = {"person": True, "bot": options.include_bots,
-                        "system": options.include_system}  # fmt: skip
+        self._wanted = {
+            "person": True,
+            "bot": options.include_bots,
+            "system": options.include_system,
+        }
         self.skipped: Counter[str] = Counter()
         self.conversations: set[str] = set()
         self.count = 0
@@ -94,14 +97,24 @@ class Collector:
         return True
 
     def add(
-        self, readers: Iterable[str], source_id: str, conversation: str, author: str,
-        author_name: str, content: str, created_at: datetime, link: str,
-    ) -> None:  # fmt: skip
+        self,
+        readers: Iterable[str],
+        source_id: str,
+        conversation: str,
+        author: str,
+        author_name: str,
+        content: str,
+        created_at: datetime,
+        link: str,
+    ) -> None:
         """One message, stored once for each scope that may read it."""
         author_name, content = clean(author_name), clean(content)
         for scope in readers:
-            self._pending.append(PastMessage(source_id, conversation, scope, author,
-                                             author_name, content, created_at, link))  # fmt: skip
+            self._pending.append(
+                PastMessage(
+                    source_id, conversation, scope, author, author_name, content, created_at, link
+                )
+            )
 
     def take(self) -> list[PastMessage]:
         """The messages added since the last call, oldest first in each conversation."""

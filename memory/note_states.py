@@ -18,9 +18,18 @@ if TYPE_CHECKING:
 
 # The columns a change set records; restoring them restores the note exactly.
 STATE_COLUMNS = (
-    "summary", "body", "category", "private", "pinned", "author", "source", "confidence",
-    "created_at", "updated_at", "expires_at",
-)  # fmt: skip
+    "summary",
+    "body",
+    "category",
+    "private",
+    "pinned",
+    "author",
+    "source",
+    "confidence",
+    "created_at",
+    "updated_at",
+    "expires_at",
+)
 # What counts as the note's content when checking that a revert still applies.
 CONTENT_COLUMNS = ("summary", "body", "category", "private", "pinned", "expires_at")
 TIME_COLUMNS = ("created_at", "updated_at", "expires_at")

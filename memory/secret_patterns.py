@@ -60,9 +60,23 @@ def _secret_span(match: re.Match[str], groups: tuple[str, ...]) -> tuple[int, in
 
 # A value that repeats a key word is a template: `postgres://user:password@host`.
 _PLACEHOLDER_WORDS = frozenset(
-    {"null", "none", "nil", "true", "false", "undefined", "redacted", "changeme", "password",
-     "passwd", "pass", "pwd", "secret", "token"}
-)  # fmt: skip
+    {
+        "null",
+        "none",
+        "nil",
+        "true",
+        "false",
+        "undefined",
+        "redacted",
+        "changeme",
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "secret",
+        "token",
+    }
+)
 _REFERENCE = re.compile(r"[a-z_][a-z0-9_.]{0,100}(?:[(\[].{0,200})?")
 # "my password", "our wifi password": the words right before a key that say whose it is.
 _POSSESSIVE = re.compile(r"\b(?:my|our|your|his|her|their)\s+(?:[\w-]+\s+)?$", re.IGNORECASE)
@@ -191,8 +205,7 @@ def _pem_end(text: str, end: int) -> int:
 
 _T = "A-Za-z0-9_-"  # the characters of a URL-safe token
 # The words that make `key` a credential's name: `api_key`, `signing-key`, `App Key`.
-KEY_KINDS = ("api", "access", "secret", "private", "auth", "signing", "encryption", "master",
-             "app")  # fmt: skip
+KEY_KINDS = ("api", "access", "secret", "private", "auth", "signing", "encryption", "master", "app")
 _KEYWORD = (
     r"(?P<word>pass(?:word|wd|phrase)?|pwd|secret|token|"
     + "|".join(rf"{kind}[_-]?key" for kind in KEY_KINDS)

@@ -32,14 +32,24 @@ SlackTs = Annotated[str, StringConstraints(pattern=r"^\d{1,10}\.\d{1,9}$")]  # t
 
 # Subtypes a person writes; bots and channel events (joins, topic changes…) have others.
 _PEOPLE = frozenset(
-    {"thread_broadcast", "reply_broadcast", "file_share", "file_comment", "file_mention",
-     "me_message"}
-)  # fmt: skip
+    {
+        "thread_broadcast",
+        "reply_broadcast",
+        "file_share",
+        "file_comment",
+        "file_mention",
+        "me_message",
+    }
+)
 _DELETED = frozenset({"tombstone", "message_deleted"})
 _BOTS = frozenset({"bot_message", "slackbot_response"})
 _MARKERS = ("users.json", "org_users.json", "channels.json")
-_LISTS = (("channels.json", "public"), ("groups.json", "private"), ("mpims.json", "mpim"),
-          ("dms.json", "dm"))  # fmt: skip
+_LISTS = (
+    ("channels.json", "public"),
+    ("groups.json", "private"),
+    ("mpims.json", "mpim"),
+    ("dms.json", "dm"),
+)
 
 
 class SlackProfile(Wire):

@@ -101,8 +101,10 @@ class Catalog:
                     skill = dataclasses.replace(skill, shadows=shadowed)
                     _log.warning(
                         "skill %r from %s shadows %s",
-                        skill.name, skill.path, ", ".join(map(str, shadowed)),
-                    )  # fmt: skip
+                        skill.name,
+                        skill.path,
+                        ", ".join(map(str, shadowed)),
+                    )
                 skills[skill.name] = skill
         self._skills = dict(sorted(skills.items()))
         self._skipped = skipped

@@ -202,9 +202,12 @@ def text_problems(text: str, folder_name: str) -> list[str]:
     unknown = sorted(str(k) for k in data if k not in ALLOWED_KEYS)
     if unknown:
         problems.append(
-            "unknown front matter keys: " + ", ".join(unknown)
-            + " (allowed: " + ", ".join(sorted(ALLOWED_KEYS)) + ")"
-        )  # fmt: skip
+            "unknown front matter keys: "
+            + ", ".join(unknown)
+            + " (allowed: "
+            + ", ".join(sorted(ALLOWED_KEYS))
+            + ")"
+        )
     problems += name_problems(data.get("name"), folder_name)
     description = data.get("description")
     if not isinstance(description, str) or not description.strip():

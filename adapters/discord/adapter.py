@@ -164,8 +164,10 @@ class DiscordAdapter:
         user = client.user
         _log.info(
             "connected to Discord as %s (id %s) in %d servers",
-            user, user.id if user else "?", len(client.guilds),
-        )  # fmt: skip
+            user,
+            user.id if user else "?",
+            len(client.guilds),
+        )
         self._sync = asyncio.create_task(
             sync_commands(tree, self.command_guild_id), name="discord-commands"
         )

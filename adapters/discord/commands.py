@@ -62,8 +62,11 @@ async def sync_commands(
         _log.warning(
             "Discord refused to register the /lorebot commands %s (HTTP %s, code %s): %s; "
             "mentions and DMs still work",
-            where, exc.status, exc.code, _sync_fix(exc, tree.client.application_id, guild_id),
-        )  # fmt: skip
+            where,
+            exc.status,
+            exc.code,
+            _sync_fix(exc, tree.client.application_id, guild_id),
+        )
     except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
         _log.warning(
             "could not register the /lorebot commands %s: %s: %s", where, type(exc).__name__, exc
@@ -89,8 +92,10 @@ async def _drop_global_lorebot(
     except (discord.DiscordException, aiohttp.ClientError, OSError) as exc:
         _log.warning(
             "could not remove the global /lorebot an earlier start registered (servers may "
-            "show /lorebot twice): %s: %s", type(exc).__name__, exc,
-        )  # fmt: skip
+            "show /lorebot twice): %s: %s",
+            type(exc).__name__,
+            exc,
+        )
         return
     except Exception:
         _log.exception("could not remove the global /lorebot an earlier start registered")

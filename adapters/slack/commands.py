@@ -117,6 +117,7 @@ async def _respond(respond: AsyncRespond, body: str) -> bool:
         return True
     _log.warning(
         "Slack refused a command's response_url (HTTP %d: %.80s); using chat.postEphemeral",
-        response.status_code, response.body,
-    )  # fmt: skip
+        response.status_code,
+        response.body,
+    )
     return False

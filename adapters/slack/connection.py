@@ -89,8 +89,10 @@ async def identify(client: AsyncWebClient, api_base_url: str, name: str) -> Iden
         )
     _log.info(
         "Slack: signed in as @%s (%s) in workspace %s",
-        identity.name, identity.user_id, identity.team_id,
-    )  # fmt: skip
+        identity.name,
+        identity.user_id,
+        identity.team_id,
+    )
     return identity
 
 

@@ -80,8 +80,9 @@ class ThreadStatus:
                 _log.info(
                     "Slack refused assistant.threads.setStatus (%s), so lorebot will not show "
                     "its status (“%s”) while it works; replies are not affected",
-                    error, THINKING,
-                )  # fmt: skip
+                    error,
+                    THINKING,
+                )
         except Exception as exc:  # the status is a courtesy: nothing about it may fail a turn
             _log.debug("could not set the Slack thread status: %r", exc)
 

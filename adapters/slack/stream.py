@@ -81,13 +81,15 @@ class StreamGate:
             _log.info(
                 "Slack refused %s (%s), so lorebot shows its replies whole when they are "
                 "done instead of streaming them",
-                method, error,
-            )  # fmt: skip
+                method,
+                error,
+            )
         else:
             _log.info(
                 "Slack refused %s (%s), so this reply is shown whole when it is done",
-                method, error,
-            )  # fmt: skip
+                method,
+                error,
+            )
 
 
 class StreamHost(Protocol):

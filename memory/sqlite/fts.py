@@ -26,9 +26,10 @@ def note_match(terms: list[str]) -> str | None:
     """An FTS5 expression matching any of `terms` in a note: in topic, summary or body,
     numbers in summary or body only (`ranking.in_topic`)."""
     everywhere = [term for term in terms if in_topic(term)]
-    parts = [match_terms(everywhere), match_terms(
-        [term for term in terms if not in_topic(term)], columns="summary body"
-    )]  # fmt: skip
+    parts = [
+        match_terms(everywhere),
+        match_terms([term for term in terms if not in_topic(term)], columns="summary body"),
+    ]
     found = [part for part in parts if part is not None]
     return " OR ".join(found) or None
 
