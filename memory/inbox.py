@@ -98,6 +98,11 @@ class Inbox(Protocol):
         (or `holder` no longer has it), True when `holder` keeps it to handle what waits."""
         ...
 
+    async def next_or_release(self, conversation: str, holder: str) -> InboxEntry | bool:
+        """`next`, and when it finds nothing `release`, in one round trip: the entry, else
+        what `release` says."""
+        ...
+
     async def let_go(self, conversation: str, holder: str) -> None:
         """Let the conversation go even with entries waiting (`holder` stops): another
         replica, or the next start, takes them up."""

@@ -230,11 +230,11 @@ class Dispatcher:
                 await self.inbox.let_go(conversation, self.holder)
                 return
             begun_at = time.monotonic()
-            entry = await self.inbox.next(conversation, self.holder)
-            if entry is None:
-                if not await self.inbox.release(conversation, self.holder):
+            entry = await self.inbox.next_or_release(conversation, self.holder)
+            if not isinstance(entry, InboxEntry):
+                if not entry:  # let go, or no longer this replica's
                     return
-                continue
+                continue  # kept: an entry came as it was let go
             # A turn cut at the shutdown timeout is left begun: whoever takes the
             # conversation up says so (`handle` itself raises nothing else).
             claim = Claim(self.inbox, conversation, self.holder, entry.token, extended_at=begun_at)

@@ -12,7 +12,7 @@ from typing import Any
 
 from memory.clock import Clock, utc_now
 from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, new_token, platform_of, read_payload
-from memory.sql.session import SqlDatabase, Statement, marks
+from memory.sql.session import Result, SqlDatabase, Statement, marks
 from memory.storable import storable_json
 
 
@@ -96,35 +96,41 @@ class SqlInbox:
         return held.changed == 1
 
     async def next(self, conversation: str, holder: str) -> InboxEntry | None:
+        found, _, _ = await self.db.transact(self._next(conversation, holder))
+        return _entry(found)
+
+    async def next_or_release(self, conversation: str, holder: str) -> InboxEntry | bool:
+        # Nothing is let go when an entry is found: the release keeps a conversation with
+        # entries waiting.
+        found, _, _, _, kept = await self.db.transact(
+            [*self._next(conversation, holder), *_release(conversation, holder)]
+        )
+        entry = _entry(found)
+        return entry if entry is not None else bool(kept.rows)
+
+    def _next(self, conversation: str, holder: str) -> list[Statement]:
+        """The oldest entry, then marking it begun and extending the claim."""
         now = self.clock()
         first = (
             "FROM inbox AS i JOIN conversation_claims AS c ON c.conversation = i.conversation "
             "WHERE i.conversation = ? AND c.holder = ? ORDER BY i.id LIMIT 1"
         )
-        found, _, _ = await self.db.transact(
-            [
-                Statement(
-                    f"SELECT i.id, i.key, i.payload_json, i.started_at, c.token {first} "
-                    f"{self.db.dialect.lock_rows('i')}",
-                    (conversation, holder),
-                ),
-                Statement(
-                    f"UPDATE inbox SET started_at = ? WHERE id = (SELECT i.id {first})",
-                    (self.time(now), conversation, holder),
-                ),
-                Statement(  # the lease is whole when an entry is begun
-                    "UPDATE conversation_claims SET until = ? WHERE conversation = ? "
-                    "AND holder = ? AND EXISTS (SELECT 1 FROM inbox WHERE conversation = ?)",
-                    (self.time(now + CLAIM_LEASE), conversation, holder, conversation),
-                ),
-            ]
-        )
-        if not found.rows:
-            return None
-        row = found.rows[0]
-        payload = read_payload(row["payload_json"])
-        abandoned = row["started_at"] is not None
-        return InboxEntry(int(row["id"]), row["key"], payload, abandoned, int(row["token"]))
+        return [
+            Statement(
+                f"SELECT i.id, i.key, i.payload_json, i.started_at, c.token {first} "
+                f"{self.db.dialect.lock_rows('i')}",
+                (conversation, holder),
+            ),
+            Statement(
+                f"UPDATE inbox SET started_at = ? WHERE id = (SELECT i.id {first})",
+                (self.time(now), conversation, holder),
+            ),
+            Statement(  # the lease is whole when an entry is begun
+                "UPDATE conversation_claims SET until = ? WHERE conversation = ? "
+                "AND holder = ? AND EXISTS (SELECT 1 FROM inbox WHERE conversation = ?)",
+                (self.time(now + CLAIM_LEASE), conversation, holder, conversation),
+            ),
+        ]
 
     async def finish(self, entry: InboxEntry, holder: str) -> bool:
         [finished] = await self.db.transact(
@@ -140,21 +146,7 @@ class SqlInbox:
         return finished.changed == 1
 
     async def release(self, conversation: str, holder: str) -> bool:
-        # An event taken while this runs is either seen here, or taken by its replica's
-        # own claim after this commits.
-        _, kept = await self.db.transact(
-            [
-                Statement(
-                    "DELETE FROM conversation_claims WHERE conversation = ? AND holder = ? "
-                    "AND NOT EXISTS (SELECT 1 FROM inbox WHERE conversation = ?)",
-                    (conversation, holder, conversation),
-                ),
-                Statement(
-                    "SELECT holder FROM conversation_claims WHERE conversation = ? AND holder = ?",
-                    (conversation, holder),
-                ),
-            ]
-        )
+        _, kept = await self.db.transact(_release(conversation, holder))
         return bool(kept.rows)
 
     async def let_go(self, conversation: str, holder: str) -> None:
@@ -210,3 +202,29 @@ class SqlInbox:
         async with self.db.reading() as sql:
             row = await sql.row("SELECT count(*) AS n FROM inbox")
         return 0 if row is None else int(row["n"])
+
+
+def _entry(found: Result) -> InboxEntry | None:
+    if not found.rows:
+        return None
+    row = found.rows[0]
+    payload = read_payload(row["payload_json"])
+    abandoned = row["started_at"] is not None
+    return InboxEntry(int(row["id"]), row["key"], payload, abandoned, int(row["token"]))
+
+
+def _release(conversation: str, holder: str) -> list[Statement]:
+    """Let the claim go unless entries wait, then whether `holder` still has it. An event
+    taken while this runs is either seen here, or taken by its replica's own claim after
+    this commits."""
+    return [
+        Statement(
+            "DELETE FROM conversation_claims WHERE conversation = ? AND holder = ? "
+            "AND NOT EXISTS (SELECT 1 FROM inbox WHERE conversation = ?)",
+            (conversation, holder, conversation),
+        ),
+        Statement(
+            "SELECT holder FROM conversation_claims WHERE conversation = ? AND holder = ?",
+            (conversation, holder),
+        ),
+    ]

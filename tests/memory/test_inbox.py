@@ -54,6 +54,19 @@ async def test_one_holder_handles_a_conversation_in_order(engine_stores: Any) ->
     assert await inbox.waiting() == 0
 
 
+async def test_taking_the_next_entry_or_letting_go_is_one_step(engine_stores: Any) -> None:
+    inbox = engine_stores.inbox
+    await inbox.take("slack:E1", "slack/C1", _event(1), limit=10)
+    assert await inbox.claim("slack/C1", "a:1")
+    assert await inbox.next_or_release("slack/C1", "b:1") is False  # b does not hold it
+    entry = await inbox.next_or_release("slack/C1", "a:1")
+    assert entry is not True and entry is not False and entry.payload == _event(1)
+    assert not await inbox.claim("slack/C1", "b:1")  # a keeps it while it handles the entry
+    assert await inbox.finish(entry, "a:1")
+    assert await inbox.next_or_release("slack/C1", "a:1") is False  # nothing waits: let go
+    assert await inbox.claim("slack/C1", "b:1")
+
+
 async def test_a_lapsed_claim_is_taken_over_with_its_begun_entry_abandoned(
     engine_stores: Any, clock: FakeClock
 ) -> None:
