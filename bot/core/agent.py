@@ -22,7 +22,7 @@ from bot.backoff import Backoff
 from bot.config.settings import Settings
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
-from bot.context.suspended import BrokenCall, PendingCall, SuspendedTurn
+from bot.context.suspended import BrokenCall, SuspendedTurn
 from bot.context.turn import TurnContext
 from bot.core.fallback import OFFLINE_NOTICE, notice_for, offline_answer
 from bot.core.history import History
@@ -33,6 +33,7 @@ from bot.core.servers import connect_wait, servers_unavailable
 from bot.core.slips import UNREADABLE, GiveUp, Slips
 from bot.core.turn_state import (
     HeldCalls,
+    Told,
     Turn,
     calls_this_round,
     cards_this_turn,
@@ -45,7 +46,7 @@ from bot.model.arguments import ToolArgumentError
 from bot.model.client import ChatResult, Model, ModelUnavailable
 from bot.split import clip_reply
 from bot.tasks import stop_if_asked
-from bot.tools.base import Call, Kind, Suspend, Tool, Toolbox
+from bot.tools.base import Call, Kind, Suspend, Tool, Toolbox, ToolError, ToolResult
 from memory import InvalidInput, NoteStore
 from memory.actions import ActionLog
 from memory.conversations import ConversationLog, LogEntry
@@ -189,20 +190,19 @@ class Agent:
         if proposal.status not in resumable:
             return None
         ctx = saved.context()
-        pending = [self.held.take(call) for call in saved.pending]
-        turn = Turn(list(saved.messages), saved.round, pending, self.tools(ctx),
-                    mistakes=list(saved.mistakes), start=saved.start)  # fmt: skip
+        turn = Turn.resumed(saved, self.held, self.tools(ctx))
         name = saved.tool
         tool = await self.toolbox.wait_for(
             name, connect_wait(self.settings.mcp, self.toolbox, name)
         )
+        outcome: ToolResult
         if tool is None:
             outcome = await self._tool_gone(name, proposal)
         else:
             outcome = await tool.resume(ctx, proposal)
             if proposal.status == "approved" and tool.kind is Kind.ACTION:
                 await self._capture(ctx, tool, proposal.payload.get("arguments", {}), outcome)
-        turn.messages.append({"role": "tool", "tool_name": name, "content": outcome})
+        turn.tell(name, outcome)
         # The decision may have activated a skill (and its scripts): offer what is active now.
         await self.skills.fetch_active(ctx.conversation.key)
         turn.tools = self.tools(ctx)
@@ -215,20 +215,19 @@ class Agent:
         await self._log(ctx, self._reply_entry(reply, turn.said))
         return TurnResult(reply, saved.messages[0]["content"], rounds, offline=False)
 
-    async def _tool_gone(self, name: str, proposal: Proposal) -> str:
+    async def _tool_gone(self, name: str, proposal: Proposal) -> ToolError:
         """The decided tool is not available: an approved action is recorded as not run."""
         action_id = proposal.payload.get("action_id")
-        if self.actions is None or action_id is None:
-            return f"error: the tool {name} is not available, so it was not run"
-        action = await self.actions.fetch(int(action_id))
-        if action.outcome == "pending":  # else decided before, by another process or turn
-            if proposal.status == "approved":
-                reason = f"not run: the tool {name} is not available"
-                await self.actions.finish(action.id, "error", reason, 0)
-            else:
-                outcome = "expired" if proposal.status == "expired" else "declined"
-                await self.actions.close(action.id, outcome, proposal.decided_by)
-        return f"error: the tool {name} is not available, so it was not run"
+        if self.actions is not None and action_id is not None:
+            action = await self.actions.fetch(int(action_id))
+            if action.outcome == "pending":  # else decided before, by another process or turn
+                if proposal.status == "approved":
+                    reason = f"not run: the tool {name} is not available"
+                    await self.actions.finish(action.id, "error", reason, 0)
+                else:
+                    outcome = "expired" if proposal.status == "expired" else "declined"
+                    await self.actions.close(action.id, outcome, proposal.decided_by)
+        return ToolError(f"the tool {name} is not available, so it was not run")
 
     def _reply_entry(self, reply: str, said: str = "") -> LogEntry:
         """The reply as posted, with the model's own words (`Turn.said`) when they differ
@@ -312,17 +311,18 @@ class Agent:
         limit = self.settings.bot.max_tool_calls_per_round
         while turn.pending:
             call = turn.pending.pop(0)
-            name = call.name if isinstance(call, PendingCall) else ""
+            name = "" if isinstance(call, BrokenCall) else call.name
+            output: Told
             if calls_this_round(turn.messages) >= limit:
-                output = f"error: too many tool calls in one round; at most {limit} run"
+                output = ToolError(f"too many tool calls in one round; at most {limit} run")
             elif isinstance(call, BrokenCall):
-                output = await self.slips.mistake(ctx.history_key, turn, f"error: {call.problem}")
+                output = await self.slips.mistake(ctx.history_key, turn, ToolError(call.problem))
             else:
                 repeated = await self.slips.repeated(ctx.history_key, turn, name, call.arguments)
                 output = repeated or await self._run_tool(ctx, name, call.arguments, turn)
-            outcome = "error" if output.startswith("error") else "ok"
+            outcome = "error" if isinstance(output, ToolError) else "ok"
             metrics.TOOL_CALLS.labels(metrics.tool_label(name, self.toolbox.names), outcome).inc()
-            turn.messages.append({"role": "tool", "tool_name": name, "content": output})
+            turn.tell(name, output)
 
     def _answer(self, result: ChatResult) -> str:
         """The reply to post and keep, cut to `max_reply_chars`; the model's thinking only
@@ -338,24 +338,24 @@ class Agent:
         if result.thinking:
             _log.debug("model thinking: %s", result.thinking)
 
-    async def _run_tool(self, ctx: TurnContext, name: str, raw: Any, turn: Turn) -> str:
+    async def _run_tool(self, ctx: TurnContext, name: str, raw: Any, turn: Turn) -> ToolResult:
         """The tool's output, or an error the model can correct."""
         conversation = ctx.history_key
         tool = turn.tools.get(name)
         if tool is None:
             known = self.toolbox.get(name)
             if known is not None and known.writes_memory and ctx.read_only:
-                return f"error: {name} is not available here: this channel's memory is read-only"
+                return ToolError(
+                    f"{name} is not available here: this channel's memory is read-only"
+                )
             available = ", ".join(turn.tools)
-            error = (
-                f"error: there is no tool named {clip_name(name)!r}; available tools: {available}"
-            )
-            return await self.slips.mistake(conversation, turn, error)
+            error = f"there is no tool named {clip_name(name)!r}; available tools: {available}"
+            return await self.slips.mistake(conversation, turn, ToolError(error))
         cards = self.settings.bot.max_cards_per_turn
         proposing = self.toolbox.names_of(Kind.PROPOSAL)
         if tool.kind is Kind.PROPOSAL and cards_this_turn(turn, proposing) >= cards:
-            return (
-                f"error: at most {cards} cards can be shown in one turn; tell the person "
+            return ToolError(
+                f"at most {cards} cards can be shown in one turn; tell the person "
                 "what else you would propose instead"
             )
         try:
@@ -367,30 +367,33 @@ class Agent:
             async with asyncio.timeout(timeout):
                 output = await tool.run(call, arguments)
         except (ToolArgumentError, InvalidInput, SkillError) as exc:
-            return await self.slips.mistake(conversation, turn, f"error: {exc}")
+            return await self.slips.mistake(conversation, turn, ToolError(str(exc)))
         except TimeoutError:
             _log.warning("tool %s timed out after %s s", name, self.settings.bot.tool_timeout_s)
-            return f"error: {name} timed out"
+            return ToolError(f"{name} timed out")
         except (ModelUnavailable, ClaimLost):
             raise
         except Exception:
             # Whatever the model sends must not fail the turn: log it, tell the model.
             _log.exception("tool %s failed", name)
-            return f"error: {name} failed unexpectedly"
+            return ToolError(f"{name} failed unexpectedly")
         if isinstance(output, Suspend):
             raise AwaitingApproval(output.proposal)
         await self._capture(ctx, tool, arguments, output)
         return output
 
     async def _capture(
-        self, ctx: TurnContext, tool: Tool, arguments: dict[str, Any], output: str
+        self, ctx: TurnContext, tool: Tool, arguments: dict[str, Any], output: ToolResult
     ) -> None:
         """Calls that show a card or act are captured for pattern extraction; reads never
         are. A suspended call is captured when its card is decided."""
-        if self.events is None or tool.kind is Kind.READ or output.startswith("error"):
+        if self.events is None or tool.kind is Kind.READ or isinstance(output, ToolError):
             return
         await self.events.capture(
-            tool.name, arguments, outcome=output[:200],
+            tool.name,
+            arguments,
+            outcome=output.text[:200],
             conversation=dataclasses.asdict(ctx.conversation),
-            channel_scope=ctx.channel_scope, person=user_scope(ctx.author),
-        )  # fmt: skip
+            channel_scope=ctx.channel_scope,
+            person=user_scope(ctx.author),
+        )

@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from bot import metrics
-from bot.core.turn_state import Turn, tool_results
+from bot.context.suspended import Outcome
+from bot.core.turn_state import Repeated, Turn, tool_results
 from bot.model.client import ChatResult, ModelUnavailable
 from bot.split import clip_reply
+from bot.tools.base import ToolError
 from memory import StoreError
 from memory.redaction import mask_known
 from memory.slips import ModelSlips
@@ -118,22 +120,23 @@ class Slips:
         turn.messages.append({"role": "user", "content": INTENT_NUDGE.format(intent=intent)})
         return True
 
-    async def repeated(self, conversation: str, turn: Turn, name: str, raw: Any) -> str | None:
+    async def repeated(self, conversation: str, turn: Turn, name: str, raw: Any) -> Repeated | None:
         """The note for a call made before in this turn with the same arguments (its earlier
         result included), or None for a new call."""
         earlier = turn.earlier_result(name, raw)
         if earlier is None:
             return None
         await self.count(REPEATED, conversation, f"{name} again with the same arguments")
-        return REPEATED_NOTE.format(name=name, result=earlier)
+        return Repeated(REPEATED_NOTE.format(name=name, result=earlier))
 
-    async def mistake(self, conversation: str, turn: Turn, error: str) -> str:
+    async def mistake(self, conversation: str, turn: Turn, error: ToolError) -> ToolError:
         """A mistake with the tools, told to the model the first time; the same mistake
         again, or more than `max_mistakes` of them, ends the turn (`GiveUp`)."""
-        await self.count(MISTAKE, conversation, error)
-        if error in turn.mistakes:
-            raise GiveUp(f"my model made the same mistake with its tools again ({error})")
-        turn.mistakes.append(error)
+        told = error.text
+        await self.count(MISTAKE, conversation, told)
+        if told in turn.mistakes:
+            raise GiveUp(f"my model made the same mistake with its tools again ({told})")
+        turn.mistakes.append(told)
         if len(turn.mistakes) > self.max_mistakes:
             raise GiveUp(f"my model made {len(turn.mistakes)} mistakes with its tools")
         return error
@@ -144,11 +147,10 @@ class Slips:
         """The answer of a turn that ended without the model's: why, plainly, and what its
         tools found so far."""
         await self.count(GAVE_UP, conversation, stop.reason)
-        found = [(name, " ".join(text.split())) for name, text in tool_results(turn)]
         lines = [
-            f"• {name}: {clip_reply(text, RESULT_CHARS)}"
-            for name, text in found
-            if not text.startswith("error") and not text.startswith("You already called")
+            f"• {name}: {clip_reply(' '.join(text.split()), RESULT_CHARS)}"
+            for name, text, outcome in tool_results(turn)
+            if outcome is Outcome.OK
         ]
         notice = GAVE_UP_NOTICE.format(reason=stop.reason)
         if lines:

@@ -1,6 +1,7 @@
-"""A turn in flight: its messages and the calls of its round, what a suspended turn keeps
-in its proposal (no secret: those wait in memory), and how the round's calls are counted
-from the messages, so the limits hold across a turn resumed after a card."""
+"""A turn in flight: its messages, the calls of its round and how each call it answered
+ended, what a suspended turn keeps in its proposal (no secret: those wait in memory), and
+how the round's calls are counted from the messages, so the limits hold across a turn
+resumed after a card."""
 
 from __future__ import annotations
 
@@ -11,11 +12,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.actions.held import LOST, HeldArguments
-from bot.context.suspended import BrokenCall, PendingCall, SuspendedTurn
+from bot.context.suspended import BrokenCall, Outcome, PendingCall, SuspendedTurn
 from bot.context.turn import TurnContext
 from bot.model.client import ToolCall
-from bot.tools.base import Tool
+from bot.tools.base import Ok, Tool, ToolError
 from memory.redaction import redact_value
+
+
+@dataclass(frozen=True, slots=True)
+class Repeated:
+    """The note for a call made before in this turn with the same arguments: it is not run
+    again (see `Slips.repeated`)."""
+
+    text: str
+
+
+Told = Ok | ToolError | Repeated  # what the model is told of a call
 
 
 @dataclass(slots=True)
@@ -34,6 +46,21 @@ class Turn:
     intent_nudged: bool = False  # ... that it announced a call it did not make
     mistakes: list[str] = dataclasses.field(default_factory=list)  # told to the model
     start: int = -1  # the index of the person's message in `messages`; -1: the last
+    # How each call was answered, by the index of its answer in `messages`.
+    outcomes: dict[int, Outcome] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def resumed(cls, saved: SuspendedTurn, held: HeldCalls, tools: dict[str, Tool]) -> Turn:
+        """The turn `saved` waited in, its held arguments taken back, offering `tools`."""
+        return cls(
+            list(saved.messages),
+            saved.round,
+            [held.take(call) for call in saved.pending],
+            tools,
+            mistakes=list(saved.mistakes),
+            start=saved.start,
+            outcomes=dict(saved.outcomes),
+        )
 
     def __post_init__(self) -> None:
         if self.start < 0:
@@ -44,12 +71,17 @@ class Turn:
         """The messages after the person's, nudges included: this turn's work."""
         return self.messages[self.start + 1 :]
 
+    def tell(self, name: str, told: Told) -> None:
+        """Answer a call of `name`: the model gets the text, the turn keeps how it ended."""
+        self.outcomes[len(self.messages)] = _outcome(told)
+        self.messages.append({"role": "tool", "tool_name": name, "content": told.text})
+
     def earlier_result(self, name: str, arguments: Any) -> str | None:
         """What a call of `name` with these arguments gave earlier in this turn; an error
         does not count (the mistake is told once, see `Slips.mistake`)."""
         wanted = (name, _canonical(arguments))
-        for call, result in _calls_and_results(self.since_question()):
-            if call == wanted and not result.startswith("error"):
+        for call, result, outcome in _calls_and_results(self):
+            if call == wanted and outcome is not Outcome.ERROR:
                 return result
         return None
 
@@ -67,6 +99,7 @@ class Turn:
             read_only=ctx.read_only,
             start=self.start,
             mistakes=tuple(redact_value(self.mistakes, known=held.secrets)),
+            outcomes=dict(self.outcomes),
         )
 
 
@@ -124,27 +157,32 @@ def _canonical(arguments: Any) -> str:
     return json.dumps(_as_object(arguments), sort_keys=True, default=str)
 
 
-def _calls_and_results(
-    messages: Sequence[dict[str, Any]],
-) -> Iterator[tuple[tuple[str, str], str]]:
-    """Each call of `messages` (name and arguments) with its result: a model message's
-    calls are answered in order by the tool messages after it."""
+def _outcome(told: Told) -> Outcome:
+    if isinstance(told, ToolError):
+        return Outcome.ERROR
+    return Outcome.REPEATED if isinstance(told, Repeated) else Outcome.OK
+
+
+def _calls_and_results(turn: Turn) -> Iterator[tuple[tuple[str, str], str, Outcome]]:
+    """Each call of this turn (name and arguments) with its result and how it ended: a
+    model message's calls are answered in order by the tool messages after it."""
     waiting: list[tuple[str, str]] = []
-    for message in messages:
+    for i, message in enumerate(turn.since_question(), start=turn.start + 1):
         if message.get("role") == "assistant":
             waiting = [
                 (c["function"]["name"], _canonical(c["function"]["arguments"]))
                 for c in message.get("tool_calls") or []
             ]
         elif message.get("role") == "tool" and waiting:
-            yield waiting.pop(0), str(message.get("content", ""))
+            outcome = turn.outcomes.get(i, Outcome.OK)
+            yield waiting.pop(0), str(message.get("content", "")), outcome
 
 
-def tool_results(turn: Turn) -> list[tuple[str, str]]:
-    """The tools run in this turn, in order, with what each gave."""
+def tool_results(turn: Turn) -> list[tuple[str, str, Outcome]]:
+    """The tools run in this turn, in order, with what each gave and how it ended."""
     return [
-        (str(m.get("tool_name", "")), str(m.get("content", "")))
-        for m in turn.since_question()
+        (str(m.get("tool_name", "")), str(m.get("content", "")), turn.outcomes.get(i, Outcome.OK))
+        for i, m in enumerate(turn.since_question(), start=turn.start + 1)
         if m.get("role") == "tool"
     ]
 
@@ -166,5 +204,6 @@ def calls_this_round(messages: Sequence[dict[str, Any]]) -> int:
 def cards_this_turn(turn: Turn, proposing: frozenset[str]) -> int:
     """Proposal tools that ran since the person's message, each of which showed a card."""
     return sum(
-        name in proposing and not output.startswith("error") for name, output in tool_results(turn)
+        name in proposing and outcome is not Outcome.ERROR
+        for name, _, outcome in tool_results(turn)
     )

@@ -32,7 +32,7 @@ from bot.context.scopes import user_scope
 from bot.context.turn import TurnContext
 from bot.fencing import still_held
 from bot.model.arguments import coerce_arguments
-from bot.tools.base import Call, Kind, Suspend, Toolbox, ToolOutput
+from bot.tools.base import Call, Kind, Ok, Suspend, Toolbox, ToolError, ToolOutput, ToolResult
 from bot.tools.schemas import flatten, validate
 from memory.actions import BY_ALLOW_LIST, BY_ALLOWANCE, BY_CARD, BY_TRUST, ActionLog, finish_run
 from memory.proposals import Proposal
@@ -157,11 +157,13 @@ class McpTool:
     async def run(self, call: Call, arguments: dict[str, Any]) -> ToolOutput:
         ctx = call.ctx
         if not self.server.connected:
-            return f"error: server {self.server.name} is unavailable right now; say so and go on"
+            return ToolError(
+                f"server {self.server.name} is unavailable right now; say so and go on"
+            )
         await self.server.fetch_tools()
         remote = self._current()
         if remote is None:
-            return f"error: server {self.server.name} no longer offers {self.remote.name}"
+            return ToolError(f"server {self.server.name} no longer offers {self.remote.name}")
         if remote.input_schema != self.remote.input_schema:
             validate(remote.input_schema, arguments, self.name)
         exemption = await self._exemption(ctx, remote)
@@ -176,8 +178,8 @@ class McpTool:
         card = self._card(ctx, arguments, remote)
         if not self.approvals.fits_card(ctx.conversation, card):
             await self.actions.close(action.id, "declined", None)
-            return (
-                "error: the arguments are too long to show on a card, so this cannot be "
+            return ToolError(
+                "the arguments are too long to show on a card, so this cannot be "
                 "approved; tell the person and use shorter arguments"
             )
         digest = call_hash(self.server.name, self.server.identity, remote.name, arguments)
@@ -216,24 +218,26 @@ class McpTool:
             lines.append("Only an admin can approve this tool.")
         return "\n".join(lines)
 
-    async def resume(self, ctx: TurnContext, proposal: Proposal) -> str:
+    async def resume(self, ctx: TurnContext, proposal: Proposal) -> ToolResult:
         payload = proposal.payload
         action_id = int(payload["action_id"])
         exact = self.server.held.take(payload.get("held"))  # held until the decision only
         if proposal.status != "approved":
-            return await close_unapproved(
-                self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
+            return Ok(
+                await close_unapproved(
+                    self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
+                )
             )
         try:
             arguments, remote = self._approved(payload, exact)
         except NotRunnable as exc:
             await not_run(self.actions, self.approvals, proposal, str(exc))
-            return f"error: it was not run: {exc}"
+            return ToolError(f"it was not run: {exc}")
         await still_held()
         try:
             await self.actions.start(action_id, proposal.decided_by)
         except ValueError:
-            return "error: this action was already run"
+            return ToolError("this action was already run")
         try:
             return await self._call(action_id, arguments, remote)
         finally:  # whatever happened, the card says how it ended
@@ -263,7 +267,9 @@ class McpTool:
             raise NotRunnable(f"the server no longer offers {self.remote.name}")
         return arguments, remote
 
-    async def _call(self, action_id: int, arguments: dict[str, Any], remote: RemoteTool) -> str:
+    async def _call(
+        self, action_id: int, arguments: dict[str, Any], remote: RemoteTool
+    ) -> ToolResult:
         """Run the call once (again only when a trusted server says the tool is read-only or
         idempotent and the connection was lost) and record its outcome; the model's text
         says exactly that. The server's `timeout_s` bounds each try; a call cut off in any
@@ -305,15 +311,15 @@ class McpTool:
             return False
         return remote.hints.read_only or remote.hints.idempotent
 
-    def _for_model(self, outcome: str, text: str) -> str:
+    def _for_model(self, outcome: str, text: str) -> ToolResult:
         if len(text) > self.result_max_chars:
             cut = len(text) - self.result_max_chars
             text = f"{text[: self.result_max_chars]}\n[… {cut} more characters cut]"
         if outcome == "ok":
-            return text or "(done, no output)"
+            return Ok(text or "(done, no output)")
         if outcome == "error":
-            return f"error: the tool reported a failure: {text}"
-        return (
+            return ToolError(f"the tool reported a failure: {text}")
+        return Ok(
             f"outcome unknown: {text}. It may or may not have happened; do not call it "
             "again, tell the person to check."
         )

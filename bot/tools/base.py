@@ -1,9 +1,10 @@
 """The tool contract: one entry per model tool, with its schema, its kind and its code.
 
 The tool list the model sees, the capture of write actions, the card count and the
-timeout all come from these entries. A tool that needs a person's decision returns
-`Suspend` with its proposal; the turn waits, and the tool's `resume` gives the model the
-outcome once the card is decided.
+timeout all come from these entries. A tool answers `Ok` or `ToolError` (what the model is
+told, and whether the call failed), or, when it needs a person's decision, `Suspend` with
+its proposal; the turn waits, and the tool's `resume` gives the model the outcome once the
+card is decided.
 """
 
 from __future__ import annotations
@@ -31,13 +32,33 @@ class Kind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class Ok:
+    """A tool's result: `text` is what the model is told."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolError:
+    """A call that failed, for a reason the model is told (and may correct the call for)."""
+
+    reason: str
+
+    @property
+    def text(self) -> str:
+        """What the model is told."""
+        return f"error: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
 class Suspend:
     """A tool's answer meaning: the turn waits for a person's decision on `proposal`."""
 
     proposal: Proposal
 
 
-ToolOutput = str | Suspend
+ToolResult = Ok | ToolError  # what the model is told of a call
+ToolOutput = Ok | ToolError | Suspend
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +98,7 @@ class Tool(Protocol):
 
     async def run(self, call: Call, arguments: dict[str, Any]) -> ToolOutput: ...
 
-    async def resume(self, ctx: TurnContext, proposal: Proposal) -> str:
+    async def resume(self, ctx: TurnContext, proposal: Proposal) -> ToolResult:
         """What the model is told once the card it waited for is decided."""
 
 
@@ -88,7 +109,7 @@ class ToolArgs(BaseModel):
 
 
 Handler = Callable[[Call, Any], Awaitable[ToolOutput]]
-Resumer = Callable[[TurnContext, Proposal], Awaitable[str]]
+Resumer = Callable[[TurnContext, Proposal], Awaitable[ToolResult]]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -132,9 +153,9 @@ class BuiltinTool:
     async def run(self, call: Call, arguments: dict[str, Any]) -> ToolOutput:
         return await self.handler(call, self.args.model_validate(arguments))
 
-    async def resume(self, ctx: TurnContext, proposal: Proposal) -> str:
+    async def resume(self, ctx: TurnContext, proposal: Proposal) -> ToolResult:
         if self.resumer is None:
-            return f"proposal #{proposal.id} was {proposal.status}"
+            return Ok(f"proposal #{proposal.id} was {proposal.status}")
         return await self.resumer(ctx, proposal)
 
 

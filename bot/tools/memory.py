@@ -9,7 +9,7 @@ from pydantic import Field
 
 from bot.approvals.service import ApprovalService
 from bot.context.turn import TurnContext, draft_for, find_writable
-from bot.tools.base import BuiltinTool, Call, Kind, ToolArgs
+from bot.tools.base import BuiltinTool, Call, Kind, Ok, ToolArgs
 from memory import NoteStore
 from memory.conversations import ConversationLog
 
@@ -45,31 +45,32 @@ def memory_tools(
 ) -> list[BuiltinTool]:
     """memory_read, memory_search, propose_note and propose_forget."""
 
-    async def memory_read(call: Call, args: MemoryReadArgs) -> str:
+    async def memory_read(call: Call, args: MemoryReadArgs) -> Ok:
         found = await notes.read(call.ctx.visibility, args.topic)
         if not found:
-            return f"no note named {args.topic!r} is visible here; try memory_search"
-        return "\n\n".join(f"[{n.scope}] {n.topic}: {n.summary}\n{n.body}".rstrip() for n in found)
+            return Ok(f"no note named {args.topic!r} is visible here; try memory_search")
+        shown = [f"[{n.scope}] {n.topic}: {n.summary}\n{n.body}".rstrip() for n in found]
+        return Ok("\n\n".join(shown))
 
-    async def memory_search(call: Call, args: MemorySearchArgs) -> str:
-        return await search_memory(notes, log, call.ctx, args.query, args.limit)
+    async def memory_search(call: Call, args: MemorySearchArgs) -> Ok:
+        return Ok(await search_memory(notes, log, call.ctx, args.query, args.limit))
 
-    async def propose_note(call: Call, args: ProposeNoteArgs) -> str:
+    async def propose_note(call: Call, args: ProposeNoteArgs) -> Ok:
         ctx = call.ctx
         draft = draft_for(ctx, args.topic, args.summary, args.body, args.scope == "user")
         proposal = await approvals.propose_save(ctx.conversation, ctx.author, draft)
-        return (
+        return Ok(
             f"proposal #{proposal.id} is shown to the person as a card; the note is saved "
             "only if they approve it with ✅. Tell them so briefly."
         )
 
-    async def propose_forget(call: Call, args: ProposeForgetArgs) -> str:
+    async def propose_forget(call: Call, args: ProposeForgetArgs) -> Ok:
         ctx = call.ctx
         note = await find_writable(notes, ctx, args.topic)
         if note is None:
-            return f"no note {args.topic!r} that this person may change is visible here"
+            return Ok(f"no note {args.topic!r} that this person may change is visible here")
         proposal = await approvals.propose_forget(ctx.conversation, ctx.author, note)
-        return f"proposal #{proposal.id} to forget {note.topic} is shown as a card"
+        return Ok(f"proposal #{proposal.id} to forget {note.topic} is shown as a card")
 
     return [
         BuiltinTool(

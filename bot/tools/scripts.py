@@ -42,7 +42,17 @@ from bot.context.turn import TurnContext
 from bot.errors import ConfigError
 from bot.fencing import still_held
 from bot.tools.actions import close_unapproved, not_run
-from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
+from bot.tools.base import (
+    BuiltinTool,
+    Call,
+    Kind,
+    Ok,
+    Suspend,
+    ToolArgs,
+    ToolError,
+    ToolOutput,
+    ToolResult,
+)
 from memory.actions import BY_CARD, ActionLog, finish_run
 from memory.proposals import Proposal
 from memory.redaction import redact, redact_value
@@ -160,7 +170,7 @@ class SkillScripts:
     async def run(self, call: Call, args: RunScriptArgs) -> ToolOutput:
         ctx = call.ctx
         if not self.runnable:
-            return "error: skill scripts cannot run here; tell the person"
+            return ToolError("skill scripts cannot run here; tell the person")
         skill, script = await self.skills.find_script(
             ctx.conversation.key, args.skill, args.script, ctx.channel_scope
         )
@@ -179,8 +189,8 @@ class SkillScripts:
         card = self._card(ctx, skill.name, script, exact, snapshot)
         if not self.approvals.fits_card(ctx.conversation, card):
             await self.actions.close(action.id, "declined", None)
-            return (
-                "error: the arguments are too long to show on a card, so this cannot be "
+            return ToolError(
+                "the arguments are too long to show on a card, so this cannot be "
                 "approved; tell the person and use shorter arguments"
             )
         payload = {
@@ -232,13 +242,15 @@ class SkillScripts:
         more = f" and {len(snapshot.left_out) - 5} more" if len(snapshot.left_out) > 5 else ""
         return [f"Not copied into the run (symlinks or special files): {shown}{more}"]
 
-    async def resume(self, ctx: TurnContext, proposal: Proposal) -> str:
+    async def resume(self, ctx: TurnContext, proposal: Proposal) -> ToolResult:
         payload = proposal.payload
         action_id = int(payload["action_id"])
         exact = self.held.take(payload.get("held"))  # held until the decision only
         if proposal.status != "approved":
-            return await close_unapproved(
-                self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
+            return Ok(
+                await close_unapproved(
+                    self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
+                )
             )
         try:
             args = self._approved_args(payload, exact)
@@ -249,7 +261,7 @@ class SkillScripts:
         try:
             await self.actions.start(action_id, proposal.decided_by)
         except ValueError:
-            return "error: this script run was already carried out"
+            return ToolError("this script run was already carried out")
         output = await self._run(action_id, snapshot, script, args)
         await self.approvals.update_card(proposal)
         return output
@@ -297,16 +309,16 @@ class SkillScripts:
             raise ScriptError(FILES_CHANGED)
         return script, snapshot
 
-    async def _not_run(self, proposal: Proposal, why: str) -> str:
+    async def _not_run(self, proposal: Proposal, why: str) -> ToolError:
         await not_run(self.actions, self.approvals, proposal, why)
-        return (
-            f"error: the script was not run: {why}. If it is still wanted, call {NAME} again "
+        return ToolError(
+            f"the script was not run: {why}. If it is still wanted, call {NAME} again "
             "so the person sees the current version."
         )
 
     async def _run(
         self, action_id: int, snapshot: SkillSnapshot, script: ScriptFile, args: list[str]
-    ) -> str:
+    ) -> ToolResult:
         """Run it once and record the outcome: ok on exit status 0, otherwise error."""
         try:
             env = {
@@ -315,7 +327,7 @@ class SkillScripts:
             }
         except ConfigError as exc:
             await self.actions.finish(action_id, "error", f"not run: {exc}", 0)
-            return f"error: the script was not run: {exc}"
+            return ToolError(f"the script was not run: {exc}")
         limits = Limits.of(self.settings.skills)
         try:
             result = await run_script(
@@ -323,11 +335,11 @@ class SkillScripts:
             )
         except ScriptError as exc:
             await self.actions.finish(action_id, "error", f"not run: {exc}", 0)
-            return f"error: the script was not run: {exc}"
+            return ToolError(f"the script was not run: {exc}")
         except Exception:
             _log.exception("action %d %s could not be run", action_id, script.relative)
             await self.actions.finish(action_id, "error", "lorebot failed to run it", 0)
-            return "error: lorebot failed to run the script; tell the person"
+            return ToolError("lorebot failed to run the script; tell the person")
         referenced = [env[k] for k, v in self.settings.skills.script_env.items() if v != env[k]]
         known = [*self.secrets, *referenced]
         text = self._output(result, known)
@@ -336,8 +348,8 @@ class SkillScripts:
         _log.info("action %d %s: %s in %d ms", action_id, script.relative,
                   self._status(result, limits), result.duration_ms)  # fmt: skip
         if outcome == "ok":
-            return text or "(done, no output)"
-        return f"error: the script failed ({self._status(result, limits)}):\n{text}".rstrip()
+            return Ok(text or "(done, no output)")
+        return ToolError(f"the script failed ({self._status(result, limits)}):\n{text}".rstrip())
 
     def _status(self, result: ScriptResult, limits: Limits) -> str:
         if result.escaped:

@@ -9,7 +9,17 @@ from bot.approvals.service import ApprovalService
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
 from bot.context.turn import TurnContext
-from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs, ToolOutput
+from bot.tools.base import (
+    BuiltinTool,
+    Call,
+    Kind,
+    Ok,
+    Suspend,
+    ToolArgs,
+    ToolError,
+    ToolOutput,
+    ToolResult,
+)
 from memory.proposals import Proposal
 
 
@@ -38,34 +48,35 @@ def skill_tools(skills: SkillUse, approvals: ApprovalService) -> list[BuiltinToo
         ctx = call.ctx
         skill = skills.find(args.name, ctx.channel_scope, by_person=False)
         if await skills.is_active(ctx.conversation.key, skill):
-            return skills.tool_result(skill)
+            return Ok(skills.tool_result(skill))
         proposal = await approvals.propose_skill_load(
             ctx.conversation, ctx.author, skill, skills.load_card_lines(skill), call.saved_turn()
         )
         return Suspend(proposal)
 
-    async def loaded(ctx: TurnContext, proposal: Proposal) -> str:
+    async def loaded(ctx: TurnContext, proposal: Proposal) -> ToolResult:
         name = proposal.payload["name"]
         if proposal.status != "approved":
-            return f"the person declined loading the skill {name}; continue without it"
+            return Ok(f"the person declined loading the skill {name}; continue without it")
         skill = skills.catalog.get(name)
         if skill is None or skill.sha256 != proposal.payload["sha256"]:
-            return f"error: the skill {name} changed or disappeared since it was approved"
+            return ToolError(f"the skill {name} changed or disappeared since it was approved")
         await skills.activate(ctx.conversation.key, skill, proposal.decided_by or "")
-        return skills.tool_result(skill)
+        return Ok(skills.tool_result(skill))
 
-    async def read_skill_resource(call: Call, args: ReadSkillResourceArgs) -> str:
+    async def read_skill_resource(call: Call, args: ReadSkillResourceArgs) -> Ok:
         ctx = call.ctx
-        return await skills.read(ctx.conversation.key, args.skill, args.path, ctx.channel_scope)
+        text = await skills.read(ctx.conversation.key, args.skill, args.path, ctx.channel_scope)
+        return Ok(text)
 
-    async def propose_skill(call: Call, args: ProposeSkillArgs) -> str:
+    async def propose_skill(call: Call, args: ProposeSkillArgs) -> Ok:
         ctx = call.ctx
         name = skills.new_skill_name(args.name)  # before any card is posted
         text = skills.draft_skill(
             name, args.description, args.body, user_scope(ctx.author), ctx.conversation.key
         )
         proposal = await approvals.propose_skill_create(ctx.conversation, ctx.author, name, text)
-        return f"proposal #{proposal.id} shows the whole skill on a card for approval"
+        return Ok(f"proposal #{proposal.id} shows the whole skill on a card for approval")
 
     return [
         BuiltinTool(

@@ -4,6 +4,7 @@ reason."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -11,7 +12,9 @@ import pytest
 
 from adapters.base import ConversationRef, UserRef
 from bot.context.suspended import (
+    VERSION,
     BrokenCall,
+    Outcome,
     PendingCall,
     SuspendedTurn,
     UnreadableTurn,
@@ -22,6 +25,9 @@ MESSAGES = [
     {"role": "system", "content": "You are lorebot."},
     {"role": "user", "content": "restart web, then check it"},
     {"role": "assistant", "content": "", "tool_calls": []},
+    {"role": "tool", "tool_name": "ops__uptime", "content": "web: up 3 days"},
+    {"role": "tool", "tool_name": "launch", "content": "error: there is no tool named 'launch'"},
+    {"role": "tool", "tool_name": "ops__uptime", "content": "You already called ops__uptime …"},
 ]
 
 
@@ -68,6 +74,11 @@ def test_a_turn_stored_before_versions_is_read_as_version_1() -> None:
     assert turn.context().conversation == turn.conversation
 
 
+def test_how_a_version_1_turns_calls_ended_is_read_from_what_the_model_was_told() -> None:
+    turn = SuspendedTurn.from_json(stored_before_versions())
+    assert turn.outcomes == {3: Outcome.OK, 4: Outcome.ERROR, 5: Outcome.REPEATED}
+
+
 def test_the_oldest_turns_wait_on_a_skills_load_and_start_at_the_last_question() -> None:
     oldest = stored_before_versions()
     for key in ("tool", "start", "mistakes"):
@@ -76,10 +87,17 @@ def test_the_oldest_turns_wait_on_a_skills_load_and_start_at_the_last_question()
     assert (turn.tool, turn.start, turn.mistakes) == ("load_skill", -1, ())
 
 
-def test_a_turn_reads_back_as_it_was_written() -> None:
+def test_a_turn_is_written_in_the_current_version_and_reads_back_as_it_was() -> None:
     turn = SuspendedTurn.from_json(stored_before_versions())
     stored = json.loads(json.dumps(turn.to_json()))
-    assert SuspendedTurn.from_json(stored) == turn
+    assert stored["version"] == VERSION == 2
+    assert stored["pending"] == [
+        {"name": "ops__status", "arguments": {"service": "web"}},
+        {"name": "ops__login", "arguments": {"token": "[REDACTED]"}, "held": "9f1c"},
+        {"problem": "arguments are not valid JSON"},
+    ]
+    assert stored["outcomes"] == {"3": "ok", "4": "error", "5": "repeated"}
+    assert SuspendedTurn.from_json(stored) == dataclasses.replace(turn, version=VERSION)
 
 
 def test_a_proposal_without_a_turn_has_none_waiting() -> None:
@@ -88,8 +106,10 @@ def test_a_proposal_without_a_turn_has_none_waiting() -> None:
 
 
 def test_a_turn_of_an_unknown_version_is_refused_saying_which() -> None:
-    with pytest.raises(UnreadableTurn, match="version 99"):
+    with pytest.raises(UnreadableTurn, match="version 99, which this lorebot does not read"):
         SuspendedTurn.from_json(stored_before_versions(version=99))
+    with pytest.raises(UnreadableTurn, match="version '2'"):
+        SuspendedTurn.from_json(stored_before_versions(version="2"))
 
 
 @pytest.mark.parametrize(
@@ -108,6 +128,23 @@ def test_a_malformed_turn_is_refused_saying_what_is_wrong(
 ) -> None:
     with pytest.raises(UnreadableTurn, match=says):
         SuspendedTurn.from_json(stored_before_versions(**changes))
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"outcomes": {"3": "maybe"}}, "maybe"),
+        ({"outcomes": {"three": "ok"}}, "three"),
+        ({"pending": [{"name": "", "arguments": {}}]}, "no name"),
+        ({"pending": [["ops__status", {}]]}, "pending call is list"),
+    ],
+)
+def test_a_malformed_version_2_turn_is_refused_saying_what_is_wrong(
+    changes: dict[str, Any], says: str
+) -> None:
+    stored = SuspendedTurn.from_json(stored_before_versions()).to_json()
+    with pytest.raises(UnreadableTurn, match=f"not a version 2 turn.*{says}"):
+        SuspendedTurn.from_json({**stored, **changes})
 
 
 def test_a_turn_that_is_no_object_is_refused() -> None:

@@ -12,7 +12,7 @@ from adapters.base import APPROVE, ConversationRef, UserRef
 from bot.context.suspended import BrokenCall, PendingCall, SuspendedTurn
 from bot.context.turn import TurnContext, make_context
 from bot.core.turn_state import HeldCalls, Turn
-from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs
+from bot.tools.base import BuiltinTool, Call, Kind, Ok, Suspend, ToolArgs
 from memory.proposals import Proposal
 from tests.support.harness import Harness
 
@@ -49,8 +49,8 @@ def _ask_person(harness: Harness) -> None:
         )
         return Suspend(proposal)
 
-    async def answered(ctx: TurnContext, proposal: Proposal) -> str:
-        return f"the person {proposal.status}: {proposal.payload['question']}"
+    async def answered(ctx: TurnContext, proposal: Proposal) -> Ok:
+        return Ok(f"the person {proposal.status}: {proposal.payload['question']}")
 
     bot.toolbox.add([BuiltinTool("ask_person", "Ask.", Kind.PROPOSAL, _AskArgs, ask, answered)])
 
@@ -75,13 +75,12 @@ def _as_stored_before_versions(turn: SuspendedTurn) -> dict[str, Any]:
 
 
 async def test_a_turn_stored_by_the_previous_lorebot_resumes(harness: Harness) -> None:
+    """Its later call runs after the decision, and how its earlier calls ended is read
+    from what the model was told: the same search again is not run a second time."""
     _ask_person(harness)
-    harness.ollama.reply(
-        tool_calls=[
-            {"name": "ask_person", "arguments": {"question": "restart web?"}},
-            {"name": "memory_search", "arguments": {"query": "web"}},
-        ]
-    )
+    search = {"name": "memory_search", "arguments": {"query": "web"}}
+    ask = {"name": "ask_person", "arguments": {"question": "restart web?"}}
+    harness.ollama.reply(tool_calls=[search, ask, search])
     await harness.say("restart web if it is down")
     [proposal] = await harness.bot.proposals.fetch_recent("pending")
     saved = SuspendedTurn.from_json(proposal.payload["turn"])
@@ -95,9 +94,7 @@ async def test_a_turn_stored_by_the_previous_lorebot_resumes(harness: Harness) -
     harness.ollama.reply("Restarting.")
     await harness.react(harness.adapter.cards[-1], APPROVE)
     assert harness.adapter.replies == ["Restarting."]
-    told = harness.ollama.chat_requests[-1]["messages"][-2:]
-    assert [(m["role"], m["tool_name"]) for m in told] == [
-        ("tool", "ask_person"),
-        ("tool", "memory_search"),
-    ]
-    assert told[0]["content"] == "the person approved: restart web?"
+    told = harness.ollama.chat_requests[-1]["messages"][-3:]
+    assert [m["tool_name"] for m in told] == ["memory_search", "ask_person", "memory_search"]
+    assert told[1]["content"] == "the person approved: restart web?"
+    assert told[2]["content"].startswith("You already called memory_search")

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from adapters.base import APPROVE
 from bot.context.turn import TurnContext
-from bot.tools.base import BuiltinTool, Call, Kind, Suspend, ToolArgs
+from bot.tools.base import BuiltinTool, Call, Kind, Ok, Suspend, ToolArgs
 from memory.proposals import Proposal
 from tests.support.harness import Harness
 
@@ -50,8 +50,8 @@ async def test_a_turn_resumes_through_the_tool_that_suspended_it(harness: Harnes
         )
         return Suspend(proposal)
 
-    async def answered(ctx: TurnContext, proposal: Proposal) -> str:
-        return f"the person {proposal.status}: {proposal.payload['question']}"
+    async def answered(ctx: TurnContext, proposal: Proposal) -> Ok:
+        return Ok(f"the person {proposal.status}: {proposal.payload['question']}")
 
     bot.toolbox.add([BuiltinTool("ask_person", "Ask.", Kind.PROPOSAL, _AskArgs, ask, answered)])
     harness.ollama.tool_call("ask_person", {"question": "restart web?"})
