@@ -15,7 +15,6 @@ from typing import Any
 from memory import ranking
 from memory.conversations import PastMessage
 from memory.postgres.database import Connection, PostgresDatabase
-from memory.postgres.session import session_of
 from memory.postgres.words import (
     TableStats,
     bm25_sql,
@@ -26,7 +25,7 @@ from memory.postgres.words import (
 from memory.ranking import ranking_terms
 from memory.redaction import redact
 from memory.sql.conversations import LOG_MESSAGE
-from memory.sql.session import Params
+from memory.sql.session import Params, Statement
 from memory.visibility import Visibility
 
 # As many characters of a neighbour as SQLite's index keeps.
@@ -54,6 +53,14 @@ WHERE m.scope != '' AND (m.id >= %(first)s OR m.id IN (
 ))
 ON CONFLICT (message_id) DO UPDATE SET words = excluded.words, word_count = excluded.word_count
 """
+# `_INDEX` from the first message of `conversation` this transaction wrote (among its
+# newest few, as neutral SQL: `memory.sql.session`).
+_INDEX_NEW = (
+    "WITH new AS (SELECT min(t.id) AS first FROM (SELECT id, xmin FROM messages "
+    "WHERE conversation = ? ORDER BY id DESC LIMIT ?) AS t "
+    "WHERE t.xmin = pg_current_xact_id()::xid) "
+    + _INDEX.replace("%(first)s", "(SELECT first FROM new)")
+)
 _MESSAGE_WEIGHTS = weights_params(
     (
         ranking.CONTENT_WEIGHT,
@@ -78,13 +85,13 @@ class PostgresMessageSearch:
         self.word_stats = TableStats(db, "message_words", _LENGTH)
 
     async def add(self, conversation: str, scope: str, rows: Sequence[Params]) -> None:
-        async with self.db.transaction() as sql:
-            # One by one, for their ids: the index starts from the first.
-            ids = [await sql.insert(LOG_MESSAGE, row) for row in rows]
-            if scope and ids:
-                await index_messages_from(session_of(sql).conn, ids[0])
-        if scope and ids:
-            self.word_stats.added(len(ids))
+        statements = [Statement(LOG_MESSAGE, row) for row in rows]
+        if scope:
+            # The index starts from the first message this transaction logged.
+            statements.append(Statement(_INDEX_NEW, (conversation, len(rows))))
+        await self.db.transact(statements)  # one transaction, sent at once
+        if scope and rows:
+            self.word_stats.added(len(rows))
 
     async def rank(self, query: str, visibility: Visibility, limit: int) -> list[tuple[int, float]]:
         terms = " ".join(ranking_terms(query))
