@@ -1,6 +1,7 @@
 """Proposals: changes waiting for a person's decision (a card), and the store that keeps
 them so a restart loses none. A decision is claimed and applied in one transaction, so it
-happens exactly once."""
+happens exactly once: the note kinds' payloads and how each is applied in that transaction
+are here, beside the store (everything else about a kind is in `bot/approvals/kinds/`)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,6 @@ STALE = (
 )
 NOTE_SAVE = "note_save"
 NOTE_FORGET = "note_forget"
-SKILL_LOAD = "skill_load"
-SKILL_CREATE = "skill_create"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,63 +53,115 @@ class Proposal:
         return self.status == "pending"
 
 
-def note_save_payload(draft: NoteDraft) -> dict[str, Any]:
-    return {
-        "scope": str(draft.scope),
-        "topic": draft.topic,
-        "summary": draft.summary,
-        "body": draft.body,
-        "category": draft.category.value,
-        "private": draft.private,
-        "source": draft.source,
-        "author": draft.author,
-    }
+@dataclass(frozen=True, slots=True)
+class NoteSave:
+    """A note_save proposal's payload: the note to save and, when the card recorded it,
+    the state of the note it replaces (`expect`, None for no note) as the card showed it.
+    Cards made before they recorded it (`recorded` False) are not checked."""
 
+    draft: NoteDraft
+    expect: str | None = None
+    recorded: bool = True
 
-def draft_from_payload(payload: Mapping[str, Any]) -> NoteDraft:
-    return NoteDraft(
-        scope=Scope.parse(payload["scope"]),
-        topic=payload["topic"],
-        summary=payload["summary"],
-        body=payload.get("body", ""),
-        category=Category(payload.get("category", "fact")),
-        private=bool(payload.get("private", False)),
-        source=payload.get("source", ""),
-        author=payload.get("author", ""),
-    )
+    def to_json(self) -> dict[str, Any]:
+        draft = self.draft
+        stored: dict[str, Any] = {
+            "scope": str(draft.scope),
+            "topic": draft.topic,
+            "summary": draft.summary,
+            "body": draft.body,
+            "category": draft.category.value,
+            "private": draft.private,
+            "source": draft.source,
+            "author": draft.author,
+        }
+        return {**stored, "expect": self.expect} if self.recorded else stored
 
+    @classmethod
+    def from_json(cls, payload: Mapping[str, Any]) -> NoteSave:
+        draft = NoteDraft(
+            scope=Scope.parse(payload["scope"]),
+            topic=payload["topic"],
+            summary=payload["summary"],
+            body=payload.get("body", ""),
+            category=Category(payload.get("category", "fact")),
+            private=bool(payload.get("private", False)),
+            source=payload.get("source", ""),
+            author=payload.get("author", ""),
+        )
+        return cls(draft, payload.get("expect"), "expect" in payload)
 
-async def apply_proposal(notes: NoteStore, tx: Transaction, proposal: Proposal) -> str:
-    """Carry out an approved proposal's note change inside the decision's transaction, on
-    any engine; the outcome shown on its card. `InvalidInput` (`STALE`) when the note is no
-    longer as the card showed it."""
-    reason = f"proposal {proposal.id}"
-    if proposal.kind == NOTE_SAVE:
-        draft = notes.validate(draft_from_payload(proposal.payload))
+    async def apply(self, notes: NoteStore, tx: Transaction, proposal: Proposal) -> str:
+        """Save the note; "created", "updated" or "unchanged"."""
+        draft = notes.validate(self.draft)
         current = await notes.state_in(tx, draft.scope, draft.topic)
-        _check_unchanged(proposal.payload, current)
+        _check_unchanged(self, current)
         if current is not None and current["private"] and not draft.private:
             # A private note never becomes public from a card; only its owner, in a DM.
             raise InvalidInput(STALE)
+        reason = f"proposal {proposal.id}"
         result = await notes.save_in(tx, draft, proposal.requester, reason, proposal.id)
         if result.change_id is None:
             return "unchanged"
         return "created" if result.created else "updated"
-    if proposal.kind == NOTE_FORGET:
-        scope = Scope.parse(proposal.payload["scope"])
-        topic = proposal.payload["topic"]
-        current = await notes.state_in(tx, scope, topic)
+
+
+@dataclass(frozen=True, slots=True)
+class NoteForget:
+    """A note_forget proposal's payload: the note to forget and its state as the card
+    showed it (see `NoteSave`)."""
+
+    scope: Scope
+    topic: str
+    expect: str | None = None
+    recorded: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        stored = {"scope": str(self.scope), "topic": self.topic}
+        return {**stored, "expect": self.expect} if self.recorded else stored
+
+    @classmethod
+    def from_json(cls, payload: Mapping[str, Any]) -> NoteForget:
+        scope = Scope.parse(payload["scope"])
+        return cls(scope, payload["topic"], payload.get("expect"), "expect" in payload)
+
+    async def apply(self, notes: NoteStore, tx: Transaction, proposal: Proposal) -> str:
+        """Forget the note; "forgotten"."""
+        current = await notes.state_in(tx, self.scope, self.topic)
         if current is not None:
-            _check_unchanged(proposal.payload, current)
-        await notes.forget_in(tx, scope, topic, proposal.requester, reason, proposal.id)
+            _check_unchanged(self, current)
+        reason = f"proposal {proposal.id}"
+        await notes.forget_in(tx, self.scope, self.topic, proposal.requester, reason, proposal.id)
         return "forgotten"
-    return "approved"
 
 
-def _check_unchanged(payload: Mapping[str, Any], current: Mapping[str, object] | None) -> None:
-    """Raise `InvalidInput` when the note is no longer as the card showed it. Proposals
-    made before cards recorded the note's state carry no `expect` and are not checked."""
-    if "expect" in payload and payload["expect"] != content_fingerprint(current):
+class AppliedInTransaction(Protocol):
+    """A payload whose approval changes memory in the decision's own transaction."""
+
+    async def apply(self, notes: NoteStore, tx: Transaction, proposal: Proposal) -> str:
+        """Carry the change out; the outcome its card shows."""
+        ...
+
+
+# The kinds whose approval changes memory in the decision's transaction, each read from
+# its stored payload.
+IN_TRANSACTION: Mapping[str, Callable[[Mapping[str, Any]], AppliedInTransaction]] = {
+    NOTE_SAVE: NoteSave.from_json,
+    NOTE_FORGET: NoteForget.from_json,
+}
+
+
+async def apply_proposal(notes: NoteStore, tx: Transaction, proposal: Proposal) -> str:
+    """Carry out an approved proposal's note change inside the decision's transaction, on
+    any engine; the outcome shown on its card ("approved" for a kind that changes no note
+    there). `InvalidInput` (`STALE`) when the note is no longer as the card showed it."""
+    read = IN_TRANSACTION.get(proposal.kind)
+    return "approved" if read is None else await read(proposal.payload).apply(notes, tx, proposal)
+
+
+def _check_unchanged(payload: NoteSave | NoteForget, current: Mapping[str, object] | None) -> None:
+    """Raise `InvalidInput` when the note is no longer as the card showed it."""
+    if payload.recorded and payload.expect != content_fingerprint(current):
         raise InvalidInput(STALE)
 
 

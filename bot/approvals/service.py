@@ -26,8 +26,14 @@ from adapters.base import (
     measure,
 )
 from bot import metrics
-from bot.approvals.cards import ACTION, conversation_of, outcome_text, quote, scope_label
+from bot.approvals.cards import conversation_of
 from bot.approvals.closing import Closings
+from bot.approvals.kinds.base import ProposalKind
+from bot.approvals.kinds.note_forget import NOTE_FORGET_KIND
+from bot.approvals.kinds.note_save import NOTE_SAVE_KIND
+from bot.approvals.kinds.registry import get_kind
+from bot.approvals.kinds.skill_create import SKILL_CREATE_KIND, SkillCreate
+from bot.approvals.kinds.skill_load import SKILL_LOAD_KIND, SkillLoad
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
 from bot.context.suspended import SuspendedTurn
@@ -36,18 +42,9 @@ from bot.fencing import still_held
 from memory import Conflict, Note, NoteDraft, NoteStore
 from memory.actions import ActionLog
 from memory.events import EventLog
-from memory.proposals import (
-    NOTE_FORGET,
-    NOTE_SAVE,
-    SKILL_CREATE,
-    SKILL_LOAD,
-    Proposal,
-    ProposalStore,
-    note_save_payload,
-)
+from memory.proposals import NoteForget, NoteSave, Proposal, ProposalStore
 from memory.stores import Stores
-from skills.types import Skill, SkillError
-from skills.writer import write_skill
+from skills.types import Skill
 
 _log = logging.getLogger(__name__)
 
@@ -56,8 +53,6 @@ SYSTEM = "lorebot"  # who closed a proposal nobody decided (`decided_by`)
 READ_ONLY = "this channel's memory is read-only now, so nothing was changed"
 # What a card's footer takes of a platform message.
 FOOTER_ROOM = 200
-# Proposals that change memory, refused in a read-only channel.
-MEMORY_WRITES = frozenset({NOTE_SAVE, NOTE_FORGET, SKILL_CREATE})
 
 
 def build_approvals(
@@ -121,43 +116,18 @@ class ApprovalService:
             # separate note of its own.
             draft = dataclasses.replace(draft, topic=await free_topic(self.notes, draft))
             existing = None
-        payload = note_save_payload(draft)
-        payload["expect"] = await self.notes.content_fingerprint(draft.scope, draft.topic)
-        proposal = await self._create(NOTE_SAVE, conversation, requester, payload)
-        verb = "Update" if existing else "Save"
-        private = " (private)" if draft.private else ""
-        lines = [
-            f"📝 {verb} this note? (proposal #{proposal.id})",
-            f"Where: {scope_label(draft.scope, conversation)}{private}",
-            f"Topic: `{draft.topic}`",
-            f"Summary: {draft.summary}",
-        ]
-        if existing is not None:
-            lines.append(f"Replaces: {existing.summary}")
-        if draft.body and draft.body.strip() != draft.summary:
-            lines.append(quote(draft.body))
-        await self._post_card(proposal, conversation, requester, "\n".join(lines), "save")
-        return await self.proposals.fetch(proposal.id)
+        expect = await self.notes.content_fingerprint(draft.scope, draft.topic)
+        payload = NoteSave(draft, expect).to_json()
+        card = NOTE_SAVE_KIND.card(draft, existing, conversation)
+        return await self._propose(NOTE_SAVE_KIND, conversation, requester, payload, card)
 
     async def propose_forget(
         self, conversation: ConversationRef, requester: UserRef, note: Note
     ) -> Proposal:
-        payload = {
-            "scope": str(note.scope),
-            "topic": note.topic,
-            "expect": await self.notes.content_fingerprint(note.scope, note.topic),
-        }
-        proposal = await self._create(NOTE_FORGET, conversation, requester, payload)
-        text = "\n".join(
-            [
-                f"🗑️ Forget this note? (proposal #{proposal.id})",
-                f"Where: {scope_label(note.scope, conversation)}",
-                f"Topic: `{note.topic}`",
-                f"Summary: {note.summary}",
-            ]
-        )
-        await self._post_card(proposal, conversation, requester, text, "forget")
-        return await self.proposals.fetch(proposal.id)
+        expect = await self.notes.content_fingerprint(note.scope, note.topic)
+        payload = NoteForget(note.scope, note.topic, expect).to_json()
+        card = NOTE_FORGET_KIND.card(note, conversation)
+        return await self._propose(NOTE_FORGET_KIND, conversation, requester, payload, card)
 
     async def propose_skill_load(
         self,
@@ -168,64 +138,55 @@ class ApprovalService:
         turn: SuspendedTurn,
     ) -> Proposal:
         """Ask before a model-initiated load; `turn` is the suspended turn to resume."""
-        payload = {
-            "name": skill.name,
-            "sha256": skill.sha256,
-            "path": str(skill.path),
-            "turn": turn.to_json(),
-        }
-        proposal = await self._create(SKILL_LOAD, conversation, requester, payload)
-        first = f"🧩 Load the skill `{skill.name}`? (proposal #{proposal.id})"
-        text = "\n".join([first, *card_lines])
-        await self._post_card(proposal, conversation, requester, text, "load it")
-        return await self.proposals.fetch(proposal.id)
+        payload = SkillLoad(skill.name, skill.sha256, str(skill.path)).to_json()
+        card = SKILL_LOAD_KIND.card(skill.name, card_lines)
+        return await self._propose(SKILL_LOAD_KIND, conversation, requester, payload, card, turn)
 
     async def propose_skill_create(
         self, conversation: ConversationRef, requester: UserRef, name: str, text: str
     ) -> Proposal:
-        payload = {"name": name, "text": text}
-        proposal = await self._create(SKILL_CREATE, conversation, requester, payload)
-        where = self.skill_root / name if self.skill_root else name
-        card = (
-            f"🛠️ Create the skill `{name}` in {where}? (proposal #{proposal.id})\n"
-            f"```\n{text.strip()}\n```"
+        skill = SkillCreate(name, text)
+        card = SKILL_CREATE_KIND.card(skill, self.skill_root)
+        return await self._propose(
+            SKILL_CREATE_KIND, conversation, requester, skill.to_json(), card
         )
-        await self._post_card(proposal, conversation, requester, card, "create it")
-        return await self.proposals.fetch(proposal.id)
 
     async def propose(
         self,
-        kind: str,
+        kind: ProposalKind,
         conversation: ConversationRef,
         requester: UserRef,
         payload: Mapping[str, Any],
         card: str,
-        verb: str,
+        turn: SuspendedTurn | None = None,
     ) -> Proposal:
-        """Any proposal: stored, then its card posted with the ✅/❌ reactions; the card's
-        first line gets the proposal id."""
+        """Any proposal, for a tool that waits for a person: see `_propose`."""
         await still_held()  # the card goes out just after: the claim was just extended
-        proposal = await self._create(kind, conversation, requester, payload)
-        first, _, rest = card.partition("\n")
-        card = f"{first} (proposal #{proposal.id})" + (f"\n{rest}" if rest else "")
-        await self._post_card(proposal, conversation, requester, card, verb)
-        return await self.proposals.fetch(proposal.id)
+        return await self._propose(kind, conversation, requester, payload, card, turn)
 
-    async def _create(
+    async def _propose(
         self,
-        kind: str,
+        kind: ProposalKind,
         conversation: ConversationRef,
         requester: UserRef,
-        payload: Mapping[str, object],
+        payload: Mapping[str, Any],
+        card: str,
+        turn: SuspendedTurn | None = None,
     ) -> Proposal:
-        return await self.proposals.create(
-            kind,
+        """A proposal stored, with the `turn` that waits for it, then its card posted with
+        the ✅/❌ reactions; the card's first line gets the proposal id."""
+        proposal = await self.proposals.create(
+            kind.name,
             requester=user_scope(requester),
             platform=conversation.platform,
             conversation=dataclasses.asdict(conversation),
-            payload=payload,
+            payload=payload if turn is None else {**payload, "turn": turn.to_json()},
             ttl=self.ttl,
         )
+        first, _, rest = card.partition("\n")
+        card = f"{first} (proposal #{proposal.id})" + (f"\n{rest}" if rest else "")
+        await self._post_card(proposal, conversation, requester, card, kind.verb)
+        return await self.proposals.fetch(proposal.id)
 
     async def _post_card(
         self,
@@ -297,17 +258,17 @@ class ApprovalService:
     async def _approve_always(self, proposal: Proposal, event: ReactionEvent) -> Proposal | None:
         who = user_scope(event.user)
         conversation = conversation_of(proposal)
-        if proposal.kind != ACTION or who not in self.admins or conversation.is_dm:
+        kind = get_kind(proposal.kind)
+        if not kind.always_approvable() or who not in self.admins or conversation.is_dm:
             _log.info("ignored ♾️ on proposal %d by %s: only admins, on actions", proposal.id, who)
             return None
         decided = await self.decide(proposal.id, approve=True, by=who)
-        if "sha256" in proposal.payload:
-            return decided  # a skill script: every run asks, whatever an admin allowed
-        tool = f"{proposal.payload['server']}__{proposal.payload['tool']}"
-        server_id = str(proposal.payload.get("server_id", ""))
-        allowance = await self.actions.allow(channel_scope(conversation), tool, who, server_id)
-        _log.info("%s allowed %s in %s (allowance %d)", who, tool, channel_scope(conversation),
-                  allowance.id)  # fmt: skip
+        allows = kind.allowance(proposal.payload)
+        if allows is None:
+            return decided  # e.g. a skill script: every run asks, whatever an admin allowed
+        where = channel_scope(conversation)
+        allowance = await self.actions.allow(where, allows.tool, who, allows.server_id)
+        _log.info("%s allowed %s in %s (allowance %d)", who, allows.tool, where, allowance.id)
         return decided
 
     async def decide(self, proposal_id: int, *, approve: bool, by: str) -> Proposal:
@@ -324,8 +285,8 @@ class ApprovalService:
             for expired in await self.proposals.expire_due():
                 await self.closings.finish(expired, self.follow_up)
             raise
-        if proposal.kind == SKILL_CREATE and proposal.status == "approved":
-            proposal = await self._write_skill(proposal)
+        if proposal.status == "approved":
+            proposal = await get_kind(proposal.kind).carry_out(proposal, self)
         _log.info("proposal %d %s by %s (%s)", proposal.id, proposal.status, by, proposal.outcome)
         metrics.PROPOSALS.labels(proposal.kind, proposal.status).inc()
         if proposal.status == "approved":
@@ -337,7 +298,7 @@ class ApprovalService:
         (it may have become read-only after the card was posted)."""
         conversation = conversation_of(proposal)
         return (
-            proposal.kind in MEMORY_WRITES
+            get_kind(proposal.kind).writes_memory
             and not conversation.is_dm
             and channel_scope(conversation) in self.read_only
         )
@@ -354,10 +315,10 @@ class ApprovalService:
 
     async def capture(self, proposal: Proposal) -> None:
         """Record an applied change as an event for pattern extraction (L1)."""
-        if self.events is None or proposal.kind == ACTION:
-            return  # an action is captured when it has run
+        arguments = get_kind(proposal.kind).captured(proposal)
+        if self.events is None or arguments is None:
+            return  # e.g. an action: captured when it has run
         conversation = conversation_of(proposal)
-        arguments = {k: v for k, v in proposal.payload.items() if k not in ("turn", "text")}
         await self.events.capture(
             proposal.kind,
             arguments,
@@ -366,16 +327,6 @@ class ApprovalService:
             channel_scope=None if conversation.is_dm else channel_scope(conversation),
             person=proposal.requester,
         )
-
-    async def _write_skill(self, proposal: Proposal) -> Proposal:
-        """Carry out an approved skill creation; a failure is recorded on the proposal."""
-        if self.skill_root is None:
-            return await self.proposals.mark(proposal.id, "no skill folder is set", failed=True)
-        try:
-            path = write_skill(self.skill_root, proposal.payload["name"], proposal.payload["text"])
-        except (SkillError, OSError) as exc:
-            return await self.proposals.mark(proposal.id, f"not written: {exc}", failed=True)
-        return await self.proposals.mark(proposal.id, f"written to {path}")
 
     async def expire(self) -> int:
         """Mark overdue proposals expired and say so on their cards."""
@@ -397,4 +348,4 @@ class ApprovalService:
 
     async def outcome_text(self, proposal: Proposal) -> str:
         """The card's final text, from the database rows, not from the model."""
-        return await outcome_text(proposal, self.notes, self.actions)
+        return await get_kind(proposal.kind).outcome_text(proposal, self)

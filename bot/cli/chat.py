@@ -129,16 +129,10 @@ def _chat_history(settings: Settings) -> Path | None:
 def _open_card(proposal: Proposal) -> OpenCard:
     """A pending proposal as the console lists it: `save `staging-db``."""
     from adapters.console.adapter import OpenCard
-    from bot.approvals.cards import ACTION
-    from memory.proposals import NOTE_FORGET, NOTE_SAVE, SKILL_CREATE, SKILL_LOAD
+    from bot.approvals.kinds.registry import get_kind
 
-    verbs = {
-        NOTE_SAVE: "save", NOTE_FORGET: "forget", SKILL_LOAD: "load the skill",
-        SKILL_CREATE: "create the skill", ACTION: "run",
-    }  # fmt: skip
     assert proposal.card_message_id is not None
-    payload = proposal.payload
-    what = payload.get("topic") or payload.get("name") or payload.get("tool") or ""
-    verb = verbs.get(proposal.kind, proposal.kind.replace("_", " "))
-    label = f"{verb} `{what}`" if what else verb
+    kind = get_kind(proposal.kind)
+    what = kind.subject(proposal.payload)
+    label = f"{kind.label} `{what}`" if what else kind.label
     return OpenCard(proposal.id, proposal.card_message_id, label)

@@ -14,7 +14,6 @@ from typing import Any
 
 from bot.config.sections import SkillsSettings
 from memory.active_skills import ActiveSkills
-from memory.proposals import SKILL_CREATE, SKILL_LOAD, Proposal
 from skills.catalog import BUNDLED_ROOT, Catalog
 from skills.parse import normalise_name, text_problems
 from skills.resources import (
@@ -215,7 +214,3 @@ class SkillUse:
         first = skill.body.strip().splitlines()[:8]
         lines += [f"> {line}" for line in first]
         return lines
-
-
-def is_skill_proposal(proposal: Proposal) -> bool:
-    return proposal.kind in (SKILL_LOAD, SKILL_CREATE)

@@ -17,7 +17,7 @@ from typing import Any
 
 from bot import metrics
 from bot.actions.mcp import McpServers
-from bot.approvals.cards import ACTION
+from bot.approvals.kinds.registry import get_kind
 from bot.backoff import Backoff
 from bot.config.settings import Settings
 from bot.context.scopes import user_scope
@@ -184,10 +184,7 @@ class Agent:
     ) -> TurnResult | None:
         """Continue the turn `saved` in `proposal`, now that a person decided it."""
         progress = progress or Progress()
-        # An expired action is told to the model, so it never claims it ran.
-        resumable = ("approved", "rejected", "expired") if proposal.kind == ACTION else (
-            "approved", "rejected")  # fmt: skip
-        if proposal.status not in resumable:
+        if proposal.status not in get_kind(proposal.kind).resumes_on:
             return None
         ctx = saved.context()
         turn = Turn.resumed(saved, self.held, self.tools(ctx))
@@ -216,17 +213,9 @@ class Agent:
         return TurnResult(reply, saved.messages[0]["content"], rounds, offline=False)
 
     async def _tool_gone(self, name: str, proposal: Proposal) -> ToolError:
-        """The decided tool is not available: an approved action is recorded as not run."""
-        action_id = proposal.payload.get("action_id")
-        if self.actions is not None and action_id is not None:
-            action = await self.actions.fetch(int(action_id))
-            if action.outcome == "pending":  # else decided before, by another process or turn
-                if proposal.status == "approved":
-                    reason = f"not run: the tool {name} is not available"
-                    await self.actions.finish(action.id, "error", reason, 0)
-                else:
-                    outcome = "expired" if proposal.status == "expired" else "declined"
-                    await self.actions.close(action.id, outcome, proposal.decided_by)
+        """The decided tool is not available: the proposal's kind records it as not run."""
+        if self.actions is not None:
+            await get_kind(proposal.kind).tool_gone(proposal, name, self.actions)
         return ToolError(f"the tool {name} is not available, so it was not run")
 
     def _reply_entry(self, reply: str, said: str = "") -> LogEntry:

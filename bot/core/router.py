@@ -19,6 +19,7 @@ from adapters.base import (
     working,
 )
 from bot.approvals.closing import Closings
+from bot.approvals.kinds.registry import get_kind
 from bot.approvals.service import ApprovalService
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
@@ -33,7 +34,7 @@ from bot.fencing import still_held
 from bot.split import split_message
 from memory import InvalidInput
 from memory.live_replies import LiveReplies
-from memory.proposals import NOTE_FORGET, Proposal
+from memory.proposals import Proposal
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
@@ -42,8 +43,8 @@ SKILL_COMMAND = re.compile(r"^/([^\s/]+)(?:\s+(.*))?$", re.DOTALL)
 
 
 def _card_posted(proposal: Proposal) -> str:
-    verb = "forget the note" if proposal.kind == NOTE_FORGET else "save the note"
-    return f"I posted card #{proposal.id} here: react ✅ on it to {verb}, or ❌ to drop it."
+    asks = get_kind(proposal.kind).asks
+    return f"I posted card #{proposal.id} here: react ✅ on it to {asks}, or ❌ to drop it."
 
 
 class Router:

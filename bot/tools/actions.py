@@ -25,8 +25,7 @@ from typing import Any
 from bot.actions.held import LOST
 from bot.actions.mcp import McpServer
 from bot.actions.mcp_values import CallResult, RemoteTool, ServerUnavailable, ms_since
-from bot.approvals.card_text import code_block, format_arguments, inline
-from bot.approvals.cards import ACTION
+from bot.approvals.kinds.action import ACTION, McpCall, ScriptRun, mcp_card
 from bot.approvals.service import ApprovalService
 from bot.context.scopes import user_scope
 from bot.context.turn import TurnContext
@@ -41,8 +40,6 @@ from memory.redaction import redact, redact_value
 _log = logging.getLogger(__name__)
 
 SEPARATOR = "__"
-DECLINED = "the person declined; it was not run. Do not try it again."
-EXPIRED = "nobody decided in time, so it was not run. Do not try it again unless asked."
 
 
 class NotRunnable(Exception):
@@ -65,27 +62,26 @@ def call_hash(server: str, server_id: str, tool: str, arguments: dict[str, Any])
 
 
 async def close_unapproved(
-    actions: ActionLog,
-    approvals: ApprovalService,
-    proposal: Proposal,
-    *,
-    declined: str,
-    expired: str,
-) -> str:
+    actions: ActionLog, approvals: ApprovalService, proposal: Proposal, run: McpCall | ScriptRun
+) -> Ok:
     """Record an action whose card was declined or expired, finish its card, and return
-    what the model is told (`declined` or `expired`)."""
+    what the model is told."""
     outcome = "expired" if proposal.status == "expired" else "declined"
-    await actions.close(int(proposal.payload["action_id"]), outcome, proposal.decided_by)
+    await actions.close(run.action_id, outcome, proposal.decided_by)
     await approvals.update_card(proposal)
-    return expired if outcome == "expired" else declined
+    return Ok(ACTION.resume_message(proposal))
 
 
 async def not_run(
-    actions: ActionLog, approvals: ApprovalService, proposal: Proposal, why: str
+    actions: ActionLog,
+    approvals: ApprovalService,
+    proposal: Proposal,
+    run: McpCall | ScriptRun,
+    why: str,
 ) -> None:
     """An approved action refused at the last check: recorded as declined, and its card says
     why it was not run."""
-    await actions.close(int(proposal.payload["action_id"]), "declined", proposal.decided_by)
+    await actions.close(run.action_id, "declined", proposal.decided_by)
     marked = await approvals.proposals.mark(proposal.id, why, failed=True)
     await approvals.update_card(marked)
     _log.info("action of proposal %d not run: %s", proposal.id, why)
@@ -175,7 +171,16 @@ class McpTool:
             await still_held()
             await self.actions.start(action.id)
             return await self._call(action.id, arguments, remote)
-        card = self._card(ctx, arguments, remote)
+        card = mcp_card(
+            self.server.name,
+            remote.name,
+            arguments,
+            asked_by=ctx.author.name or ctx.author.id,
+            badges=remote.hints.badges,
+            trusted=self.server.settings.trust == "trusted",
+            admins_only=self.server.settings.approvers == "admins",
+            secrets=self.secrets,
+        )
         if not self.approvals.fits_card(ctx.conversation, card):
             await self.actions.close(action.id, "declined", None)
             return ToolError(
@@ -186,81 +191,60 @@ class McpTool:
         shown = redact_value(arguments, known=self.secrets)
         # Secrets never reach the database: the exact arguments wait in memory only.
         held = self.server.held.keep(arguments) if shown != arguments else ""
-        payload = {
-            "server": self.server.name,
-            "server_id": self.server.identity,
-            "tool": remote.name,
-            "arguments": shown,
-            "held": held,
-            "hash": digest,
-            "action_id": action.id,
-            "approvers": self.server.settings.approvers,
-            "turn": call.saved_turn().to_json(),
-        }
+        payload = McpCall(
+            server=self.server.name,
+            server_id=self.server.identity,
+            tool=remote.name,
+            arguments=shown,
+            held=held,
+            hash=digest,
+            action_id=action.id,
+            approvers=self.server.settings.approvers,
+        )
         proposal = await self.approvals.propose(
-            ACTION, ctx.conversation, ctx.author, payload, card, "run it"
+            ACTION, ctx.conversation, ctx.author, payload.to_json(), card, call.saved_turn()
         )
         await self.actions.attach_proposal(action.id, proposal.id)
         return Suspend(proposal)
 
-    def _card(self, ctx: TurnContext, arguments: dict[str, Any], remote: RemoteTool) -> str:
-        hints = remote.hints.badges
-        lines = [
-            f"⚙️ Run `{remote.name}` on the MCP server `{self.server.name}`?",
-            f"Asked by {inline(ctx.author.name or ctx.author.id)}.",
-        ]
-        if hints:
-            lines.append("Annotations: " + ", ".join(hints))
-        if self.server.settings.trust != "trusted":
-            lines.append("(annotations of an untrusted server are the server's own claim)")
-        lines.append("Arguments:\n" + code_block(format_arguments(arguments, self.secrets)))
-        if self.server.settings.approvers == "admins":
-            lines.append("Only an admin can approve this tool.")
-        return "\n".join(lines)
-
     async def resume(self, ctx: TurnContext, proposal: Proposal) -> ToolResult:
-        payload = proposal.payload
-        action_id = int(payload["action_id"])
-        exact = self.server.held.take(payload.get("held"))  # held until the decision only
+        payload = McpCall.from_json(proposal.payload)
+        exact = self.server.held.take(payload.held)  # held until the decision only
         if proposal.status != "approved":
-            return Ok(
-                await close_unapproved(
-                    self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
-                )
-            )
+            return await close_unapproved(self.actions, self.approvals, proposal, payload)
         try:
             arguments, remote = self._approved(payload, exact)
         except NotRunnable as exc:
-            await not_run(self.actions, self.approvals, proposal, str(exc))
+            await not_run(self.actions, self.approvals, proposal, payload, str(exc))
             return ToolError(f"it was not run: {exc}")
         await still_held()
         try:
-            await self.actions.start(action_id, proposal.decided_by)
+            await self.actions.start(payload.action_id, proposal.decided_by)
         except ValueError:
             return ToolError("this action was already run")
         try:
-            return await self._call(action_id, arguments, remote)
+            return await self._call(payload.action_id, arguments, remote)
         finally:  # whatever happened, the card says how it ended
             await self.approvals.update_card(proposal)
 
     def _approved(
-        self, payload: dict[str, Any], exact: dict[str, Any] | None
+        self, payload: McpCall, exact: dict[str, Any] | None
     ) -> tuple[dict[str, Any], RemoteTool]:
         """The exact arguments (`exact` when they were held in memory) and the tool as
         approved, or NotRunnable saying why not."""
-        if "server_id" not in payload:
+        if payload.server_id is None:
             raise NotRunnable("the card was made by an earlier version of lorebot; ask again")
-        if payload["server_id"] != self.server.identity:
+        if payload.server_id != self.server.identity:
             raise NotRunnable(
                 f"the MCP server {self.server.name} was changed since the card (it is now "
                 "another command, URL or environment); ask again so the card shows the server "
                 "as it is"
             )
-        arguments = payload["arguments"] if not payload.get("held") else exact
+        arguments = payload.arguments if not payload.held else exact
         if arguments is None:
             raise NotRunnable(f"{LOST}; ask again")
         digest = call_hash(self.server.name, self.server.identity, self.remote.name, arguments)
-        if digest != payload["hash"]:
+        if digest != payload.hash:
             raise NotRunnable("the call changed after it was approved")
         remote = self._current()
         if remote is None:

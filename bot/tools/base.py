@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from bot.approvals.kinds.registry import get_kind
 from bot.context.suspended import SuspendedTurn
 from bot.context.turn import TurnContext
 from bot.model.arguments import ToolArgumentError, coerce_arguments
@@ -155,7 +156,7 @@ class BuiltinTool:
 
     async def resume(self, ctx: TurnContext, proposal: Proposal) -> ToolResult:
         if self.resumer is None:
-            return Ok(f"proposal #{proposal.id} was {proposal.status}")
+            return Ok(get_kind(proposal.kind).resume_message(proposal))
         return await self.resumer(ctx, proposal)
 
 

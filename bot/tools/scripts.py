@@ -31,8 +31,7 @@ from bot.actions.sandbox import (
     run_script,
     script_sandbox_problem,
 )
-from bot.approvals.card_text import code_block, code_line, format_arguments, inline
-from bot.approvals.cards import ACTION
+from bot.approvals.kinds.action import ACTION, WHERE, ScriptRun, script_card
 from bot.approvals.service import ApprovalService
 from bot.config.sections import resolve_secret
 from bot.config.settings import Settings
@@ -64,13 +63,7 @@ _log = logging.getLogger(__name__)
 
 NAME = "run_skill_script"
 MAX_ARGS = 32
-DECLINED = "the person declined; the script was not run. Do not run it again unless asked."
-EXPIRED = "nobody decided in time, so the script was not run. Do not run it again unless asked."
 FILES_CHANGED = "the skill's files changed after the card was shown"
-WHERE = {
-    "sandboxed": "in a sandbox (bubblewrap): no network, only its own work folder writable",
-    "host": "on the host as lorebot's own user, NOT sandboxed",
-}
 
 
 class RunScriptArgs(ToolArgs):
@@ -186,131 +179,102 @@ class SkillScripts:
             requester=user_scope(ctx.author), channel_scope=ctx.channel_scope,
             conversation=dataclasses.asdict(ctx.conversation), approval=BY_CARD,
         )  # fmt: skip
-        card = self._card(ctx, skill.name, script, exact, snapshot)
+        card = script_card(
+            skill.name,
+            script,
+            exact,
+            asked_by=ctx.author.name or ctx.author.id,
+            mode=self.mode,
+            limits=self.settings.skills,
+            snapshot=snapshot,
+            secrets=self.secrets,
+        )
         if not self.approvals.fits_card(ctx.conversation, card):
             await self.actions.close(action.id, "declined", None)
             return ToolError(
                 "the arguments are too long to show on a card, so this cannot be "
                 "approved; tell the person and use shorter arguments"
             )
-        payload = {
-            "tool": script.relative,
-            "server": f"skill {skill.name}",
-            "arguments": arguments,
-            **hashes,
-            "files": len(snapshot.files),
-            "mode": self.mode,
-            "hash": run_hash(skill.name, script, script.sha256, exact, self.mode, snapshot.sha256),
-            "held": self.held.keep(exact) if shown != exact else "",
-            "action_id": action.id,
-            "turn": call.saved_turn().to_json(),
-        }
+        payload = ScriptRun(
+            skill=skill.name,
+            script=script.relative,
+            args=shown,
+            sha256=script.sha256,
+            files_sha256=snapshot.sha256,
+            files=len(snapshot.files),
+            mode=self.mode,
+            hash=run_hash(skill.name, script, script.sha256, exact, self.mode, snapshot.sha256),
+            held=self.held.keep(exact) if shown != exact else "",
+            action_id=action.id,
+        )
         proposal = await self.approvals.propose(
-            ACTION, ctx.conversation, ctx.author, payload, card, "run it"
+            ACTION, ctx.conversation, ctx.author, payload.to_json(), card, call.saved_turn()
         )
         await self.actions.attach_proposal(action.id, proposal.id)
         return Suspend(proposal)
 
-    def _card(
-        self,
-        ctx: TurnContext,
-        skill: str,
-        script: ScriptFile,
-        args: list[str],
-        snapshot: SkillSnapshot,
-    ) -> str:
-        limits = self.settings.skills
-        lines = [
-            f"📜 Run the script `{script.relative}` of the skill `{skill}`?",
-            f"Asked by {inline(ctx.author.name or ctx.author.id)}.",
-            f"Where: {WHERE[self.mode]}; at most {limits.script_timeout_s:g} s, "
-            f"{limits.script_cpu_s} s of CPU, {limits.script_memory_mb} MiB.",
-            f"Script: {len(script.data)} bytes, sha256 `{script.sha256}`",
-            code_block("\n".join(code_line(redact(line)) for line in script.first_lines())),
-            f"Skill files: {len(snapshot.files)} files, {snapshot.size} bytes, "
-            f"sha256 `{snapshot.sha256}`",
-            *self._left_out(snapshot),
-            "Arguments:\n" + code_block(format_arguments(args, self.secrets)),
-            "Only these exact files run: if any of them changes before your ✅, nothing is run.",
-        ]
-        return "\n".join(lines)
-
-    def _left_out(self, snapshot: SkillSnapshot) -> list[str]:
-        if not snapshot.left_out:
-            return []
-        shown = ", ".join(f"`{inline(redact(path))}`" for path in snapshot.left_out[:5])
-        more = f" and {len(snapshot.left_out) - 5} more" if len(snapshot.left_out) > 5 else ""
-        return [f"Not copied into the run (symlinks or special files): {shown}{more}"]
-
     async def resume(self, ctx: TurnContext, proposal: Proposal) -> ToolResult:
-        payload = proposal.payload
-        action_id = int(payload["action_id"])
-        exact = self.held.take(payload.get("held"))  # held until the decision only
+        payload = ScriptRun.from_json(proposal.payload)
+        exact = self.held.take(payload.held)  # held until the decision only
         if proposal.status != "approved":
-            return Ok(
-                await close_unapproved(
-                    self.actions, self.approvals, proposal, declined=DECLINED, expired=EXPIRED
-                )
-            )
+            return await close_unapproved(self.actions, self.approvals, proposal, payload)
         try:
             args = self._approved_args(payload, exact)
             script, snapshot = await self._approved_script(payload, args)
         except (ScriptError, SkillError) as exc:
-            return await self._not_run(proposal, str(exc))
+            return await self._not_run(proposal, payload, str(exc))
         await still_held()
         try:
-            await self.actions.start(action_id, proposal.decided_by)
+            await self.actions.start(payload.action_id, proposal.decided_by)
         except ValueError:
             return ToolError("this script run was already carried out")
-        output = await self._run(action_id, snapshot, script, args)
+        output = await self._run(payload.action_id, snapshot, script, args)
         await self.approvals.update_card(proposal)
         return output
 
-    def _approved_args(self, payload: dict[str, Any], exact: list[str] | None) -> list[str]:
+    def _approved_args(self, payload: ScriptRun, exact: list[str] | None) -> list[str]:
         """The exact arguments of the card: `exact`, from memory, when they held a secret."""
-        if not payload.get("held"):
-            return list(payload["arguments"]["args"])
+        if not payload.held:
+            return list(payload.args)
         if exact is None:
             raise ScriptError(LOST)
         return exact
 
     async def _approved_script(
-        self, payload: dict[str, Any], args: list[str]
+        self, payload: ScriptRun, args: list[str]
     ) -> tuple[ScriptFile, SkillSnapshot]:
         """The script and a fresh read of all its skill's files exactly as approved, or
         ScriptError saying why not. What runs is staged from that read alone."""
-        arguments = payload["arguments"]
-        name, relative = arguments["skill"], arguments["script"]
-        files = payload.get("files_sha256")
-        if not isinstance(files, str):
+        name, relative, files = payload.skill, payload.script, payload.files_sha256
+        if files is None:
             raise ScriptError(
                 "its card was made by an earlier lorebot that bound only the script, not "
                 "all of the skill's files"
             )
-        expected = run_hash(name, relative, payload["sha256"], args, payload["mode"], files)
-        if expected != payload["hash"]:
+        expected = run_hash(name, relative, payload.sha256, args, payload.mode, files)
+        if expected != payload.hash:
             raise ScriptError("the run changed after it was approved")
-        if payload["mode"] != self.mode:
+        if payload.mode != self.mode:
             raise ScriptError(
-                f"skills.scripts changed from {payload['mode']} to {self.mode} since the card"
+                f"skills.scripts changed from {payload.mode} to {self.mode} since the card"
             )
         if not self.runnable:
             raise ScriptError(self.problem or "skill scripts are disabled")
         skill = self.skills.catalog.get(name)
         if skill is None:
             raise ScriptError(f"the skill {name} is gone")
-        if read_script(skill, relative).sha256 != payload["sha256"]:
+        if read_script(skill, relative).sha256 != payload.sha256:
             raise ScriptError(f"{relative} changed after the card was shown")
         snapshot = await asyncio.to_thread(read_snapshot, skill.folder)
         script = snapshot.script(relative)
-        if script is None or script.sha256 != payload["sha256"]:
+        if script is None or script.sha256 != payload.sha256:
             raise ScriptError(f"{relative} changed after the card was shown")
         if snapshot.sha256 != files:
             raise ScriptError(FILES_CHANGED)
         return script, snapshot
 
-    async def _not_run(self, proposal: Proposal, why: str) -> ToolError:
-        await not_run(self.actions, self.approvals, proposal, why)
+    async def _not_run(self, proposal: Proposal, payload: ScriptRun, why: str) -> ToolError:
+        await not_run(self.actions, self.approvals, proposal, payload, why)
         return ToolError(
             f"the script was not run: {why}. If it is still wanted, call {NAME} again "
             "so the person sees the current version."

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from bot.approvals.kinds.skill_load import SKILL_LOAD_KIND
 from bot.approvals.service import ApprovalService
 from bot.context.scopes import user_scope
 from bot.context.skills import SkillUse
@@ -55,12 +56,14 @@ def skill_tools(skills: SkillUse, approvals: ApprovalService) -> list[BuiltinToo
         return Suspend(proposal)
 
     async def loaded(ctx: TurnContext, proposal: Proposal) -> ToolResult:
-        name = proposal.payload["name"]
         if proposal.status != "approved":
-            return Ok(f"the person declined loading the skill {name}; continue without it")
-        skill = skills.catalog.get(name)
-        if skill is None or skill.sha256 != proposal.payload["sha256"]:
-            return ToolError(f"the skill {name} changed or disappeared since it was approved")
+            return Ok(SKILL_LOAD_KIND.resume_message(proposal))
+        approved = SKILL_LOAD_KIND.payload(proposal)
+        skill = skills.catalog.get(approved.name)
+        if skill is None or skill.sha256 != approved.sha256:
+            return ToolError(
+                f"the skill {approved.name} changed or disappeared since it was approved"
+            )
         await skills.activate(ctx.conversation.key, skill, proposal.decided_by or "")
         return Ok(skills.tool_result(skill))
 

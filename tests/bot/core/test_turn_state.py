@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from adapters.base import APPROVE, ConversationRef, UserRef
+from bot.approvals.kinds.registry import OtherKind
 from bot.context.suspended import BrokenCall, PendingCall, SuspendedTurn
 from bot.context.turn import TurnContext, make_context
 from bot.core.turn_state import HeldCalls, Turn
@@ -43,9 +44,13 @@ def _ask_person(harness: Harness) -> None:
 
     async def ask(call: Call, args: _AskArgs) -> Suspend:
         ctx = call.ctx
-        payload = {"question": args.question, "turn": call.saved_turn().to_json()}
         proposal = await bot.approvals.propose(
-            "question", ctx.conversation, ctx.author, payload, f"❓ {args.question}", "agree"
+            OtherKind("question", "agree"),
+            ctx.conversation,
+            ctx.author,
+            {"question": args.question},
+            f"❓ {args.question}",
+            call.saved_turn(),
         )
         return Suspend(proposal)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from adapters.base import APPROVE
+from bot.approvals.kinds.registry import OtherKind
 from bot.context.turn import TurnContext
 from bot.tools.base import BuiltinTool, Call, Kind, Ok, Suspend, ToolArgs
 from memory.proposals import Proposal
@@ -43,10 +44,15 @@ async def test_a_turn_resumes_through_the_tool_that_suspended_it(harness: Harnes
 
     async def ask(call: Call, args: _AskArgs) -> Suspend:
         ctx = call.ctx
-        payload = {"question": args.question, "turn": call.saved_turn().to_json()}
+        payload = {"question": args.question}
         card = f"❓ {args.question}"
         proposal = await bot.approvals.propose(
-            "question", ctx.conversation, ctx.author, payload, card, "agree"
+            OtherKind("question", "agree"),
+            ctx.conversation,
+            ctx.author,
+            payload,
+            card,
+            call.saved_turn(),
         )
         return Suspend(proposal)
 
