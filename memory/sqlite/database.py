@@ -53,10 +53,10 @@ def _in_transaction(
         for sql, params in deferred:
             raw.executemany(sql, params)
         results = run_all(statements, raw)
+        raw.execute("COMMIT")
     except BaseException:
         raw.execute("ROLLBACK")
         raise
-    raw.execute("COMMIT")
     return results
 
 
@@ -251,10 +251,10 @@ class SqliteDatabase:
                 for sql, params in deferred:
                     await self.conn.executemany(sql, params)
                 yield self.conn
+                await self.conn.execute("COMMIT")
             except BaseException:
                 await self.conn.execute("ROLLBACK")
                 raise
-            await self.conn.execute("COMMIT")
             self._committed.set()
 
     async def wait_for_commit(self, timeout_s: float) -> None:
@@ -274,7 +274,9 @@ class SqliteDatabase:
         # connection of its own, the checkpoint would make the bot's writes fail instead.)
         for _ in range(attempts):
             try:
-                await self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                # Its row read and its statement closed in the same hop: a statement left
+                # open on the shared connection makes the next COMMIT fail.
+                await SqliteSession(self.conn).row("PRAGMA wal_checkpoint(TRUNCATE)")
                 return True
             except driver.Error as exc:
                 if "locked" not in str(exc):
