@@ -164,9 +164,14 @@ class PostgresDatabase:
         return session_of(tx)
 
     async def transact(self, statements: Sequence[Statement]) -> list[Result]:
-        """One transaction, sent at once in pipeline mode: one exchange with the server."""
+        """One transaction, sent at once in pipeline mode: one exchange with the server.
+        BEGIN and COMMIT are statements of the pipeline, so a batch cut short on this side
+        (a cancelled task) is not committed: the pool rolls the connection back."""
         async with self.connection() as conn:
-            return await send_together(conn, statements)
+            results = await send_together(
+                conn, [Statement("BEGIN"), *statements, Statement("COMMIT")]
+            )
+            return results[1:-1]
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Connection]:

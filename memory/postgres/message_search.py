@@ -53,13 +53,14 @@ WHERE m.scope != '' AND (m.id >= %(first)s OR m.id IN (
 ))
 ON CONFLICT (message_id) DO UPDATE SET words = excluded.words, word_count = excluded.word_count
 """
-# `_INDEX` from the first message of `conversation` this transaction wrote (among its
-# newest few, as neutral SQL: `memory.sql.session`).
+# `_INDEX` from the first message of `conversation` after its last indexed one: the
+# messages this transaction logged, and any another left unindexed (as neutral SQL:
+# `memory.sql.session`). The last indexed one is found walking back from the newest.
 _INDEX_NEW = (
-    "WITH new AS (SELECT min(t.id) AS first FROM (SELECT id, xmin FROM messages "
-    "WHERE conversation = ? ORDER BY id DESC LIMIT ?) AS t "
-    "WHERE t.xmin = pg_current_xact_id()::xid) "
-    + _INDEX.replace("%(first)s", "(SELECT first FROM new)")
+    "WITH new AS (SELECT min(m.id) AS first FROM messages AS m WHERE m.conversation = ? "
+    "AND m.id > coalesce((SELECT p.id FROM messages AS p WHERE p.conversation = ? "
+    "AND EXISTS (SELECT 1 FROM message_words AS w WHERE w.message_id = p.id) "
+    "ORDER BY p.id DESC LIMIT 1), 0)) " + _INDEX.replace("%(first)s", "(SELECT first FROM new)")
 )
 _MESSAGE_WEIGHTS = weights_params(
     (
@@ -87,8 +88,7 @@ class PostgresMessageSearch:
     async def add(self, conversation: str, scope: str, rows: Sequence[Params]) -> None:
         statements = [Statement(LOG_MESSAGE, row) for row in rows]
         if scope:
-            # The index starts from the first message this transaction logged.
-            statements.append(Statement(_INDEX_NEW, (conversation, len(rows))))
+            statements.append(Statement(_INDEX_NEW, (conversation, conversation)))
         await self.db.transact(statements)  # one transaction, sent at once
         if scope and rows:
             self.word_stats.added(len(rows))

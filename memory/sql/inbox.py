@@ -12,7 +12,7 @@ from typing import Any
 
 from memory.clock import Clock, utc_now
 from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, new_token, platform_of, read_payload
-from memory.sql.session import Result, SqlDatabase, Statement, marks
+from memory.sql.session import Result, Session, SqlDatabase, Statement, marks
 from memory.storable import storable_json
 
 
@@ -96,41 +96,44 @@ class SqlInbox:
         return held.changed == 1
 
     async def next(self, conversation: str, holder: str) -> InboxEntry | None:
-        found, _, _ = await self.db.transact(self._next(conversation, holder))
-        return _entry(found)
+        async with self.db.transaction() as sql:
+            return await self._begin_next(sql, conversation, holder)
 
     async def next_or_release(self, conversation: str, holder: str) -> InboxEntry | bool:
-        # Nothing is let go when an entry is found: the release keeps a conversation with
-        # entries waiting.
-        found, _, _, _, kept = await self.db.transact(
-            [*self._next(conversation, holder), *_release(conversation, holder)]
-        )
-        entry = _entry(found)
-        return entry if entry is not None else bool(kept.rows)
+        async with self.db.transaction() as sql:
+            entry = await self._begin_next(sql, conversation, holder)
+            if entry is not None:
+                return entry
+            _, kept = await sql.batch(_release(conversation, holder))
+            return bool(kept.rows)
 
-    def _next(self, conversation: str, holder: str) -> list[Statement]:
-        """The oldest entry, then marking it begun and extending the claim."""
-        now = self.clock()
-        first = (
-            "FROM inbox AS i JOIN conversation_claims AS c ON c.conversation = i.conversation "
-            "WHERE i.conversation = ? AND c.holder = ? ORDER BY i.id LIMIT 1"
+    async def _begin_next(self, sql: Session, conversation: str, holder: str) -> InboxEntry | None:
+        """The oldest entry, marked begun, with the claim's lease made whole: the entry is
+        read first and then begun by its id, so on PostgreSQL an older entry committed
+        meanwhile (ids do not follow commit order) is not begun in its place."""
+        found = await sql.rows(
+            "SELECT i.id, i.key, i.payload_json, i.started_at, c.token FROM inbox AS i "
+            "JOIN conversation_claims AS c ON c.conversation = i.conversation "
+            "WHERE i.conversation = ? AND c.holder = ? ORDER BY i.id LIMIT 1 "
+            f"{self.db.dialect.lock_rows('i')}",
+            (conversation, holder),
         )
-        return [
-            Statement(
-                f"SELECT i.id, i.key, i.payload_json, i.started_at, c.token {first} "
-                f"{self.db.dialect.lock_rows('i')}",
-                (conversation, holder),
-            ),
-            Statement(
-                f"UPDATE inbox SET started_at = ? WHERE id = (SELECT i.id {first})",
-                (self.time(now), conversation, holder),
-            ),
-            Statement(  # the lease is whole when an entry is begun
-                "UPDATE conversation_claims SET until = ? WHERE conversation = ? "
-                "AND holder = ? AND EXISTS (SELECT 1 FROM inbox WHERE conversation = ?)",
-                (self.time(now + CLAIM_LEASE), conversation, holder, conversation),
-            ),
-        ]
+        if not found:
+            return None
+        now = self.clock()
+        await sql.batch(
+            [
+                Statement(
+                    "UPDATE inbox SET started_at = ? WHERE id = ?",
+                    (self.time(now), found[0]["id"]),
+                ),
+                Statement(
+                    "UPDATE conversation_claims SET until = ? WHERE conversation = ?",
+                    (self.time(now + CLAIM_LEASE), conversation),
+                ),
+            ]
+        )
+        return _entry(Result(found))
 
     async def finish(self, entry: InboxEntry, holder: str) -> bool:
         [finished] = await self.db.transact(

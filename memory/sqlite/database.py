@@ -55,7 +55,8 @@ def _in_transaction(
         results = run_all(statements, raw)
         raw.execute("COMMIT")
     except BaseException:
-        raw.execute("ROLLBACK")
+        if raw.in_transaction:  # else SQLite rolled it back itself (a full disk)
+            raw.execute("ROLLBACK")
         raise
     return results
 
@@ -233,6 +234,7 @@ class SqliteDatabase:
             try:
                 results = await driver.in_thread(self.conn, work)
             except _Refused as exc:
+                self._deferred[:0] = deferred  # kept for the next transaction
                 raise StoreUnavailable(f"the database takes no writes now: {exc}") from None
             self._committed.set()
             return results
@@ -253,7 +255,8 @@ class SqliteDatabase:
                 yield self.conn
                 await self.conn.execute("COMMIT")
             except BaseException:
-                await self.conn.execute("ROLLBACK")
+                if self.conn.in_transaction:  # else SQLite rolled it back itself
+                    await self.conn.execute("ROLLBACK")
                 raise
             self._committed.set()
 
