@@ -107,8 +107,9 @@ class ProposalKind(Protocol):
 
 
 class Plain:
-    """What most kinds do alike: nothing after the decision, nothing for ♾️, the whole
-    payload captured and the decision told as it is. A kind uses these as its own."""
+    """What most kinds do alike: nothing after the decision, nothing for ♾️, the payload
+    captured but for the waiting turn and a skill's text, and the decision told as it is.
+    A kind uses these as its own."""
 
     __slots__ = ()
     verb = "approve it"
@@ -122,7 +123,8 @@ class Plain:
         return False
 
     def captured(self, proposal: Proposal) -> Mapping[str, Any] | None:
-        return proposal.payload
+        # Never the conversation a turn waits with, nor a skill's whole text.
+        return {k: v for k, v in proposal.payload.items() if k not in ("turn", "text")}
 
     async def carry_out(self, proposal: Proposal, records: Records) -> Proposal:
         return proposal

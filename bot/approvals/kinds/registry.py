@@ -39,9 +39,6 @@ class OtherKind(Plain):
     def subject(self, payload: Mapping[str, Any]) -> str:
         return str(payload.get("topic") or payload.get("name") or payload.get("tool") or "")
 
-    def captured(self, proposal: Proposal) -> Mapping[str, Any]:
-        return {k: v for k, v in proposal.payload.items() if k not in ("turn", "text")}
-
     async def outcome_text(self, proposal: Proposal, records: Records) -> str:
         subject = str(proposal.payload.get("topic", proposal.payload.get("name", "?")))
         return closed_text(proposal, subject) or approved_text(proposal)

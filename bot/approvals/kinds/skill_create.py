@@ -52,9 +52,6 @@ class SkillCreateKind(Plain):
         where = root / skill.name if root else skill.name
         return f"🛠️ Create the skill `{skill.name}` in {where}?\n```\n{skill.text.strip()}\n```"
 
-    def captured(self, proposal: Proposal) -> Mapping[str, Any]:
-        return {k: v for k, v in proposal.payload.items() if k != "text"}
-
     async def carry_out(self, proposal: Proposal, records: Records) -> Proposal:
         """Write the skill; a failure is recorded on the proposal."""
         if records.skill_root is None:

@@ -49,9 +49,6 @@ class SkillLoadKind(Plain):
         """The card: the skill, then what the skill catalog says of it (`lines`)."""
         return "\n".join([f"🧩 Load the skill `{name}`?", *lines])
 
-    def captured(self, proposal: Proposal) -> Mapping[str, Any]:
-        return {k: v for k, v in proposal.payload.items() if k != "turn"}
-
     async def outcome_text(self, proposal: Proposal, records: Records) -> str:
         name = self.subject(proposal.payload)
         closed = closed_text(proposal, name, declined="loaded")

@@ -157,3 +157,12 @@ def test_the_model_is_told_a_declined_or_expired_action_was_not_run() -> None:
     expired = ACTION.resume_message(proposal("action", call, "expired"))
     assert declined == McpCall.declined and expired == McpCall.expired
     assert "not run" in declined and "in time" in expired
+
+
+def test_no_kind_captures_the_waiting_turn_or_a_skills_whole_text() -> None:
+    payload = {"topic": "standup", "name": "deploy", "turn": {"messages": ["hi"]}, "text": "…"}
+    for kind in (*KINDS.values(), OtherKind("question")):
+        captured = kind.captured(proposal(kind.name, payload))
+        if captured is not None:  # an action is captured when it has run, not decided
+            assert "turn" not in captured and "text" not in captured, kind.name
+            assert captured.get("topic") == "standup", kind.name
