@@ -33,7 +33,6 @@ from memory.postgres.session import (
 )
 from memory.postgres.session import Connection as Connection
 from memory.postgres.session import PostgresTransaction as PostgresTransaction
-from memory.postgres.session import connection_of as connection_of
 from memory.postgres.session import utc as utc
 from memory.postgres.text_dumpers import ADAPTERS
 from memory.sql.session import Result, Statement

@@ -12,7 +12,6 @@ from typing import Any
 import psycopg
 
 from memory.clock import to_utc_text
-from memory.database import Transaction
 from memory.sql.session import Params, Result, Row, Statement
 
 Connection = psycopg.AsyncConnection[dict[str, Any]]
@@ -110,11 +109,6 @@ async def send_together(conn: Connection, statements: Sequence[Statement]) -> li
 @dataclass(frozen=True, slots=True)
 class PostgresTransaction(PostgresSession):
     """PostgreSQL's `Transaction`: one pooled connection, inside BEGIN … COMMIT."""
-
-
-def connection_of(tx: Transaction) -> Connection:
-    """The connection of a PostgreSQL transaction; `TypeError` for another engine's."""
-    return session_of(tx).conn
 
 
 def session_of(tx: object) -> PostgresTransaction:

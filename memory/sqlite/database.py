@@ -13,7 +13,7 @@ from typing import Any
 
 import aiosqlite
 
-from memory.clock import from_utc_text, to_utc_text
+from memory.clock import to_utc_text
 from memory.database import Health
 from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
 from memory.sql.session import Result, Statement
@@ -27,14 +27,12 @@ from memory.sqlite.session import (
     run_all,
     session_of,
 )
-from memory.sqlite.session import connection_of as connection_of
 
 _log = logging.getLogger(__name__)
 
 
 # SQLite keeps times as this fixed-width text, so SQL compares them as strings.
 to_db_time = to_utc_text
-from_db_time = from_utc_text
 
 
 class _Refused(Exception):

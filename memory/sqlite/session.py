@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 import aiosqlite
 
 from memory.clock import from_utc_text, to_utc_text
-from memory.database import Transaction
 from memory.sql.session import Params, Result, Row, Statement
 from memory.sqlite import driver
 
@@ -114,11 +113,6 @@ def run_all(statements: Sequence[Statement], raw: Any) -> list[Result]:
 @dataclass(frozen=True, slots=True)
 class SqliteTransaction(SqliteSession):
     """SQLite's `Transaction`: the connection, inside BEGIN IMMEDIATE … COMMIT."""
-
-
-def connection_of(tx: Transaction) -> aiosqlite.Connection:
-    """The connection of a SQLite transaction; `TypeError` for another engine's."""
-    return session_of(tx).conn
 
 
 def session_of(tx: object) -> SqliteTransaction:
