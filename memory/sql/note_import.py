@@ -58,7 +58,7 @@ class ImportPlan:
         self._now = now  # UTC text, as states keep times
 
     def add(self, draft: NoteDraft) -> Planned | None:
-        """Plan the next line, its draft checked (`validated`); None when it changes
+        """Plan the next line (its draft validated by the caller); None when it changes
         nothing."""
         key = (scope_text(draft.scope), draft.topic)
         before = self.states.get(key)
