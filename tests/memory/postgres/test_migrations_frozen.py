@@ -4,10 +4,10 @@ version gets the same steps it always got."""
 
 from __future__ import annotations
 
-import ast
 import hashlib
 
 from memory.postgres.migrations import BASELINE, SCHEMA_VERSION, STEPS, steps_after
+from tests.support.migrations import lorebot_imports
 from tests.support.paths import ROOT
 
 ENGINE = ROOT / "memory" / "postgres"
@@ -31,21 +31,7 @@ def test_each_migration_is_a_module_of_its_own() -> None:
 
 
 def test_the_migrations_import_no_code_of_lorebots() -> None:
-    imported: set[str] = set()
-    for path in [ENGINE / "migrations.py", *PACKAGE]:
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                assert node.level == 0, f"{path.name}: a relative import hides what it takes"
-                imported.add(node.module or "")
-            elif isinstance(node, ast.Import):
-                imported |= {alias.name for alias in node.names}
-    ours = {
-        name
-        for name in imported
-        if name.split(".")[0] in ("bot", "memory", "adapters", "skills")
-        and name != OWN
-        and not name.startswith(f"{OWN}.")
-    }
+    ours = lorebot_imports([ENGINE / "migrations.py", *PACKAGE], OWN)
     assert not ours, f"migrations call live code: {sorted(ours)}"
 
 

@@ -3,7 +3,6 @@ code of lorebot's that could change what an old database's upgrade does."""
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import sqlite3
 from contextlib import closing
@@ -16,6 +15,7 @@ from memory.sqlite import driver
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.migrations import MIGRATIONS, SCHEMA_VERSION
 from memory.sqlite.notes import SqliteNoteStore
+from tests.support.migrations import lorebot_imports
 from tests.support.paths import ROOT
 
 # The scrubber is taken live on purpose: a newer one only ever hides more.
@@ -32,21 +32,7 @@ def test_each_migration_is_a_module_of_its_own() -> None:
 
 
 def test_the_migrations_import_no_live_code_but_the_scrubber() -> None:
-    imported: set[str] = set()
-    for path in [ENGINE / "migrations.py", *PACKAGE]:
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                assert node.level == 0, f"{path.name}: a relative import hides what it takes"
-                imported.add(node.module or "")
-            elif isinstance(node, ast.Import):
-                imported |= {alias.name for alias in node.names}
-    ours = {
-        name
-        for name in imported
-        if name.split(".")[0] in ("bot", "memory", "adapters", "skills")
-        and name != OWN
-        and not name.startswith(f"{OWN}.")
-    }
+    ours = lorebot_imports([ENGINE / "migrations.py", *PACKAGE], OWN)
     assert ours <= ALLOWED, f"migrations call live code: {sorted(ours - ALLOWED)}"
 
 
