@@ -56,9 +56,12 @@ def embedder_for(settings: StoreSettings) -> Embedder | None:
         from bot.model.openai_compat import OpenAIEmbedder
 
         return OpenAIEmbedder(
-            server.url, server.embed_model, api_key=_api_key(settings), timeout_s=timeout_s,
+            server.url,
+            server.embed_model,
+            api_key=_api_key(settings),
+            timeout_s=timeout_s,
             probe_timeout_s=probe_timeout_s,
-        )  # fmt: skip
+        )
     from bot.model.ollama import OllamaEmbedder  # the model client, only when configured
 
     return OllamaEmbedder(
@@ -78,9 +81,12 @@ def quick_embedder_for(settings: StoreSettings) -> Embedder | None:
     # daemon's embedder gives its first calls.
     timeout_s = min(server.timeout_s, EMBED_TIMEOUT_S, server.probe_timeout_s)
     return QuickEmbedder(
-        server.url, server.embed_model, timeout_s=timeout_s, backend=server.backend,
+        server.url,
+        server.embed_model,
+        timeout_s=timeout_s,
+        backend=server.backend,
         api_key=_api_key(settings),
-    )  # fmt: skip
+    )
 
 
 def _api_key(settings: StoreSettings) -> str | None:

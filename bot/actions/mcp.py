@@ -326,11 +326,13 @@ class McpServers:
         self.settings = settings
         self.servers = {
             s.name: McpServer(
-                s, connect_timeout_s=settings.connect_timeout_s, target=targets.get(s.name),
+                s,
+                connect_timeout_s=settings.connect_timeout_s,
+                target=targets.get(s.name),
                 on_tools=on_tools,
             )
             for s in settings.servers
-        }  # fmt: skip
+        }
 
     def get(self, name: str) -> McpServer | None:
         return self.servers.get(name)

@@ -21,8 +21,12 @@ class Hints:
 
     @property
     def badges(self) -> list[str]:
-        shown = [("read-only", self.read_only), ("destructive", self.destructive),
-                 ("idempotent", self.idempotent), ("open-world", self.open_world)]  # fmt: skip
+        shown = [
+            ("read-only", self.read_only),
+            ("destructive", self.destructive),
+            ("idempotent", self.idempotent),
+            ("open-world", self.open_world),
+        ]
         return [name for name, on in shown if on]
 
 

@@ -98,9 +98,14 @@ async def execute(
     out, err = _Capture(output_bytes), _Capture(output_bytes)
     try:
         process = await asyncio.create_subprocess_exec(
-            *argv, stdin=subprocess.DEVNULL, stdout=out.write_fd, stderr=err.write_fd,
-            env=env, cwd=cwd, start_new_session=True,
-        )  # fmt: skip
+            *argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out.write_fd,
+            stderr=err.write_fd,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+        )
     except OSError as exc:
         out.close()
         err.close()

@@ -246,8 +246,11 @@ class ApprovalService:
         if not self.may_decide(proposal, user_scope(event.user)):
             _log.info(
                 "ignored %s on proposal %d by %s: only %s or an admin decides",
-                event.emoji, proposal.id, user_scope(event.user), proposal.requester,
-            )  # fmt: skip
+                event.emoji,
+                proposal.id,
+                user_scope(event.user),
+                proposal.requester,
+            )
             return None
         if event.emoji == ALWAYS:
             return await self._approve_always(proposal, event)

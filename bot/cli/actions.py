@@ -92,8 +92,10 @@ async def cmd_allowances(args: argparse.Namespace, settings: Settings) -> int:
     if not found:
         print("no allowances: every action that is not exempt asks on a card")
     for a in found:
-        print(f"#{a.id:<5} {a.tool} in {a.channel_scope}, by {a.granted_by} "
-              f"on {a.created_at:%Y-%m-%d %H:%M}Z")  # fmt: skip
+        print(
+            f"#{a.id:<5} {a.tool} in {a.channel_scope}, by {a.granted_by} "
+            f"on {a.created_at:%Y-%m-%d %H:%M}Z"
+        )
     return 0
 
 

@@ -49,8 +49,11 @@ def add_parser(commands: Any) -> None:
 
 def _source_fields(source: Source) -> dict[str, str | None]:
     file = source.file if source.origin == "file" else None
-    return {"source": source.origin, "variable": source.variable,
-            "file": str(file) if file else None}  # fmt: skip
+    return {
+        "source": source.origin,
+        "variable": source.variable,
+        "file": str(file) if file else None,
+    }
 
 
 async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
@@ -62,12 +65,20 @@ async def cmd_show(args: argparse.Namespace, settings: Settings) -> int:
     shown = shown_settings(settings)
     sources = {key: inputs.source_of(key.split(".")) for key in shown}
     if args.json:
-        print(json.dumps({
-            "config_file": str(inputs.config_file) if inputs.config_file else None,
-            "dotenv_file": str(inputs.dotenv_file) if inputs.dotenv else None,
-            "settings": {key: {"value": value, **_source_fields(sources[key])}
-                         for key, value in shown.items()},
-        }, indent=2, ensure_ascii=False))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "config_file": str(inputs.config_file) if inputs.config_file else None,
+                    "dotenv_file": str(inputs.dotenv_file) if inputs.dotenv else None,
+                    "settings": {
+                        key: {"value": value, **_source_fields(sources[key])}
+                        for key, value in shown.items()
+                    },
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0
     looked = f"none (looked for {user_config_path()} and {SYSTEM_CONFIG})"
     print(f"config file: {inputs.config_file or looked}")

@@ -51,11 +51,19 @@ def replica_checks(replicas: list[Replica] | None, now: datetime) -> list[Check]
 
 def replicas_json(replicas: list[Replica] | None, now: datetime) -> list[dict[str, Any]]:
     """The replicas as `doctor --json` lists them."""
-    return [] if replicas is None else [
-        {
-            "id": r.id, "host": r.host, "pid": r.pid, "role": r.role,
-            "started_at": r.started_at.isoformat(), "heartbeat_at": r.heartbeat_at.isoformat(),
-            "lost": r.lost(now),
-        }
-        for r in replicas
-    ]  # fmt: skip
+    return (
+        []
+        if replicas is None
+        else [
+            {
+                "id": r.id,
+                "host": r.host,
+                "pid": r.pid,
+                "role": r.role,
+                "started_at": r.started_at.isoformat(),
+                "heartbeat_at": r.heartbeat_at.isoformat(),
+                "lost": r.lost(now),
+            }
+            for r in replicas
+        ]
+    )

@@ -43,13 +43,28 @@ EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a shell reports for `lorebot …
 
 # Commands that act on the database as it is: without one they say where they looked
 # instead of starting an empty one (when they open it, after checking their arguments).
-EXISTING_DATABASE = frozenset({
-    "notes list", "notes show", "notes search", "notes history", "notes export",
-    "notes reembed", "notes forget", "notes revert", "notes undo",
-    "proposals list", "proposals approve", "proposals reject",
-    "actions list", "actions allowances", "actions revoke",
-    "jobs list", "jobs run", "backup",
-})  # fmt: skip
+EXISTING_DATABASE = frozenset(
+    {
+        "notes list",
+        "notes show",
+        "notes search",
+        "notes history",
+        "notes export",
+        "notes reembed",
+        "notes forget",
+        "notes revert",
+        "notes undo",
+        "proposals list",
+        "proposals approve",
+        "proposals reject",
+        "actions list",
+        "actions allowances",
+        "actions revoke",
+        "jobs list",
+        "jobs run",
+        "backup",
+    }
+)
 # Commands that touch the database's folder before `open_memory` would check it (a copy,
 # a lock file), so the check comes first: command -> whether it may start a database.
 CHECKED_FIRST = {"backup": False, "chat": True, "run": True}

@@ -53,7 +53,7 @@ async def cmd_search(args: argparse.Namespace, settings: StoreSettings) -> int:
                 "snippet": h.snippet,
             },
             f"{h.note.scope}  {h.note.index_line}\n    {h.snippet}",
-        )  # fmt: skip
+        )
         for h in hits
     ]
     return _print_found(found, as_json=args.json)
@@ -119,7 +119,7 @@ async def _search_history(
             },
             f"{h.created_at[:16].replace('T', ' ')}  {h.author_name or h.role}  ({h.scope})  "
             f"{h.link or h.conversation}\n    {' '.join(h.content.split())[:300]}",
-        )  # fmt: skip
+        )
         for h in hits
     ]
     return _print_found(found, as_json=args.json)

@@ -47,17 +47,26 @@ async def cmd_list(args: argparse.Namespace, settings: Settings) -> int:
     catalog = _catalog(settings, args.dir)
     skills, skipped = catalog.all(), catalog.skipped
     if args.json:
-        print(json.dumps({
-            "skills": [
+        print(
+            json.dumps(
                 {
-                    "name": s.name, "description": s.description, "source": str(s.path),
-                    "shadows": [str(p) for p in s.shadows], "warnings": list(s.warnings),
-                    "model_invocable": s.model_invocable,
-                }
-                for s in skills
-            ],
-            "skipped": [{"path": str(s.path), "reason": s.reason} for s in skipped],
-        }, indent=2, ensure_ascii=False))  # fmt: skip
+                    "skills": [
+                        {
+                            "name": s.name,
+                            "description": s.description,
+                            "source": str(s.path),
+                            "shadows": [str(p) for p in s.shadows],
+                            "warnings": list(s.warnings),
+                            "model_invocable": s.model_invocable,
+                        }
+                        for s in skills
+                    ],
+                    "skipped": [{"path": str(s.path), "reason": s.reason} for s in skipped],
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
         return 0
     for skill in skills:
         people_only = "  (people only: /" + skill.name + ")" if not skill.model_invocable else ""

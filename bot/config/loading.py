@@ -149,10 +149,13 @@ def _variable_for(keys: Sequence[str], variables: Mapping[str, str]) -> str | No
     if name in variables or inside:
         return name if name in variables else inside[0]
     return next(
-        (variable_name(keys[:n]) for n in range(len(keys) - 1, 0, -1)
-         if variable_name(keys[:n]) in variables),
+        (
+            variable_name(keys[:n])
+            for n in range(len(keys) - 1, 0, -1)
+            if variable_name(keys[:n]) in variables
+        ),
         None,
-    )  # fmt: skip
+    )
 
 
 def _dotted_names() -> list[str]:
@@ -173,8 +176,10 @@ def unknown_variables(inputs: SettingsInputs) -> list[str]:
         variable_name(path) + "__" for path, f in fields if get_origin(f.annotation) is dict
     )
     problems = []
-    for origin, variables in (("the environment", inputs.environ),
-                              (str(inputs.dotenv_file), inputs.dotenv)):  # fmt: skip
+    for origin, variables in (
+        ("the environment", inputs.environ),
+        (str(inputs.dotenv_file), inputs.dotenv),
+    ):
         for name in sorted(variables):
             if name in names or name.startswith(open_prefixes):
                 continue
@@ -211,8 +216,9 @@ def describe_errors(exc: ValidationError, inputs: SettingsInputs) -> list[str]:
         source = inputs.source_of(loc)
         if error["type"] == "extra_forbidden":
             dotted = ".".join(str(p) for p in loc if isinstance(p, str))
-            lines.append(f"{key} in {source} is not a lorebot setting: "
-                         f"{_nearest(dotted, _dotted_names())}")  # fmt: skip
+            lines.append(
+                f"{key} in {source} is not a lorebot setting: {_nearest(dotted, _dotted_names())}"
+            )
             continue
         conflict = error.get("ctx", {}).get("error")
         if isinstance(conflict, SettingsConflict):  # raised for the whole settings

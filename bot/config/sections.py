@@ -101,10 +101,12 @@ class BotSettings(Section):
         8, ge=1, le=100, description="calls of one model answer that run; the rest get an error"
     )
     max_tool_mistakes: int = Field(
-        3, ge=1, le=20,
+        3,
+        ge=1,
+        le=20,
         description="distinct tool mistakes (a tool that does not exist, bad arguments) told "
         "to the model in one turn; one more, or the same again, ends the turn",
-    )  # fmt: skip
+    )
     max_cards_per_turn: int = Field(
         3, ge=1, le=50, description="cards one turn may post; past it the model gets an error"
     )
@@ -252,8 +254,14 @@ class McpServerSettings(Section):
         """A short hash of what the server is: its command, arguments, folder and `env`, or
         its URL and `headers`, as configured (a `${NAME}` as written, so a rotated secret
         keeps the identity, while pointing a variable at another cluster changes it)."""
-        what = [self.command, list(self.args), str(self.cwd or ""), self.url,
-                sorted(self.env.items()), sorted(self.headers.items())]  # fmt: skip
+        what = [
+            self.command,
+            list(self.args),
+            str(self.cwd or ""),
+            self.url,
+            sorted(self.env.items()),
+            sorted(self.headers.items()),
+        ]
         canonical = json.dumps(what, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

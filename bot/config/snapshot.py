@@ -30,9 +30,14 @@ FORMAT = 2
 # Besides LOREBOT_…, the variables a default depends on (the `default_factory` of settings
 # in bot/config/sections.py and the paths of bot/config/paths.py); a test keeps this list complete.
 DEFAULT_VARIABLES = (
-    "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "STATE_DIRECTORY", "OLLAMA_HOST",
-    "OPENAI_BASE_URL", "OPENAI_API_KEY",
-)  # fmt: skip
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "STATE_DIRECTORY",
+    "OLLAMA_HOST",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+)
 _SETTINGS_CODE = ("settings.py", "sections.py", "model_sections.py", "loading.py", "paths.py")
 
 

@@ -336,8 +336,10 @@ class Dispatcher:
         _log.info(
             "%s conversation=%s person=%s outcome=%s",
             "reaction" if isinstance(event, ReactionEvent) else "message",
-            event.conversation.key, user_scope(user), outcome,
-        )  # fmt: skip
+            event.conversation.key,
+            user_scope(user),
+            outcome,
+        )
 
     async def _answer_command(self, event: Event, text: str) -> None:
         """A slash command turned away still gets its answer: the platform waits for one."""

@@ -201,9 +201,13 @@ def live_reply(
         return None
     stream = adapter.stream_reply(conversation, recipient)
     return LiveReply(
-        adapter, stream, conversation, interval_s=adapter.stream_interval_s, record=record,
+        adapter,
+        stream,
+        conversation,
+        interval_s=adapter.stream_interval_s,
+        record=record,
         secrets=secrets,
-    )  # fmt: skip
+    )
 
 
 async def mend_cut_replies(

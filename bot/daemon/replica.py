@@ -118,8 +118,9 @@ class ReplicaRole:
         metrics.LEADING.set(0)
         _log.warning(
             "replica %s stops leading: its leader lock was not confirmed within %.0f s",
-            self.id, LEASE_S,
-        )  # fmt: skip
+            self.id,
+            LEASE_S,
+        )
         await self.on_follow()
         await self.leadership.release()
 

@@ -71,8 +71,12 @@ class DigestJob:
             state = change.after or change.before or {}
             summary = state.get("summary", "")
             category = state.get("category", "")
-            label = {"create": "new", "update": "changed", "forget": "forgotten",
-                     "revert": "reverted"}.get(change.action, change.action)  # fmt: skip
+            label = {
+                "create": "new",
+                "update": "changed",
+                "forget": "forgotten",
+                "revert": "reverted",
+            }.get(change.action, change.action)
             if category == Category.DECISION.value:
                 label = f"decision ({label})"
             elif category == Category.PATTERN.value:

@@ -84,14 +84,19 @@ class ReflectionJob:
         expires = self.ctx.clock() + timedelta(days=self.ctx.settings.reflection_ttl_days)
         drafts = [
             NoteDraft(
-                target, f"reflection-{day.isoformat()}-{number}",
-                " ".join(lesson.split())[:SUMMARY_MAX_CHARS], category=Category.REFLECTION,
-                private=private, author="lorebot", source=f"reflection of {scope}",
-                confidence=0.6, expires_at=expires,
+                target,
+                f"reflection-{day.isoformat()}-{number}",
+                " ".join(lesson.split())[:SUMMARY_MAX_CHARS],
+                category=Category.REFLECTION,
+                private=private,
+                author="lorebot",
+                source=f"reflection of {scope}",
+                confidence=0.6,
+                expires_at=expires,
             )
             for number, lesson in enumerate(reflection.lessons[:MAX_LESSONS], start=1)
             if lesson.strip()
-        ]  # fmt: skip
+        ]
         # Both writes describe the same day; the log is written last, so a failure before it
         # leaves the run to be retried in full (lesson saves are idempotent per topic).
         # Saved one by one, in one transaction: each lesson is a change of its own, which

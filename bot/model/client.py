@@ -183,9 +183,12 @@ class Model:
         if not self._probed:
             _log.info(
                 "model %s: context %d tokens (%s), tools %s, thinking %s",
-                info.name, info.context_length, info.context_from, info.supports_tools,
+                info.name,
+                info.context_length,
+                info.context_from,
+                info.supports_tools,
                 info.supports_thinking,
-            )  # fmt: skip
+            )
         self._probed = True
         self._mark_up()
         return info
@@ -288,8 +291,10 @@ class Model:
         log = _log.warning if self.backoff.failures == 1 else _log.info
         log(
             "model %s unavailable: %s; answering from memory, asking again in %.0f s",
-            self.settings.model, exc, delay,
-        )  # fmt: skip
+            self.settings.model,
+            exc,
+            delay,
+        )
 
     def _mark_up(self) -> None:
         if self.backoff.failures:

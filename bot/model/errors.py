@@ -16,9 +16,7 @@ UNREACHABLE_FIX = (
     "to where it runs; lorebot still answers from memory without it"
 )
 
-Kind = Literal[
-    "unreachable", "missing", "failing", "refused", "unreadable", "too_long", "empty"
-]  # fmt: skip
+Kind = Literal["unreachable", "missing", "failing", "refused", "unreadable", "too_long", "empty"]
 # What says the server or the model is out of order, rather than one request or reply bad.
 BACKS_OFF: frozenset[Kind] = frozenset({"unreachable", "missing", "failing"})
 

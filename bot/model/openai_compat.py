@@ -138,9 +138,13 @@ STREAM_BREAKS: tuple[type[BaseException], ...] = (openai.APIConnectionError, *TR
 # to decode: slips, not outages. Not TypeError or AttributeError, which would pass lorebot's
 # own bugs off as the model's unreadable answers.
 FAILURES: tuple[type[BaseException], ...] = (
-    openai.OpenAIError, *TRANSPORT_ERRORS, ConnectionError, TimeoutError, ValueError,
+    openai.OpenAIError,
+    *TRANSPORT_ERRORS,
+    ConnectionError,
+    TimeoutError,
+    ValueError,
     RecursionError,
-)  # fmt: skip
+)
 
 
 class OpenAIClient:

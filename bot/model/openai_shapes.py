@@ -27,23 +27,32 @@ def openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any
             for index, call in enumerate(message["tool_calls"]):
                 function = call.get("function", {})
                 arguments = function.get("arguments", {})
-                calls.append({
-                    "id": f"call_{number}_{index}",
-                    "type": "function",
-                    "function": {
-                        "name": function.get("name", ""),
-                        "arguments": arguments if isinstance(arguments, str)
-                        else json.dumps(arguments, ensure_ascii=False),
-                    },
-                })  # fmt: skip
+                calls.append(
+                    {
+                        "id": f"call_{number}_{index}",
+                        "type": "function",
+                        "function": {
+                            "name": function.get("name", ""),
+                            "arguments": arguments
+                            if isinstance(arguments, str)
+                            else json.dumps(arguments, ensure_ascii=False),
+                        },
+                    }
+                )
             waiting = [call["id"] for call in calls]
             # "" rather than null: some servers (llama.cpp's) take only a string here.
-            converted.append({"role": "assistant", "content": message.get("content") or "",
-                              "tool_calls": calls})  # fmt: skip
+            converted.append(
+                {"role": "assistant", "content": message.get("content") or "", "tool_calls": calls}
+            )
         elif role == "tool":
             call_id = waiting.pop(0) if waiting else f"call_{number}"
-            converted.append({"role": "tool", "tool_call_id": call_id,
-                              "content": str(message.get("content", ""))})  # fmt: skip
+            converted.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call_id,
+                    "content": str(message.get("content", "")),
+                }
+            )
         else:
             converted.append({"role": role, "content": message.get("content", "")})
     return converted
@@ -63,8 +72,10 @@ def completion_request(
         "messages": openai_messages(request["messages"]),
     }
     if request.get("tools"):
-        kwargs["tools"] = [{"type": "function", **tool} if "function" in tool else tool
-                           for tool in request["tools"]]  # fmt: skip
+        kwargs["tools"] = [
+            {"type": "function", **tool} if "function" in tool else tool
+            for tool in request["tools"]
+        ]
     if reasoning_effort is not None:
         kwargs["reasoning_effort"] = reasoning_effort
     if (options := request.get("options")) and options.get("num_predict"):
@@ -72,9 +83,10 @@ def completion_request(
     if request.get("format"):
         schema = dict(request["format"])
         kwargs["response_format"] = (
-            {"type": "json_object", "schema": schema} if schema_style == "json_object"
+            {"type": "json_object", "schema": schema}
+            if schema_style == "json_object"
             else {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
-        )  # fmt: skip
+        )
     return kwargs
 
 

@@ -74,8 +74,9 @@ class QuickEmbedder:
         parts = urlsplit(self._host)
         https = parts.scheme == "https"
         connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
-        connection = connection_class(parts.hostname or "127.0.0.1", parts.port,
-                                      timeout=self._timeout_s)  # fmt: skip
+        connection = connection_class(
+            parts.hostname or "127.0.0.1", parts.port, timeout=self._timeout_s
+        )
         try:
             try:
                 connection.connect()

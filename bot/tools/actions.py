@@ -164,9 +164,13 @@ class McpTool:
             validate(remote.input_schema, arguments, self.name)
         exemption = await self._exemption(ctx, remote)
         action = await self.actions.record(
-            self.name, arguments, requester=user_scope(ctx.author), channel_scope=ctx.channel_scope,
-            conversation=dataclasses.asdict(ctx.conversation), approval=exemption or BY_CARD,
-        )  # fmt: skip
+            self.name,
+            arguments,
+            requester=user_scope(ctx.author),
+            channel_scope=ctx.channel_scope,
+            conversation=dataclasses.asdict(ctx.conversation),
+            approval=exemption or BY_CARD,
+        )
         if exemption is not None:
             await still_held()
             await self.actions.start(action.id)
@@ -274,8 +278,9 @@ class McpTool:
             raise
         except Exception as exc:
             _log.exception("action %d %s failed in lorebot", action_id, self.name)
-            result = CallResult("unknown", f"lorebot failed while it ran ({type(exc).__name__})",
-                                ms_since(started))  # fmt: skip
+            result = CallResult(
+                "unknown", f"lorebot failed while it ran ({type(exc).__name__})", ms_since(started)
+            )
         text = await self._record(action_id, result)
         return self._for_model(result.outcome, text)
 
@@ -323,8 +328,12 @@ def sync_server_tools(
     toolbox.remove([name for name in toolbox.names if name.startswith(prefix)])
     toolbox.add(
         McpTool(
-            server, remote, approvals, actions, result_max_chars=result_max_chars,
+            server,
+            remote,
+            approvals,
+            actions,
+            result_max_chars=result_max_chars,
             secrets=secrets,
         )
         for remote in server.tools
-    )  # fmt: skip
+    )

@@ -74,24 +74,36 @@ def memory_tools(
 
     return [
         BuiltinTool(
-            "memory_read", "Read the full note of a topic listed in a memory index.",
-            Kind.READ, MemoryReadArgs, memory_read,
+            "memory_read",
+            "Read the full note of a topic listed in a memory index.",
+            Kind.READ,
+            MemoryReadArgs,
+            memory_read,
         ),
         BuiltinTool(
-            "memory_search", "Search the notes and past messages this conversation may read.",
-            Kind.READ, MemorySearchArgs, memory_search,
+            "memory_search",
+            "Search the notes and past messages this conversation may read.",
+            Kind.READ,
+            MemorySearchArgs,
+            memory_search,
         ),
         BuiltinTool(
             "propose_note",
             "Propose saving a note; the person approves it on a card before it is saved.",
-            Kind.PROPOSAL, ProposeNoteArgs, propose_note, writes_memory=True,
+            Kind.PROPOSAL,
+            ProposeNoteArgs,
+            propose_note,
+            writes_memory=True,
         ),
         BuiltinTool(
             "propose_forget",
             "Propose forgetting a note; the person approves it on a card first.",
-            Kind.PROPOSAL, ProposeForgetArgs, propose_forget, writes_memory=True,
+            Kind.PROPOSAL,
+            ProposeForgetArgs,
+            propose_forget,
+            writes_memory=True,
         ),
-    ]  # fmt: skip
+    ]
 
 
 async def search_memory(

@@ -18,9 +18,13 @@ from jsonschema import validators
 from bot.model.arguments import ToolArgumentError
 
 _SAID = (
-    ("minimum", "at least {}"), ("maximum", "at most {}"), ("minLength", "at least {} characters"),
-    ("maxLength", "at most {} characters"), ("pattern", "matching {}"), ("format", "format {}"),
-)  # fmt: skip
+    ("minimum", "at least {}"),
+    ("maximum", "at most {}"),
+    ("minLength", "at least {} characters"),
+    ("maxLength", "at most {} characters"),
+    ("pattern", "matching {}"),
+    ("format", "format {}"),
+)
 _TYPES = ("string", "integer", "number", "boolean", "array", "object")
 
 

@@ -156,9 +156,14 @@ class SkillScripts:
             f"{where}; a person approves each run on a card first. Returns its output."
         )
         return BuiltinTool(
-            NAME, description, Kind.ACTION, RunScriptArgs, self.run, self.resume,
+            NAME,
+            description,
+            Kind.ACTION,
+            RunScriptArgs,
+            self.run,
+            self.resume,
             when=self.offered,
-        )  # fmt: skip
+        )
 
     async def run(self, call: Call, args: RunScriptArgs) -> ToolOutput:
         ctx = call.ctx
@@ -175,10 +180,13 @@ class SkillScripts:
         arguments = {"skill": skill.name, "script": script.relative, "args": shown}
         hashes = {"sha256": script.sha256, "files_sha256": snapshot.sha256}
         action = await self.actions.record(
-            f"skill:{skill.name}/{script.relative}", {**arguments, **hashes},
-            requester=user_scope(ctx.author), channel_scope=ctx.channel_scope,
-            conversation=dataclasses.asdict(ctx.conversation), approval=BY_CARD,
-        )  # fmt: skip
+            f"skill:{skill.name}/{script.relative}",
+            {**arguments, **hashes},
+            requester=user_scope(ctx.author),
+            channel_scope=ctx.channel_scope,
+            conversation=dataclasses.asdict(ctx.conversation),
+            approval=BY_CARD,
+        )
         card = script_card(
             skill.name,
             script,
@@ -309,8 +317,13 @@ class SkillScripts:
         text = self._output(result, known)
         outcome = "ok" if result.ok else "error"
         await finish_run(self.actions, action_id, outcome, text, result.duration_ms)
-        _log.info("action %d %s: %s in %d ms", action_id, script.relative,
-                  self._status(result, limits), result.duration_ms)  # fmt: skip
+        _log.info(
+            "action %d %s: %s in %d ms",
+            action_id,
+            script.relative,
+            self._status(result, limits),
+            result.duration_ms,
+        )
         if outcome == "ok":
             return Ok(text or "(done, no output)")
         return ToolError(f"the script failed ({self._status(result, limits)}):\n{text}".rstrip())

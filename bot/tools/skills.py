@@ -85,16 +85,26 @@ def skill_tools(skills: SkillUse, approvals: ApprovalService) -> list[BuiltinToo
         BuiltinTool(
             "load_skill",
             "Load a skill's full instructions from the skill catalog (the person may be asked).",
-            Kind.PROPOSAL, LoadSkillArgs, load_skill, loaded, when=has_skills,
+            Kind.PROPOSAL,
+            LoadSkillArgs,
+            load_skill,
+            loaded,
+            when=has_skills,
         ),
         BuiltinTool(
             "read_skill_resource",
             "Read a text file from a loaded skill's references/ or assets/ folder.",
-            Kind.READ, ReadSkillResourceArgs, read_skill_resource, when=has_skills,
+            Kind.READ,
+            ReadSkillResourceArgs,
+            read_skill_resource,
+            when=has_skills,
         ),
         BuiltinTool(
             "propose_skill",
             "Propose a new skill; the person sees the whole SKILL.md and approves it first.",
-            Kind.PROPOSAL, ProposeSkillArgs, propose_skill, writes_memory=True,
+            Kind.PROPOSAL,
+            ProposeSkillArgs,
+            propose_skill,
+            writes_memory=True,
         ),
-    ]  # fmt: skip
+    ]
