@@ -20,6 +20,7 @@ from memory.postgres.migration_steps import (
     m018_replicas,
     m019_inbox,
     m020_claim_tokens,
+    m021_queue_with_upserts,
 )
 
 BASELINE = 16
@@ -31,6 +32,7 @@ STEPS: tuple[tuple[int, str], ...] = (
     (18, m018_replicas.SQL),
     (19, m019_inbox.SQL),
     (20, m020_claim_tokens.SQL),
+    (21, m021_queue_with_upserts.SQL),
 )
 
 SCHEMA_VERSION = BASELINE + len(STEPS)

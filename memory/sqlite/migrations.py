@@ -32,6 +32,7 @@ from memory.sqlite.migration_steps import (
     m018_replicas,
     m019_inbox,
     m020_claim_tokens,
+    m021_queue_with_upserts,
 )
 
 Step = Callable[[aiosqlite.Connection], Awaitable[None]]
@@ -57,6 +58,7 @@ MIGRATIONS: tuple[str | Step, ...] = (
     m018_replicas.SQL,
     m019_inbox.SQL,
     m020_claim_tokens.SQL,
+    m021_queue_with_upserts.SQL,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -282,16 +282,8 @@ async def test_a_note_turned_private_leaves_channel_recall_before_its_vector_is_
     assert ids(await vs.vectors.nearest(NOTE, unit(2), in_dm, 5)) == [note]
 
 
-# On SQLite a note's save is an upsert, whose conflict policy overrides the `INSERT OR
-# IGNORE` of the trigger that queues it: saving a note that waits for its vector fails.
-SQLITE_REQUEUE = pytest.mark.xfail(
-    strict=True, reason="SQLite's upsert of a queued note breaks its trigger's OR IGNORE"
-)
-
-
-@pytest.mark.parametrize(
-    "engine", [pytest.param("sqlite", marks=SQLITE_REQUEUE), "postgresql"], indirect=True
-)
+# A note's save is an upsert: the trigger that queues it must not fail on one that waits
+# already (SQLite's `INSERT OR IGNORE` did, before migration 21).
 async def test_a_note_changed_while_it_is_embedded_stays_queued_for_its_new_text(
     vector_stores: VectorStores,
 ) -> None:
