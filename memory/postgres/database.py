@@ -59,6 +59,7 @@ class PostgresDatabase:
         self.server_version = ""
         self.extensions: dict[str, str] = {}
         self._closed = False
+        self._deferred: list[Statement] = []
 
     @classmethod
     async def open(
@@ -166,11 +167,22 @@ class PostgresDatabase:
         """One transaction, sent at once in pipeline mode: one exchange with the server.
         BEGIN and COMMIT are statements of the pipeline, so a batch cut short on this side
         (a cancelled task) is not committed: the pool rolls the connection back."""
+        deferred, self._deferred = self._deferred, []
         async with self.connection() as conn:
             results = await send_together(
-                conn, [Statement("BEGIN"), *statements, Statement("COMMIT")]
+                conn, [Statement("BEGIN"), *deferred, *statements, Statement("COMMIT")]
             )
-            return results[1:-1]
+            return results[1 + len(deferred) : -1]
+
+    def defer(self, sql: str, params: Sequence[object]) -> None:
+        """Queue a write that may wait (access counts): it rides along with the next
+        `transact` instead of paying for a round trip of its own."""
+        self._deferred.append(Statement(sql, tuple(params)))
+
+    async def flush(self) -> None:
+        """Write what `defer` queued, now."""
+        if self._deferred:
+            await self.transact([])
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[Connection]:
@@ -235,10 +247,15 @@ class PostgresDatabase:
         raise StoreError(backup_advice(self.url, target))
 
     async def close(self) -> None:
+        """Write what `defer` queued and close the pool, also when that write fails; safe
+        to call twice."""
         if self._closed:
             return
         self._closed = True
-        await self.pool.close()
+        try:
+            await self.flush()
+        finally:
+            await self.pool.close()
 
 
 async def check_if_disturbed(conn: Connection) -> None:

@@ -79,11 +79,12 @@ class PostgresNotes:
         )
 
     async def write_soon(self, sql: str, params: Params) -> None:
-        async with self.db.reading() as session:
-            await session.run(sql, params)
+        """Queued to ride along with the next batched transaction (a turn's history
+        write)."""
+        self.db.defer(sql, params)
 
     async def flush(self) -> None:
-        """Nothing waits: reads are counted at once."""
+        await self.db.flush()
 
     async def data_version(self, sql: Session) -> object | None:
         return None
