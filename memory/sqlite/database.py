@@ -251,9 +251,16 @@ class SqliteDatabase:
                 for sql, params in deferred:
                     await self.conn.executemany(sql, params)
                 yield self.conn
-                await self.conn.execute("COMMIT")
             except BaseException:
                 if self.conn.in_transaction:  # else SQLite rolled it back itself
+                    await self.conn.execute("ROLLBACK")
+                raise
+            # Only a COMMIT the database refused (a statement left open) is rolled back: a
+            # cancel while it is on its way to the thread lets it run, and passes.
+            try:
+                await self.conn.execute("COMMIT")
+            except driver.Error:
+                if self.conn.in_transaction:
                     await self.conn.execute("ROLLBACK")
                 raise
             self._committed.set()
