@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import aiosqlite
@@ -65,9 +65,4 @@ def on_writer_thread(
     """Queue `work` to run with the raw connection on aiosqlite's thread, after the calls
     queued before it, as one call: a statement awaited one by one from here would wait for
     the event loop, which an import's reader holds between its pauses."""
-    # aiosqlite has no public call for running a function on its thread; `_execute` is
-    # the one each of its own methods queues through (tests/memory/sqlite/test_import_batches.py
-    # fails if that changes).
-    runner: Any = conn
-    queued: Coroutine[Any, Any, None] = runner._execute(lambda: work(runner._conn))
-    return asyncio.ensure_future(queued)
+    return asyncio.ensure_future(driver.in_thread(conn, work))

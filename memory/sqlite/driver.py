@@ -87,8 +87,9 @@ def load_vec(conn: Any) -> str | None:
 
 async def in_thread(conn: aiosqlite.Connection, function: Callable[[Any], T]) -> T:
     """Run `function(raw connection)` on the connection's own thread: several statements
-    for one hop of the event loop. (aiosqlite's `_execute` is what its own methods queue
-    their work with; the aiosqlite version is pinned.)"""
+    for one hop of the event loop. (aiosqlite has no public call for this; `_execute` is
+    the one each of its own methods queues through, and tests/memory/sqlite/
+    test_import_batches.py fails if that changes.)"""
     queue: Callable[..., Awaitable[T]] = conn._execute  # unannotated in aiosqlite
     return await queue(function, conn._conn)
 
