@@ -14,6 +14,17 @@ from memory.proposals import IN_TRANSACTION, NoteForget, NoteSave, Proposal
 from memory.types import Category, NoteDraft, Scope
 
 CHANNEL = Scope.parse("channel:slack/C1")
+# An MCP tool call's payload as an action card stores it.
+MCP_CALL: dict[str, Any] = {
+    "server": "ops",
+    "server_id": "srv-1",
+    "tool": "restart",
+    "arguments": {},
+    "held": "",
+    "hash": "9f",
+    "action_id": 3,
+    "approvers": "requester",
+}
 
 
 def proposal(kind: str, payload: dict[str, Any], status: str = "approved") -> Proposal:
@@ -126,16 +137,7 @@ def test_an_action_is_an_mcp_call_or_a_script_run_as_its_payload_says() -> None:
 
 
 def test_an_admins_always_allows_a_servers_tool_but_never_a_script() -> None:
-    call = {
-        "server": "ops",
-        "server_id": "srv-1",
-        "tool": "restart",
-        "arguments": {},
-        "held": "",
-        "hash": "9f",
-        "action_id": 3,
-        "approvers": "requester",
-    }
+    call = MCP_CALL
     allowed = ACTION.allowance(call)
     assert allowed is not None and (allowed.tool, allowed.server_id) == ("ops__restart", "srv-1")
     assert ACTION.allowance({**call, "sha256": "aa"}) is None
@@ -143,16 +145,7 @@ def test_an_admins_always_allows_a_servers_tool_but_never_a_script() -> None:
 
 
 def test_the_model_is_told_a_declined_or_expired_action_was_not_run() -> None:
-    call = {
-        "server": "ops",
-        "server_id": "srv-1",
-        "tool": "restart",
-        "arguments": {},
-        "held": "",
-        "hash": "9f",
-        "action_id": 3,
-        "approvers": "requester",
-    }
+    call = MCP_CALL
     declined = ACTION.resume_message(proposal("action", call, "rejected"))
     expired = ACTION.resume_message(proposal("action", call, "expired"))
     assert declined == McpCall.declined and expired == McpCall.expired
