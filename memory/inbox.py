@@ -40,6 +40,11 @@ class InboxEntry:
     token: int  # the fencing token of the claim it was begun under
 
 
+Next = InboxEntry | bool
+"""What begins a conversation's next entry says: the entry begun; True when the claim was
+kept (an entry came as it was let go); False when it was let go or is another holder's."""
+
+
 def new_token() -> int:
     """A claim's fencing token: random, so that one never comes back after a claim was let
     go and taken again (0 is a claim from before tokens)."""
@@ -98,9 +103,21 @@ class Inbox(Protocol):
         (or `holder` no longer has it), True when `holder` keeps it to handle what waits."""
         ...
 
-    async def next_or_release(self, conversation: str, holder: str) -> InboxEntry | bool:
+    async def next_or_release(self, conversation: str, holder: str) -> Next:
         """`next`, and when it finds nothing `release`, in one round trip: the entry, else
         what `release` says."""
+        ...
+
+    async def claim_next(self, conversation: str, holder: str) -> Next:
+        """`claim`, then `next_or_release`, in one round trip: the entry begun; False when
+        the conversation is another holder's, or nothing waited and it was let go."""
+        ...
+
+    async def finish_next(
+        self, entry: InboxEntry, conversation: str, holder: str
+    ) -> tuple[bool, Next]:
+        """`finish`, then `next_or_release`, in one transaction and one round trip: whether
+        the entry was removed, and what `next_or_release` says."""
         ...
 
     async def let_go(self, conversation: str, holder: str) -> None:

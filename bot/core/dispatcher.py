@@ -36,7 +36,7 @@ from bot.fencing import Claim, ClaimLost, under
 from bot.tasks import TaskTracker, stop_if_asked
 from memory import Conflict, InvalidInput
 from memory.errors import StoreError, StoreUnavailable
-from memory.inbox import CLAIM_LEASE, Inbox, InboxEntry
+from memory.inbox import CLAIM_LEASE, Inbox, InboxEntry, Next
 from memory.seen_events import SeenEvents
 
 _log = logging.getLogger(__name__)
@@ -208,12 +208,12 @@ class Dispatcher:
         again: the claim stays this replica's until it lapses."""
         backoff = Backoff(0.2, KEEP_S)
         try:
-            while True:
+            while self._accepting:
                 try:
-                    if not await self.inbox.claim(conversation, self.holder):
-                        return
                     self._woken.discard(conversation)
-                    await self._handle_waiting(conversation)
+                    begun_at = time.monotonic()
+                    first = await self.inbox.claim_next(conversation, self.holder)
+                    await self._handle_waiting(conversation, first, begun_at)
                     if conversation not in self._woken:  # given an event as it was let go
                         return
                 except StoreError as exc:
@@ -224,42 +224,52 @@ class Dispatcher:
             self._draining.discard(conversation)
             self._woken.discard(conversation)
 
-    async def _handle_waiting(self, conversation: str) -> None:
+    async def _handle_waiting(self, conversation: str, found: Next, begun_at: float) -> None:
+        """Handle the entry `found` (begun at `begun_at`) and those after it, each finished
+        and the next begun in one round trip, until the conversation is let go."""
         while True:
-            if not self._accepting:  # stopping: what waits goes to another replica
-                await self.inbox.let_go(conversation, self.holder)
-                return
-            begun_at = time.monotonic()
-            entry = await self.inbox.next_or_release(conversation, self.holder)
-            if not isinstance(entry, InboxEntry):
-                if not entry:  # let go, or no longer this replica's
+            if not isinstance(found, InboxEntry):
+                if not found:  # let go, or no longer this replica's
                     return
-                continue  # kept: an entry came as it was let go
+                found = await self._next(conversation)  # kept: an entry came as it was let go
+                begun_at = time.monotonic()
+                continue
             # A turn cut at the shutdown timeout is left begun: whoever takes the
             # conversation up says so (`handle` itself raises nothing else).
-            claim = Claim(self.inbox, conversation, self.holder, entry.token, extended_at=begun_at)
+            claim = Claim(self.inbox, conversation, self.holder, found.token, extended_at=begun_at)
             with under(claim):
-                await self._handle_entry(entry)
-            await self._finish(entry)
+                await self._handle_entry(found)
+            begun_at = time.monotonic()
+            found = await self._finish(found, conversation)
 
-    async def _finish(self, entry: InboxEntry) -> None:
-        """Remove a handled entry, trying again while the database fails: one left behind
-        would be taken as a stopped replica's half-handled event. Given up on once the
-        claim may have lapsed."""
+    async def _next(self, conversation: str) -> Next:
+        if not self._accepting:  # stopping: what waits goes to another replica
+            await self.inbox.let_go(conversation, self.holder)
+            return False
+        return await self.inbox.next_or_release(conversation, self.holder)
+
+    async def _finish(self, entry: InboxEntry, conversation: str) -> Next:
+        """Remove a handled entry and begin the next, trying again while the database
+        fails: one left behind would be taken as a stopped replica's half-handled event.
+        Given up on once the claim may have lapsed."""
         backoff = Backoff(0.2, KEEP_S)
         deadline = asyncio.get_running_loop().time() + CLAIM_LEASE.total_seconds()
         while True:
             try:
-                if not await self.inbox.finish(entry, self.holder):
+                if self._accepting:
+                    finished, found = await self.inbox.finish_next(entry, conversation, self.holder)
+                else:
+                    finished, found = await self.inbox.finish(entry, self.holder), True
+                if not finished:
                     _log.warning(
                         "left event %s to the replica that took its conversation over", entry.key
                     )
-                return
+                return found
             except StoreError as exc:
                 stop_if_asked()
                 if asyncio.get_running_loop().time() > deadline:
                     _log.error("could not mark event %s handled: %s", entry.key, exc)
-                    return
+                    return True  # the next round trip says whether it is still ours
                 await asyncio.sleep(backoff.next_delay())
 
     async def _handle_entry(self, entry: InboxEntry) -> None:

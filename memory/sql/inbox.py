@@ -11,8 +11,8 @@ from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.inbox import CLAIM_LEASE, InboxEntry, Taken, new_token, platform_of, read_payload
-from memory.sql.session import Result, Session, SqlDatabase, Statement, marks
+from memory.inbox import CLAIM_LEASE, InboxEntry, Next, Taken, new_token, platform_of, read_payload
+from memory.sql.session import Result, SqlDatabase, Statement, marks
 from memory.storable import storable_json
 
 
@@ -60,27 +60,7 @@ class SqlInbox:
         return "duplicate" if seen.rows[0]["n"] else "full"
 
     async def claim(self, conversation: str, holder: str) -> bool:
-        now = self.clock()
-        [claimed] = await self.db.transact(
-            [
-                Statement(
-                    "INSERT INTO conversation_claims (conversation, holder, until, token) "
-                    "VALUES (?, ?, ?, ?) ON CONFLICT (conversation) DO UPDATE SET "
-                    "until = excluded.until, holder = excluded.holder, token = CASE "
-                    "WHEN conversation_claims.holder = excluded.holder "
-                    "THEN conversation_claims.token ELSE excluded.token END "
-                    "WHERE conversation_claims.holder = excluded.holder "
-                    "OR conversation_claims.until < ?",
-                    (
-                        conversation,
-                        holder,
-                        self.time(now + CLAIM_LEASE),
-                        new_token(),
-                        self.time(now),
-                    ),
-                )
-            ]
-        )
+        [claimed] = await self.db.transact([self._claim(conversation, holder)])
         return claimed.changed == 1
 
     async def hold(self, conversation: str, holder: str, token: int) -> bool:
@@ -96,56 +76,98 @@ class SqlInbox:
         return held.changed == 1
 
     async def next(self, conversation: str, holder: str) -> InboxEntry | None:
-        async with self.db.transaction() as sql:
-            return await self._begin_next(sql, conversation, holder)
+        return self._entry(*await self.db.transact(self._begin_next(conversation, holder)))
 
-    async def next_or_release(self, conversation: str, holder: str) -> InboxEntry | bool:
-        async with self.db.transaction() as sql:
-            entry = await self._begin_next(sql, conversation, holder)
-            if entry is not None:
-                return entry
-            _, kept = await sql.batch(_release(conversation, holder))
-            return bool(kept.rows)
-
-    async def _begin_next(self, sql: Session, conversation: str, holder: str) -> InboxEntry | None:
-        """The oldest entry, marked begun, with the claim's lease made whole: the entry is
-        read first and then begun by its id, so on PostgreSQL an older entry committed
-        meanwhile (ids do not follow commit order) is not begun in its place."""
-        found = await sql.rows(
-            "SELECT i.id, i.key, i.payload_json, i.started_at, c.token FROM inbox AS i "
-            "JOIN conversation_claims AS c ON c.conversation = i.conversation "
-            "WHERE i.conversation = ? AND c.holder = ? ORDER BY i.id LIMIT 1 "
-            f"{self.db.dialect.lock_rows('i')}",
-            (conversation, holder),
+    async def next_or_release(self, conversation: str, holder: str) -> Next:
+        return self._next_or_kept(
+            await self.db.transact(self._next_or_release(conversation, holder))
         )
-        if not found:
-            return None
+
+    async def claim_next(self, conversation: str, holder: str) -> Next:
+        return self._next_or_kept(
+            await self.db.transact(
+                [self._claim(conversation, holder), *self._next_or_release(conversation, holder)]
+            )
+        )
+
+    async def finish_next(
+        self, entry: InboxEntry, conversation: str, holder: str
+    ) -> tuple[bool, Next]:
+        finished, *rest = await self.db.transact(
+            [self._finish(entry, holder), *self._next_or_release(conversation, holder)]
+        )
+        return finished.changed == 1, self._next_or_kept(rest)
+
+    def _begin_next(self, conversation: str, holder: str) -> list[Statement]:
+        """The oldest entry, marked begun, with the claim's lease made whole. The entries
+        begun before are read first, in the same transaction: only a holder begins one, so
+        an entry committed meanwhile (on PostgreSQL ids do not follow commit order) is new."""
         now = self.clock()
-        await sql.batch(
-            [
-                Statement(
-                    "UPDATE inbox SET started_at = ? WHERE id = ?",
-                    (self.time(now), found[0]["id"]),
-                ),
-                Statement(
-                    "UPDATE conversation_claims SET until = ? WHERE conversation = ?",
-                    (self.time(now + CLAIM_LEASE), conversation),
-                ),
-            ]
+        return [
+            Statement(
+                "UPDATE conversation_claims SET until = ? WHERE conversation = ? AND holder = ? "
+                "RETURNING token",
+                (self.time(now + CLAIM_LEASE), conversation, holder),
+            ),
+            Statement(
+                "SELECT id FROM inbox WHERE conversation = ? AND started_at IS NOT NULL",
+                (conversation,),
+            ),
+            Statement(
+                "UPDATE inbox SET started_at = ? WHERE id = (SELECT i.id FROM inbox AS i "
+                "JOIN conversation_claims AS c ON c.conversation = i.conversation "
+                "WHERE i.conversation = ? AND c.holder = ? ORDER BY i.id LIMIT 1 "
+                f"{self.db.dialect.lock_rows('i')}) "
+                "RETURNING id, key, payload_json",
+                (self.time(now), conversation, holder),
+            ),
+        ]
+
+    def _next_or_release(self, conversation: str, holder: str) -> list[Statement]:
+        return [*self._begin_next(conversation, holder), *_release(conversation, holder)]
+
+    @staticmethod
+    def _entry(held: Result, begun_before: Result, begun: Result) -> InboxEntry | None:
+        if not begun.rows:
+            return None
+        row = begun.rows[0]
+        abandoned = any(r["id"] == row["id"] for r in begun_before.rows)
+        token = int(held.rows[0]["token"])  # the claim the entry was begun under
+        return InboxEntry(
+            int(row["id"]), row["key"], read_payload(row["payload_json"]), abandoned, token
         )
-        return _entry(Result(found))
+
+    def _next_or_kept(self, results: list[Result]) -> Next:
+        """What `_next_or_release`'s statements found: the entry begun, else whether the
+        claim was kept."""
+        *_, held, begun_before, begun, _, kept = results
+        entry = self._entry(held, begun_before, begun)
+        return entry if entry is not None else bool(kept.rows)
+
+    def _claim(self, conversation: str, holder: str) -> Statement:
+        now = self.clock()
+        return Statement(
+            "INSERT INTO conversation_claims (conversation, holder, until, token) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (conversation) DO UPDATE SET "
+            "until = excluded.until, holder = excluded.holder, token = CASE "
+            "WHEN conversation_claims.holder = excluded.holder "
+            "THEN conversation_claims.token ELSE excluded.token END "
+            "WHERE conversation_claims.holder = excluded.holder "
+            "OR conversation_claims.until < ?",
+            (conversation, holder, self.time(now + CLAIM_LEASE), new_token(), self.time(now)),
+        )
+
+    @staticmethod
+    def _finish(entry: InboxEntry, holder: str) -> Statement:
+        return Statement(
+            "DELETE FROM inbox WHERE id = ? AND EXISTS (SELECT 1 FROM "
+            "conversation_claims AS c WHERE c.conversation = inbox.conversation "
+            "AND c.holder = ? AND c.token = ?)",
+            (entry.id, holder, entry.token),
+        )
 
     async def finish(self, entry: InboxEntry, holder: str) -> bool:
-        [finished] = await self.db.transact(
-            [
-                Statement(
-                    "DELETE FROM inbox WHERE id = ? AND EXISTS (SELECT 1 FROM "
-                    "conversation_claims AS c WHERE c.conversation = inbox.conversation "
-                    "AND c.holder = ? AND c.token = ?)",
-                    (entry.id, holder, entry.token),
-                )
-            ]
-        )
+        [finished] = await self.db.transact([self._finish(entry, holder)])
         return finished.changed == 1
 
     async def release(self, conversation: str, holder: str) -> bool:
@@ -205,15 +227,6 @@ class SqlInbox:
         async with self.db.reading() as sql:
             row = await sql.row("SELECT count(*) AS n FROM inbox")
         return 0 if row is None else int(row["n"])
-
-
-def _entry(found: Result) -> InboxEntry | None:
-    if not found.rows:
-        return None
-    row = found.rows[0]
-    payload = read_payload(row["payload_json"])
-    abandoned = row["started_at"] is not None
-    return InboxEntry(int(row["id"]), row["key"], payload, abandoned, int(row["token"]))
 
 
 def _release(conversation: str, holder: str) -> list[Statement]:

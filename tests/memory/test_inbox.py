@@ -67,6 +67,55 @@ async def test_taking_the_next_entry_or_letting_go_is_one_step(engine_stores: An
     assert await inbox.claim("slack/C1", "b:1")
 
 
+async def test_claiming_and_beginning_the_first_entry_is_one_step(engine_stores: Any) -> None:
+    inbox = engine_stores.inbox
+    assert await inbox.claim_next("slack/C1", "a:1") is False  # nothing waits: not kept
+    assert await inbox.claim("slack/C1", "b:1")  # so anyone may claim it
+    await inbox.release("slack/C1", "b:1")
+    for n in (1, 2):
+        await inbox.take(f"slack:E{n}", "slack/C1", _event(n), limit=10)
+    first = await inbox.claim_next("slack/C1", "a:1")
+    assert first is not True and first is not False
+    assert first.payload == _event(1) and not first.abandoned
+    assert await inbox.claim_next("slack/C1", "b:1") is False  # a holds it: b begins nothing
+    assert not await inbox.claim("slack/C1", "b:1")
+    assert await inbox.hold("slack/C1", "a:1", first.token)  # begun under a's token
+
+
+async def test_finishing_an_entry_begins_the_next_or_lets_go_in_one_step(
+    engine_stores: Any,
+) -> None:
+    inbox = engine_stores.inbox
+    for n in (1, 2):
+        await inbox.take(f"slack:E{n}", "slack/C1", _event(n), limit=10)
+    first = await inbox.claim_next("slack/C1", "a:1")
+    assert first is not True and first is not False
+    finished, second = await inbox.finish_next(first, "slack/C1", "a:1")
+    assert finished and second is not True and second is not False
+    assert second.payload == _event(2) and not second.abandoned
+    assert await inbox.waiting() == 1
+    assert await inbox.finish_next(second, "slack/C1", "a:1") == (True, False)  # let go
+    assert await inbox.waiting() == 0
+    assert await inbox.claim("slack/C1", "b:1")
+
+
+async def test_an_entry_begun_again_is_abandoned_whichever_step_begins_it(
+    engine_stores: Any, clock: FakeClock
+) -> None:
+    inbox = engine_stores.inbox
+    for n in (1, 2):
+        await inbox.take(f"slack:E{n}", "slack/C1", _event(n), limit=10)
+    first = await inbox.claim_next("slack/C1", "a:1")  # a begins, then dies
+    assert first is not True and first is not False
+    clock.advance(seconds=CLAIM_LEASE.total_seconds() + 1)
+    again = await inbox.claim_next("slack/C1", "b:1")
+    assert again is not True and again is not False
+    assert again.id == first.id and again.abandoned and again.token != first.token
+    assert await inbox.finish_next(first, "slack/C1", "a:1") == (False, False)  # fenced off
+    finished, second = await inbox.finish_next(again, "slack/C1", "b:1")
+    assert finished and second is not True and second is not False and not second.abandoned
+
+
 async def test_a_lapsed_claim_is_taken_over_with_its_begun_entry_abandoned(
     engine_stores: Any, clock: FakeClock
 ) -> None:
