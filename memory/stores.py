@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from memory.replicas import Replicas
     from memory.seen_events import SeenEvents
     from memory.slips import ModelSlips
+    from memory.turn_reads import TurnReads
     from memory.vectors import VectorIndex
 
 
@@ -79,6 +80,9 @@ class Stores(Protocol):
 
     @property
     def active_skills(self) -> ActiveSkills: ...
+
+    @property
+    def turn_reads(self) -> TurnReads: ...
 
     @property
     def slips(self) -> ModelSlips: ...

@@ -124,11 +124,15 @@ class SkillUse:
                 found.append(skill)  # else deleted or edited since: it must be loaded again
         return found
 
-    async def active_messages(self, conversation_key: str) -> list[dict[str, Any]]:
-        """System messages carrying the instructions of the skills active here."""
+    def active_messages(
+        self, conversation_key: str, approved: dict[str, str]
+    ) -> list[dict[str, Any]]:
+        """System messages carrying the instructions of the skills active here, given the
+        activations read (`ActiveSkills.fetch`), kept for the turn's tool offer."""
+        self._active[conversation_key] = approved
         return [
             {"role": "system", "content": "Active skill:\n" + self.tool_result(skill)}
-            for skill in await self.fetch_active(conversation_key)
+            for skill in self._unchanged(approved)
         ]
 
     async def is_active(self, conversation_key: str, skill: Skill) -> bool:

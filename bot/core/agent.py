@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from bot import metrics
@@ -50,12 +52,12 @@ from bot.tools.base import Call, Kind, Suspend, Tool, Toolbox, ToolError, ToolRe
 from memory import InvalidInput, NoteStore
 from memory.actions import ActionLog
 from memory.conversations import ConversationLog, LogEntry
-from memory.daily_logs import DailyLogs
 from memory.errors import StoreUnavailable
 from memory.events import EventLog
 from memory.proposals import Proposal
 from memory.redaction import mask_known
 from memory.slips import ModelSlips
+from memory.turn_reads import TurnReading, TurnReads
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)
@@ -91,7 +93,7 @@ class Agent:
         model: Model,
         notes: NoteStore,
         log: ConversationLog,
-        daily_logs: DailyLogs,
+        reads: TurnReads,
         skills: SkillUse,
         toolbox: Toolbox,
         events: EventLog | None = None,
@@ -112,17 +114,19 @@ class Agent:
         self.held = HeldCalls(self.secrets)
         self.slips = Slips(slips, max_mistakes=settings.bot.max_tool_mistakes)
         self.recall = Recall(settings, notes, log)
-        self.history = History(settings, model, log, daily_logs, notes.clock)
+        self.reads = reads
+        self.history = History(settings, model, log, notes.clock)
 
-    async def build_prefix(self, ctx: TurnContext) -> tuple[str, int]:
+    def build_prefix(
+        self, ctx: TurnContext, reading: TurnReading, days: Sequence[date]
+    ) -> tuple[str, int]:
         """The stable system prompt and how many bytes of it memory takes. Within the memory
         budget the long-term indexes come first, then today's log, then yesterday's."""
-        indexes = await self.notes.indexes_for(ctx.visibility)
+        indexes = reading.indexes
         public = set(ctx.visibility.public_only)
         used = sum(i.size for i in indexes)
-        daily = await self.history.fetch_daily_logs(
-            ctx, self.settings.memory.token_budget * BYTES_PER_TOKEN - used
-        )
+        budget = self.settings.memory.token_budget * BYTES_PER_TOKEN - used
+        daily = self.history.daily_logs(reading.daily_logs, days, budget)
         prefix = render_prefix(
             self.settings.bot.name,
             [(i, i.scope in public) for i in indexes],
@@ -140,11 +144,16 @@ class Agent:
     ) -> TurnResult:
         """Answer `text`; `progress` shows the reply as it is written and the status."""
         progress = progress or Progress()
-        prefix, index_bytes = await self.build_prefix(ctx)
+        # What the stores hold for this turn, read together.
+        days = self.history.days()
+        reading = await self.reads.fetch(
+            ctx.history_key, ctx.conversation.key, days, ctx.visibility
+        )
+        prefix, index_bytes = self.build_prefix(ctx, reading, days)
         recall = self.recall
         vector = await recall.query_vector(text)
         # Read once: the prompt leaves out what it shows, and carries it.
-        stored = await self.log.fetch_history(ctx.history_key)
+        stored = reading.history
         hits = await recall.fetch_notes(ctx, text, vector)  # all of them, for an answer offline
         fresh = not_shown(hits, stored.entries)
         said = await recall.fetch_messages(ctx, text, stored.entries, vector)
@@ -156,7 +165,7 @@ class Agent:
         )
         try:
             history = await self.history.fetch_messages(ctx, prefix, stored)
-            active = await self.skills.active_messages(ctx.conversation.key)
+            active = self.skills.active_messages(ctx.conversation.key, reading.active_skills)
             messages = [{"role": "system", "content": prefix}, *active, *history]
             messages += await servers_unavailable(self.mcp)
             turn = Turn([*messages, {"role": "user", "content": tail}], tools=self.tools(ctx))

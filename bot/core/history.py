@@ -3,8 +3,8 @@ summary once they pass 80% of the model's context, and its recent daily logs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Mapping, Sequence
+from datetime import date, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -15,7 +15,6 @@ from bot.model.client import Model, ModelUnavailable
 from memory.clock import Clock
 from memory.conversations import ConversationLog
 from memory.conversations import History as StoredHistory
-from memory.daily_logs import DailyLogs
 
 COMPACT_AT = 0.8
 
@@ -28,13 +27,11 @@ class History:
         settings: Settings,
         model: Model,
         log: ConversationLog,
-        daily_logs: DailyLogs,
         clock: Clock,
     ) -> None:
         self.settings = settings
         self.model = model
         self.log = log
-        self.daily_logs = daily_logs
         self.clock = clock
 
     async def fetch_messages(
@@ -72,14 +69,18 @@ class History:
         except ModelUnavailable:
             return (previous + " " + transcript)[-2000:].strip()
 
-    async def fetch_daily_logs(self, ctx: TurnContext, budget: int) -> list[tuple[str, str]]:
-        """Today's and yesterday's logs of the conversation, within `budget` bytes."""
-        tz = ZoneInfo(self.settings.jobs.timezone)
-        today = self.clock().astimezone(tz).date()
-        days = [("today", today), ("yesterday", today - timedelta(days=1))]
-        found = await self.daily_logs.fetch(ctx.history_key, [day for _, day in days])
+    def days(self) -> list[date]:
+        """The days whose logs a turn shows: today's and yesterday's, in the jobs' zone."""
+        today = self.clock().astimezone(ZoneInfo(self.settings.jobs.timezone)).date()
+        return [today, today - timedelta(days=1)]
+
+    def daily_logs(
+        self, found: Mapping[date, str], days: Sequence[date], budget: int
+    ) -> list[tuple[str, str]]:
+        """The logs `found` (by day) of `days` (today's and yesterday's), within `budget`
+        bytes."""
         logs = []
-        for label, day in days:
+        for label, day in zip(("today", "yesterday"), days, strict=True):
             text = found.get(day, "")
             if not text or budget <= 0:
                 continue

@@ -109,7 +109,7 @@ def build_services(
         model=model,
         notes=stores.notes,
         log=stores.log,
-        daily_logs=stores.daily_logs,
+        reads=stores.turn_reads,
         skills=skills,
         toolbox=toolbox,
         events=stores.events,

@@ -21,7 +21,7 @@ from memory.postgres.words import TableStats
 from memory.ranking import Method
 from memory.sql.note_engine import Item
 from memory.sql.notes import SqlNoteStore
-from memory.sql.session import Params, Row, Session
+from memory.sql.session import Params, Row, Session, Statement
 from memory.types import NoteDraft, Scope, SearchHit
 from memory.vectors import VectorIndex
 from memory.visibility import Visibility
@@ -86,7 +86,8 @@ class PostgresNotes:
     async def flush(self) -> None:
         await self.db.flush()
 
-    async def data_version(self, sql: Session) -> object | None:
+    @property
+    def data_version(self) -> Statement | None:
         return None
 
 

@@ -4,7 +4,7 @@ changed since stops being active."""
 from __future__ import annotations
 
 from memory.clock import Clock, utc_now
-from memory.sql.session import SqlDatabase
+from memory.sql.session import Query, SqlDatabase, Statement, fetch_one
 
 
 class SqlActiveSkills:
@@ -27,9 +27,11 @@ class SqlActiveSkills:
 
     async def fetch(self, conversation: str) -> dict[str, str]:
         """Active skills of a conversation: name -> the content hash that was approved."""
-        async with self.db.reading() as sql:
-            found = await sql.rows(
-                "SELECT name, sha256 FROM skill_activations WHERE conversation = ? ORDER BY name",
-                (conversation,),
-            )
-        return {row["name"]: row["sha256"] for row in found}
+        return await fetch_one(self.db, self.fetch_query(conversation))
+
+    def fetch_query(self, conversation: str) -> Query[dict[str, str]]:
+        statement = Statement(
+            "SELECT name, sha256 FROM skill_activations WHERE conversation = ? ORDER BY name",
+            (conversation,),
+        )
+        return Query([statement], lambda found: {r["name"]: r["sha256"] for r in found[0].rows})

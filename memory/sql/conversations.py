@@ -25,7 +25,7 @@ from memory.conversations import (
 )
 from memory.ranking import Method, fuse
 from memory.redaction import redact
-from memory.sql.session import Params, SqlDatabase, marks
+from memory.sql.session import Params, Query, Result, SqlDatabase, Statement, fetch_one, marks
 from memory.vectors import MESSAGE, VectorIndex
 from memory.visibility import Visibility
 
@@ -169,30 +169,31 @@ class SqlConversationLog:
         """The latest summary and up to `limit` most recent messages after it, oldest first.
         Imported history is not part of it: it is recalled, and older than the dialogue
         it may be stored after."""
-        async with self.db.reading() as sql:
-            summary = await sql.row(
-                "SELECT up_to_message_id, content FROM summaries WHERE conversation = ? "
-                "ORDER BY id DESC LIMIT 1",
-                (conversation,),
-            )
-            after, text = (summary["up_to_message_id"], summary["content"]) if summary else (0, "")
-            found = await sql.rows(
+        return await fetch_one(self.db, self.history_query(conversation, limit))
+
+    def history_query(self, conversation: str, limit: int = 60) -> Query[History]:
+        latest = "FROM summaries WHERE conversation = ? ORDER BY id DESC LIMIT 1"
+        statements = [
+            Statement(f"SELECT content {latest}", (conversation,)),
+            Statement(
                 "SELECT id, role, author, content, prompt FROM messages WHERE conversation = ? "
-                "AND id > ? AND source_id IS NULL ORDER BY id DESC LIMIT ?",
-                (conversation, after, limit),
-            )
-        entries = [
-            HistoryEntry(r["id"], r["role"], r["author"], r["content"], r["prompt"]) for r in found
+                f"AND id > coalesce((SELECT up_to_message_id {latest}), 0) "
+                "AND source_id IS NULL ORDER BY id DESC LIMIT ?",
+                (conversation, conversation, limit),
+            ),
         ]
-        return History(text, tuple(reversed(entries)))
+        return Query(statements, _history)
 
     async def compact(self, conversation: str, up_to_message_id: int, summary: str) -> None:
-        async with self.db.transaction() as sql:
-            await sql.run(
-                "INSERT INTO summaries (conversation, up_to_message_id, content, created_at) "
-                "VALUES (?, ?, ?, ?)",
-                (conversation, up_to_message_id, summary, self.db.dialect.time(self.clock())),
-            )
+        await self.db.transact(
+            [
+                Statement(
+                    "INSERT INTO summaries (conversation, up_to_message_id, content, created_at) "
+                    "VALUES (?, ?, ?, ?)",
+                    (conversation, up_to_message_id, summary, self.db.dialect.time(self.clock())),
+                )
+            ]
+        )
 
     async def fetch_messages_between(self, start: datetime, end: datetime) -> list[LoggedMessage]:
         """Every message lorebot logged in [start, end) (imported history is not a
@@ -225,3 +226,13 @@ class SqlConversationLog:
                 (len(conversation_prefix), conversation_prefix, time(start), time(end)),
             )
         return 0 if row is None else int(row["n"])
+
+
+def _history(found: Sequence[Result]) -> History:
+    summary, messages = found
+    text = summary.rows[0]["content"] if summary.rows else ""
+    entries = [
+        HistoryEntry(r["id"], r["role"], r["author"], r["content"], r["prompt"])
+        for r in reversed(messages.rows)
+    ]
+    return History(text, tuple(entries))

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import date
 
 from memory.clock import Clock, utc_now
-from memory.sql.session import SqlDatabase, marks
+from memory.sql.session import Query, SqlDatabase, Statement, fetch_one, marks
 
 
 class SqlDailyLogs:
@@ -29,12 +29,17 @@ class SqlDailyLogs:
 
     async def fetch(self, conversation: str, days: Sequence[date]) -> dict[date, str]:
         """The log entries of `conversation` for the given days that exist."""
+        return await fetch_one(self.db, self.fetch_query(conversation, days))
+
+    def fetch_query(self, conversation: str, days: Sequence[date]) -> Query[dict[date, str]]:
         if not days:
-            return {}
-        async with self.db.reading() as sql:
-            found = await sql.rows(
-                "SELECT day, content FROM daily_logs WHERE conversation = ? "
-                f"AND day IN ({marks(len(days))})",
-                (conversation, *(day.isoformat() for day in days)),
-            )
-        return {date.fromisoformat(row["day"]): row["content"] for row in found}
+            return Query((), lambda _: {})
+        statement = Statement(
+            "SELECT day, content FROM daily_logs WHERE conversation = ? "
+            f"AND day IN ({marks(len(days))})",
+            (conversation, *(day.isoformat() for day in days)),
+        )
+        return Query(
+            [statement],
+            lambda found: {date.fromisoformat(r["day"]): r["content"] for r in found[0].rows},
+        )

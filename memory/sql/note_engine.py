@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from memory.notes import ImportResult
     from memory.ranking import Method
-    from memory.sql.session import Params, Row, Session
+    from memory.sql.session import Params, Row, Session, Statement
     from memory.types import NoteDraft, Scope, SearchHit
     from memory.vectors import VectorIndex
     from memory.visibility import Visibility
@@ -84,7 +84,9 @@ class NoteEngine(NoteWrites, Protocol):
         """Write what `write_soon` kept waiting, before a read that shows it."""
         ...
 
-    async def data_version(self, sql: Session) -> object | None:
-        """What changes when another connection commits, so derived values (scope indexes)
-        can be cached until then; None when the engine cannot tell (nothing is cached)."""
+    @property
+    def data_version(self) -> Statement | None:
+        """A statement reading what changes when another connection commits (its one row's
+        `data_version`), so derived values (scope indexes) can be cached until then; None
+        when the engine cannot tell (nothing is cached)."""
         ...

@@ -11,8 +11,9 @@ from memory.clock import Clock
 from memory.index import ScopeIndex, build_index
 from memory.sql.note_engine import NoteEngine
 from memory.sql.note_rows import LIVE
-from memory.sql.session import Session, Statement
+from memory.sql.session import Result, Session, Statement
 from memory.types import Scope, index_line
+from memory.visibility import Visibility
 
 # How many ranked notes of a scope are considered for its index; more never fit 40 lines.
 _INDEX_CANDIDATES = 400
@@ -40,15 +41,34 @@ class ScopeIndexes:
 
     async def get(self, sql: Session, wanted: Sequence[tuple[Scope, bool]]) -> list[ScopeIndex]:
         """The index of each (scope, only its public notes) wanted."""
-        version = await self.engine.data_version(sql)
-        if version is None or version != self._data_version:
+        statements = self.statements(wanted)
+        return await self.finish(sql, wanted, await sql.batch(statements) if statements else [])
+
+    def statements(self, wanted: Sequence[tuple[Scope, bool]]) -> list[Statement]:
+        """What `get` first reads, to be sent along with other reads: the engine's data
+        version where it caches indexes, else the notes of every index wanted."""
+        version = self.engine.data_version
+        return [version] if version is not None else self._notes_of(list(dict.fromkeys(wanted)))
+
+    async def finish(
+        self, sql: Session, wanted: Sequence[tuple[Scope, bool]], results: Sequence[Result]
+    ) -> list[ScopeIndex]:
+        """The indexes wanted, from what `statements` read; on a cache miss the indexes
+        missing are read with `sql`."""
+        unique = list(dict.fromkeys(wanted))
+        if self.engine.data_version is None:
+            built = await self._built(sql, unique, results)
+            return [built[w] for w in wanted]
+        [version] = results
+        if not version.rows or version.rows[0]["data_version"] != self._data_version:
             self._cached.clear()
-            self._data_version = version
-        missing = [w for w in dict.fromkeys(wanted) if w not in self._cached]
-        built = await self._build_all(sql, missing)
-        if version is not None:
-            self._cached.update(built)
-        return [built[w] if w in built else self._cached[w] for w in wanted]
+            self._data_version = version.rows[0]["data_version"] if version.rows else None
+        missing = [w for w in unique if w not in self._cached]
+        if missing:
+            self._cached.update(
+                await self._built(sql, missing, await sql.batch(self._notes_of(missing)))
+            )
+        return [self._cached[w] for w in wanted]
 
     def clear(self) -> None:
         """Forget every cached index: the notes changed."""
@@ -56,25 +76,26 @@ class ScopeIndexes:
 
     async def build(self, sql: Session, scope: Scope, public_only: bool) -> ScopeIndex:
         """The index of one scope as `sql` sees the notes now, uncached."""
-        return (await self._build_all(sql, [(scope, public_only)]))[scope, public_only]
+        wanted = [(scope, public_only)]
+        built = await self._built(sql, wanted, await sql.batch(self._notes_of(wanted)))
+        return built[scope, public_only]
 
-    async def _build_all(
-        self, sql: Session, wanted: Sequence[tuple[Scope, bool]]
-    ) -> dict[tuple[Scope, bool], ScopeIndex]:
-        """The indexes of several scopes, their notes read in one round trip."""
-        if not wanted:
-            return {}
+    def _notes_of(self, wanted: Sequence[tuple[Scope, bool]]) -> list[Statement]:
+        """The notes each index is built from, one statement per index."""
         now = self.time(self.clock())
-        found = await sql.batch(
-            [
-                Statement(
-                    f"SELECT topic, summary FROM notes WHERE scope = ? {_private(public_only)} "
-                    f"AND {LIVE} ORDER BY pinned DESC, updated_at DESC, id DESC LIMIT ?",
-                    (str(scope), now, _INDEX_CANDIDATES),
-                )
-                for scope, public_only in wanted
-            ]
-        )
+        return [
+            Statement(
+                f"SELECT topic, summary FROM notes WHERE scope = ? {_private(public_only)} "
+                f"AND {LIVE} ORDER BY pinned DESC, updated_at DESC, id DESC LIMIT ?",
+                (str(scope), now, _INDEX_CANDIDATES),
+            )
+            for scope, public_only in wanted
+        ]
+
+    async def _built(
+        self, sql: Session, wanted: Sequence[tuple[Scope, bool]], found: Sequence[Result]
+    ) -> dict[tuple[Scope, bool], ScopeIndex]:
+        """The indexes of `wanted`, from the notes `_notes_of` read for them."""
         built = {}
         for (scope, public_only), result in zip(wanted, found, strict=True):
             ranked = [index_line(r["topic"], r["summary"]) for r in result.rows]
@@ -83,12 +104,17 @@ class ScopeIndexes:
                 total = await sql.row(
                     f"SELECT count(*) AS n FROM notes WHERE scope = ? {_private(public_only)} "
                     f"AND {LIVE}",
-                    (str(scope), now),
+                    (str(scope), self.time(self.clock())),
                 )
                 assert total is not None
                 index = ScopeIndex(scope, index.lines, int(total["n"]) - len(index.lines))
             built[scope, public_only] = index
         return built
+
+
+def wanted_by(visibility: Visibility) -> list[tuple[Scope, bool]]:
+    """The indexes `visibility` sees: (scope, only its public notes)."""
+    return [(s, False) for s in visibility.full] + [(s, True) for s in visibility.public_only]
 
 
 def _private(public_only: bool) -> str:

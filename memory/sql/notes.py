@@ -25,9 +25,9 @@ from memory.notes import DEFAULT_MAX_NOTE_BYTES, ImportResult
 from memory.ranking import Method
 from memory.sql import note_changes
 from memory.sql.note_engine import NoteEngine
-from memory.sql.note_indexes import ScopeIndexes
+from memory.sql.note_indexes import ScopeIndexes, wanted_by
 from memory.sql.note_rows import LIVE, NOTE_COLUMNS, note_from_row, state_of, visibility_sql
-from memory.sql.session import Params, Session, SqlDatabase, marks
+from memory.sql.session import Params, Result, Session, SqlDatabase, Statement, marks
 from memory.types import Change, Note, NoteDraft, SaveResult, Scope, SearchHit
 from memory.vectors import VectorIndex
 from memory.visibility import Visibility
@@ -130,11 +130,22 @@ class SqlNoteStore:
 
     async def indexes_for(self, visibility: Visibility) -> list[ScopeIndex]:
         """The indexes a conversation sees, in priority order, within the per-turn cap."""
-        wanted = [(s, False) for s in visibility.full]
-        wanted += [(s, True) for s in visibility.public_only]
         async with self.db.reading() as sql:
-            found = await self._indexes.get(sql, wanted)
-        return fit_turn([i for i in found if i.lines or i.hidden])
+            statements = self.index_statements(visibility)
+            found = await sql.batch(statements) if statements else []
+            return await self.indexes_from(sql, visibility, found)
+
+    def index_statements(self, visibility: Visibility) -> list[Statement]:
+        """What `indexes_for` first reads, to be sent along with a turn's other reads."""
+        return self._indexes.statements(wanted_by(visibility))
+
+    async def indexes_from(
+        self, sql: Session, visibility: Visibility, found: Sequence[Result]
+    ) -> list[ScopeIndex]:
+        """`indexes_for`, from what `index_statements` read (reading more with `sql` only
+        when cached indexes are stale)."""
+        indexes = await self._indexes.finish(sql, wanted_by(visibility), found)
+        return fit_turn([i for i in indexes if i.lines or i.hidden])
 
     async def search(
         self,

@@ -14,11 +14,11 @@ through the `Dialect`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 Params = Sequence[object]
 
@@ -46,6 +46,29 @@ class Result:
 
     rows: list[Row] = field(default_factory=list)
     changed: int = -1
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Query(Generic[T]):
+    """A read as statements and how their results make its value, so that reads of several
+    stores (what a turn needs) go to the database in one batch."""
+
+    statements: Sequence[Statement]
+    read: Callable[[Sequence[Result]], T]
+
+    def split(self, results: Sequence[Result]) -> tuple[T, Sequence[Result]]:
+        """This query's value from the first of `results`, and the results after them."""
+        count = len(self.statements)
+        return self.read(results[:count]), results[count:]
+
+
+async def fetch_one(db: SqlDatabase, query: Query[T]) -> T:
+    """The value of one query, read in one round trip."""
+    async with db.reading() as sql:
+        return query.read(await sql.batch(query.statements))
 
 
 class Dialect(Protocol):

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from memory.sql.replicas import SqlReplicas
     from memory.sql.seen_events import SqlSeenEvents
     from memory.sql.slips import SqlModelSlips
+    from memory.sql.turn_reads import SqlTurnReads
 
 DB = TypeVar("DB", bound=SqlDatabase)
 Notes = TypeVar("Notes", bound=SqlNoteStore)
@@ -113,6 +114,18 @@ class SqlStores(Generic[DB, Notes]):
         from memory.sql.active_skills import SqlActiveSkills
 
         return SqlActiveSkills(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def turn_reads(self) -> SqlTurnReads:
+        from memory.sql.turn_reads import SqlTurnReads
+
+        return SqlTurnReads(
+            self.db,
+            log=self.log,
+            daily_logs=self.daily_logs,
+            active_skills=self.active_skills,
+            notes=self.notes,
+        )
 
     @functools.cached_property
     def slips(self) -> SqlModelSlips:

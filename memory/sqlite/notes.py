@@ -16,7 +16,7 @@ from memory.notes import ImportResult
 from memory.ranking import Method
 from memory.sql.note_engine import Item
 from memory.sql.notes import SqlNoteStore
-from memory.sql.session import Params, Row, Session
+from memory.sql.session import Params, Row, Session, Statement
 from memory.sqlite import note_import
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.note_search import NoteSearch
@@ -90,9 +90,13 @@ class SqliteNotes:
     async def flush(self) -> None:
         await self.db.flush()
 
-    async def data_version(self, sql: Session) -> object | None:
-        row = await sql.row("PRAGMA data_version")
-        return None if row is None else row["data_version"]
+    @property
+    def data_version(self) -> Statement | None:
+        return _DATA_VERSION
+
+
+# Moves when another connection commits (not on this connection's own writes).
+_DATA_VERSION = Statement("PRAGMA data_version")
 
 
 class SqliteNoteStore(SqlNoteStore):

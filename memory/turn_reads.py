@@ -1,0 +1,35 @@
+"""What a turn reads of the stores before it asks the model, read together: one round trip
+where the engine allows (the conversation's history, its daily logs, the skills active in
+it, and the scope indexes its speaker sees)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Protocol
+
+from memory.conversations import History
+from memory.index import ScopeIndex
+from memory.visibility import Visibility
+
+
+@dataclass(frozen=True, slots=True)
+class TurnReading:
+    history: History  # `ConversationLog.fetch_history`
+    daily_logs: dict[date, str]  # `DailyLogs.fetch`
+    active_skills: dict[str, str]  # `ActiveSkills.fetch`
+    indexes: list[ScopeIndex]  # `NoteStore.indexes_for`
+
+
+class TurnReads(Protocol):
+    async def fetch(
+        self,
+        history_key: str,
+        conversation: str,
+        days: Sequence[date],
+        visibility: Visibility,
+    ) -> TurnReading:
+        """What the stores' own reads give for the history of `history_key`, the daily logs
+        of `days`, the skills active in `conversation` and the indexes `visibility` sees."""
+        ...
