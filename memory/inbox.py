@@ -77,6 +77,20 @@ class Inbox(Protocol):
         it was seen already, "full" (and nothing recorded) when `limit` events wait."""
         ...
 
+    async def take_and_claim(
+        self,
+        key: str,
+        conversation: str,
+        payload: dict[str, Any],
+        *,
+        limit: int,
+        holder: str | None = None,
+    ) -> tuple[Taken, bool]:
+        """`take`, and with `holder` `claim` (whatever the outcome), in one transaction:
+        the outcome, and whether `holder` now has the conversation (and so handles what
+        waits in it)."""
+        ...
+
     async def claim(self, conversation: str, holder: str) -> bool:
         """Take the conversation for `holder`: True when it is unclaimed, its claim lapsed,
         or `holder` has it already. A claim taken from another holder, or anew, gets a new

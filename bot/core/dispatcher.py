@@ -143,36 +143,40 @@ class Dispatcher:
                 if await self._take_command(event, key):
                     self.tasks.spawn(self.handle(event), name=f"command {key}")
                 return None
-            taken = await self._take(event, key)
+            taken, claimed = await self._take(event, key)
         except StoreUnavailable:
             # Acknowledged by the platform but not recordable: say so rather than go quiet.
             _log.exception("could not record event %s; the database is unavailable", key)
             await self._say(event, UNAVAILABLE_REPLY)
             return self._drop("database unavailable")
-        if taken:
-            self._wake(event.conversation.key)
+        if taken or claimed:  # a claim taken is worked on, whatever else waits
+            self._wake(event.conversation.key, claimed=claimed)
         return None
 
-    async def _take(self, event: Message | ReactionEvent, key: str) -> bool:
-        """Whether the event was stored to be handled. It is recorded as seen only once it
-        is taken, so an event turned away while busy can be given again; a removed reaction
-        forgets its add, so adding it again is a new decision."""
+    async def _take(self, event: Message | ReactionEvent, key: str) -> tuple[bool, bool]:
+        """Whether the event was stored to be handled, and whether its conversation was
+        claimed along (asked when no task of this replica works on it, which would).
+        It is recorded as seen only once it is taken, so an event turned away while busy
+        can be given again; a removed reaction forgets its add, so adding it again is a new
+        decision."""
         if isinstance(event, ReactionEvent) and not event.added:
             await self.seen.forget_sighting(key)
             self._drop("reaction removed")
-            return False
-        outcome = await self.inbox.take(
+            return False, False
+        conversation = event.conversation.key
+        outcome, claimed = await self.inbox.take_and_claim(
             key,
-            event.conversation.key,
+            conversation,
             to_payload(event, self.secrets),
             limit=self.settings.queue_size,
+            holder=None if conversation in self._draining else self.holder,
         )
         if outcome == "duplicate":
             _log.info("dropped duplicate event %s", key)
             self._drop("duplicate")
         elif outcome == "full":
             await self._turn_away(event, key)
-        return outcome == "taken"
+        return outcome == "taken", claimed
 
     async def _take_command(self, command: SlashCommand, key: str) -> bool:
         if await self.seen.seen(key):
@@ -194,25 +198,30 @@ class Dispatcher:
     def _drop(self, reason: str) -> None:
         metrics.EVENTS_DROPPED.labels(reason).inc()
 
-    def _wake(self, conversation: str) -> None:
-        """Handle what waits in `conversation`, unless a task of this replica already does."""
+    def _wake(self, conversation: str, *, claimed: bool = False) -> None:
+        """Handle what waits in `conversation` (`claimed` for this replica already), unless
+        a task of this replica already does."""
         if conversation in self._draining:
             self._woken.add(conversation)
             return
         self._draining.add(conversation)
-        self.tasks.spawn(self._drain(conversation), name=f"conversation {conversation}")
+        self.tasks.spawn(self._drain(conversation, claimed), name=f"conversation {conversation}")
 
-    async def _drain(self, conversation: str) -> None:
-        """Claim the conversation and handle its events until none waits; when another
-        replica holds it, that replica handles them. While the database fails, it tries
-        again: the claim stays this replica's until it lapses."""
+    async def _drain(self, conversation: str, claimed: bool = False) -> None:
+        """Claim the conversation (unless `claimed`) and handle its events until none
+        waits; when another replica holds it, that replica handles them. While the database
+        fails, it tries again: the claim stays this replica's until it lapses."""
         backoff = Backoff(0.2, KEEP_S)
         try:
             while self._accepting:
                 try:
                     self._woken.discard(conversation)
                     begun_at = time.monotonic()
-                    first = await self.inbox.claim_next(conversation, self.holder)
+                    if claimed:
+                        first = await self.inbox.next_or_release(conversation, self.holder)
+                    else:
+                        first = await self.inbox.claim_next(conversation, self.holder)
+                    claimed = False
                     await self._handle_waiting(conversation, first, begun_at)
                     if conversation not in self._woken:  # given an event as it was let go
                         return

@@ -24,8 +24,8 @@ from memory.postgres.words import (
 )
 from memory.ranking import ranking_terms
 from memory.redaction import redact
-from memory.sql.conversations import LOG_MESSAGE
-from memory.sql.session import Params, Statement
+from memory.sql.conversations import LOG_MESSAGE, with_messages
+from memory.sql.session import Params, Row, Statement
 from memory.visibility import Visibility
 
 # As many characters of a neighbour as SQLite's index keeps.
@@ -72,8 +72,8 @@ _MESSAGE_WEIGHTS = weights_params(
 )
 # A message's length as FTS5 counts it: its words and its scope key.
 _LENGTH = "word_count + 1"
-_SEARCH = bm25_sql(
-    "message_words", "scope = ANY(%(scopes)s)", id_column="message_id", length=_LENGTH
+_SEARCH = with_messages(
+    bm25_sql("message_words", "scope = ANY(%(scopes)s)", id_column="message_id", length=_LENGTH)
 )
 _IMPORTED = "conversation, content, author, author_name, scope, link, created_at, source_id"
 
@@ -93,15 +93,14 @@ class PostgresMessageSearch:
         if scope and rows:
             self.word_stats.added(len(rows))
 
-    async def rank(self, query: str, visibility: Visibility, limit: int) -> list[tuple[int, float]]:
+    async def rank(self, query: str, visibility: Visibility, limit: int) -> Sequence[Row]:
         terms = " ".join(ranking_terms(query))
         words = await self.word_stats.params(terms) if terms else None
         if words is None:
             return []
         scopes = [str(s) for s in visibility.full]
         params = {"limit": limit, "scopes": scopes, **_MESSAGE_WEIGHTS, **words}
-        found = await self.db.rows(_SEARCH, params, prepare=False)
-        return [(r["id"], float(r["score"])) for r in found]
+        return await self.db.rows(_SEARCH, params, prepare=False)
 
     async def index_older(self) -> int:
         """Every message logged here is indexed as it is stored: older ones are those of a

@@ -25,7 +25,16 @@ from memory.conversations import (
 )
 from memory.ranking import Method, fuse
 from memory.redaction import redact
-from memory.sql.session import Params, Query, Result, SqlDatabase, Statement, fetch_one, marks
+from memory.sql.session import (
+    Params,
+    Query,
+    Result,
+    Row,
+    SqlDatabase,
+    Statement,
+    fetch_one,
+    marks,
+)
 from memory.vectors import MESSAGE, VectorIndex
 from memory.visibility import Visibility
 
@@ -34,6 +43,19 @@ LOG_MESSAGE = (
     "INSERT INTO messages (conversation, role, content, author, author_name, scope, link, "
     "created_at, prompt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+# What a search shows of a message it found.
+HIT_COLUMNS = "conversation, scope, role, author_name, content, created_at, link"
+
+
+def with_messages(ranked: str) -> str:
+    """The query `ranked` of (id, score), best first, with the columns of each message."""
+    columns = ", ".join(f"m.{c}" for c in HIT_COLUMNS.split(", "))
+    return (
+        f"SELECT r.id, r.score, {columns} FROM ({ranked}) AS r "
+        "JOIN messages AS m ON m.id = r.id ORDER BY r.score, r.id"
+    )
 
 
 class MessageSearch(Protocol):
@@ -46,9 +68,10 @@ class MessageSearch(Protocol):
         (its next message changed)."""
         ...
 
-    async def rank(self, query: str, visibility: Visibility, limit: int) -> list[tuple[int, float]]:
-        """(message id, score) of the messages best matching the words of `query` in the
-        conversation's own scopes (no one's public notes: messages only), best first."""
+    async def rank(self, query: str, visibility: Visibility, limit: int) -> Sequence[Row]:
+        """The messages best matching the words of `query` in the conversation's own scopes
+        (no one's public notes: messages only), best first: each its `id`, `score` and
+        `HIT_COLUMNS` (`with_messages`), read in the same statement."""
         ...
 
     async def index_older(self) -> int:
@@ -124,32 +147,33 @@ class SqlConversationLog:
         if vector is None and vectors is not None and vectors.enabled:
             vector = await vectors.query_vector(query)
         pool = max(k * 4, ranking.FUSION_POOL)
-        keyword = await self.index.rank(query, visibility, pool)
+        by_words = await self.index.rank(query, visibility, pool)
+        keyword = [(int(r["id"]), float(r["score"])) for r in by_words]
         near: list[tuple[int, float]] = []
         if vector is not None and vectors is not None:
             near = await vectors.nearest(MESSAGE, vector, visibility, pool)
         ranked = fuse(keyword, near, fusion, ranking.MESSAGE_KEYWORD_WEIGHT)
-        return await self._read(ranked, scopes, k)
+        found = {int(r["id"]): r for r in by_words}
+        found |= await self._read([i for i, _ in ranked if i not in found])
+        # Only the conversation's own scopes, whatever a ranking gave.
+        best = [(found[i], s) for i, s in ranked if i in found and found[i]["scope"] in scopes]
+        return self._hits(best[:k])
 
-    async def _read(
-        self, ranked: Sequence[tuple[int, float]], scopes: list[str], k: int
-    ) -> list[MessageHit]:
-        if not ranked:
-            return []
-        ids = [i for i, _ in ranked]
+    async def _read(self, ids: Sequence[int]) -> dict[int, Row]:
+        """The messages of `ids` (those only vectors found)."""
+        if not ids:
+            return {}
         async with self.db.reading() as sql:
             rows = await sql.rows(
-                "SELECT id, conversation, scope, role, author_name, content, created_at, link "
-                f"FROM messages WHERE id IN ({marks(len(ids))}) "
-                f"AND scope IN ({marks(len(scopes))})",
-                (*ids, *scopes),
+                f"SELECT id, {HIT_COLUMNS} FROM messages WHERE id IN ({marks(len(ids))})", ids
             )
-        found = {r["id"]: r for r in rows}
-        best = [(found[i], score) for i, score in ranked if i in found][:k]
+        return {int(r["id"]): r for r in rows}
+
+    def _hits(self, best: Sequence[tuple[Row, float]]) -> list[MessageHit]:
         time_text = self.db.dialect.time_text
         return [
             MessageHit(
-                r["id"],
+                int(r["id"]),
                 r["conversation"],
                 r["scope"],
                 r["role"],

@@ -27,13 +27,25 @@ class SqlInbox:
     async def take(
         self, key: str, conversation: str, payload: dict[str, Any], *, limit: int
     ) -> Taken:
+        outcome, _ = await self.take_and_claim(key, conversation, payload, limit=limit)
+        return outcome
+
+    async def take_and_claim(
+        self,
+        key: str,
+        conversation: str,
+        payload: dict[str, Any],
+        *,
+        limit: int,
+        holder: str | None = None,
+    ) -> tuple[Taken, bool]:
         now = self.time(self.clock())
         entry = (platform_of(conversation), conversation, key, storable_json(payload), now)
         ours = self.db.dialect.written_here
         # One round trip: the entry, when the event is new and there is room; its
         # sighting; then, should a concurrent delivery of the same event have recorded its
         # sighting first (on PostgreSQL, this waits for it to commit), this entry removed.
-        inserted, _, removed, seen = await self.db.transact(
+        inserted, _, removed, seen, *claim = await self.db.transact(
             [
                 Statement(
                     "INSERT INTO inbox (platform, conversation, key, payload_json, taken_at) "
@@ -53,11 +65,14 @@ class SqlInbox:
                     (key, key),
                 ),
                 Statement("SELECT count(*) AS n FROM seen_events WHERE key = ?", (key,)),
+                # Then, when asked, the conversation claimed.
+                *([self._claim(conversation, holder)] if holder else []),
             ]
         )
+        claimed = bool(holder) and claim[0].changed == 1
         if inserted.changed == 1 and removed.changed == 0:
-            return "taken"
-        return "duplicate" if seen.rows[0]["n"] else "full"
+            return "taken", claimed
+        return ("duplicate" if seen.rows[0]["n"] else "full"), claimed
 
     async def claim(self, conversation: str, holder: str) -> bool:
         [claimed] = await self.db.transact([self._claim(conversation, holder)])

@@ -22,8 +22,8 @@ import aiosqlite
 from memory import ranking
 from memory.conversations import PastMessage
 from memory.ranking import query_terms
-from memory.sql.conversations import LOG_MESSAGE
-from memory.sql.session import Params, Statement
+from memory.sql.conversations import LOG_MESSAGE, with_messages
+from memory.sql.session import Params, Row, Statement
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import bm25_call, match_terms
 from memory.sqlite.message_import import IMPORT_BATCH, import_messages
@@ -49,7 +49,7 @@ class SqliteMessageSearch:
             [*logged, *index_statements(conversation, scope)] if scope else logged
         )
 
-    async def rank(self, query: str, visibility: Visibility, limit: int) -> list[tuple[int, float]]:
+    async def rank(self, query: str, visibility: Visibility, limit: int) -> Sequence[Row]:
         words = match_terms(query_terms(query), columns=_COLUMNS)
         if words is None:
             return []
@@ -61,13 +61,12 @@ class SqliteMessageSearch:
             ranking.AFTER_WEIGHT,
             ranking.AUTHOR_WEIGHT,
         )
+        ranked = (
+            f"SELECT rowid AS id, {bm25_call('messages_fts', weights)} AS score "
+            "FROM messages_fts WHERE messages_fts MATCH ? ORDER BY score LIMIT ?"
+        )
         async with self.db.reading() as sql:
-            found = await sql.rows(
-                f"SELECT rowid AS id, {bm25_call('messages_fts', weights)} AS score "
-                "FROM messages_fts WHERE messages_fts MATCH ? ORDER BY score LIMIT ?",
-                (match, limit),
-            )
-        return [(int(r["id"]), float(r["score"])) for r in found]
+            return await sql.rows(with_messages(ranked), (match, limit))
 
     async def index_older(self) -> int:
         """What is unindexed is read again under the write lock: another process (the

@@ -34,6 +34,26 @@ async def test_an_event_is_taken_once_and_not_past_the_limit(engine_stores: Any)
     assert await inbox.waiting() == 2
 
 
+async def test_an_event_is_taken_and_its_conversation_claimed_in_one_step(
+    engine_stores: Any,
+) -> None:
+    inbox = engine_stores.inbox
+    take = inbox.take_and_claim
+    assert await take("slack:E1", "slack/C1", _event(1), limit=2, holder="a:1") == ("taken", True)
+    assert not await inbox.claim("slack/C1", "b:1")  # a has it
+    first = await inbox.next_or_release("slack/C1", "a:1")  # and handles it
+    assert first is not True and first is not False and first.payload == _event(1)
+    # Another holder's conversation stays theirs; without a holder nothing is claimed.
+    assert await take("slack:E2", "slack/C1", _event(2), limit=2, holder="b:1") == ("taken", False)
+    assert await take("slack:E3", "slack/C2", _event(3), limit=2) == ("full", False)
+    assert await inbox.claim("slack/C2", "b:1")
+    # Claimed even when the event is not taken (a duplicate, or no room): its claimer
+    # then handles what waits there, or lets it go.
+    await inbox.release("slack/C2", "b:1")
+    assert await take("slack:E3", "slack/C2", _event(3), limit=2, holder="b:1") == ("full", True)
+    assert await inbox.next_or_release("slack/C2", "b:1") is False
+
+
 async def test_one_holder_handles_a_conversation_in_order(engine_stores: Any) -> None:
     inbox = engine_stores.inbox
     for n in (1, 2):
