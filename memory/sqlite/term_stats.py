@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from memory.sql.session import Statement
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import note_match
 
@@ -46,23 +47,24 @@ class TermStats:
         self._calls += 1
         return self._size
 
-    async def document_frequency(self, term: str, cap: int) -> int:
-        """How many notes hold `term`, counted up to `cap` only: past it the word is left
-        out anyway, and counting on through its whole posting list is what costs."""
-        if term in self._counts:
-            self._counts.move_to_end(term)
-            return self._counts[term]
-        expression = note_match([term])
-        count = int(
-            await self.db.scalar(
-                "SELECT count(*) FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?)",
-                (expression, cap),
-            )
-        )
-        self._counts[term] = count
-        if len(self._counts) > CACHE_SIZE:
-            self._counts.popitem(last=False)
-        return count
+    async def document_frequencies(self, terms: list[str], cap: int) -> dict[str, int]:
+        """How many notes hold each of `terms`, counted up to `cap` only: past it the word
+        is left out anyway, and counting on through its whole posting list is what costs.
+        The words not kept yet are counted together, in one hop to the database."""
+        counts = {}
+        for term in terms:
+            if term in self._counts:
+                self._counts.move_to_end(term)
+                counts[term] = self._counts[term]
+        new = [term for term in dict.fromkeys(terms) if term not in counts]
+        if new:
+            async with self.db.reading() as sql:
+                found = await sql.batch([_count(term, cap) for term in new])
+            for term, result in zip(new, found, strict=True):
+                counts[term] = self._counts[term] = int(result.rows[0]["n"])
+            while len(self._counts) > CACHE_SIZE:
+                self._counts.popitem(last=False)
+        return counts
 
     async def weighed(self, terms: list[str]) -> list[str]:
         """`terms` without those bm25 gives no weight in this store (possibly none left)."""
@@ -73,4 +75,12 @@ class TermStats:
             self._counts.clear()
             self._notes = notes
         cap = int(COMMON_SHARE * notes) + 1
-        return [term for term in terms if await self.document_frequency(term, cap) < cap]
+        counts = await self.document_frequencies(terms, cap)
+        return [term for term in terms if counts[term] < cap]
+
+
+def _count(term: str, cap: int) -> Statement:
+    return Statement(
+        "SELECT count(*) AS n FROM (SELECT 1 FROM notes_fts WHERE notes_fts MATCH ? LIMIT ?)",
+        (note_match([term]), cap),
+    )
