@@ -401,17 +401,17 @@ async def run_format(name: str, total: int, seed: int, workdir: Path) -> Result:
     finally:
         await db.close()
     return Result(
-        name,
-        total,
-        imported,
-        files,
-        size_of(export),
-        read_s,
-        import_s,
-        import_cpu_s,
-        reader_cpu_s,
-        again,
-        os.getloadavg()[0],
+        format=name,
+        messages=total,
+        imported=imported,
+        files=files,
+        bytes=size_of(export),
+        read_s=read_s,
+        import_s=import_s,
+        import_cpu_s=import_cpu_s,
+        reader_cpu_s=reader_cpu_s,
+        again_added=again,
+        load=os.getloadavg()[0],
     )
 
 

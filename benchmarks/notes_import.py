@@ -206,18 +206,18 @@ async def run_form(form: str, notes: Sequence[NoteDraft], workdir: Path) -> Resu
     finally:
         await db.close()
     return Result(
-        form,
-        len(notes),
-        files,
-        size_of(source),
-        read_s,
-        import_s,
-        import_cpu_s,
-        main_cpu_s,
-        result.created,
-        again.created + again.updated,
-        os.getloadavg()[0],
-        change_sets,
+        form=form,
+        notes=len(notes),
+        files=files,
+        bytes=size_of(source),
+        read_s=read_s,
+        import_s=import_s,
+        import_cpu_s=import_cpu_s,
+        main_cpu_s=main_cpu_s,
+        created=result.created,
+        again_changed=again.created + again.updated,
+        load=os.getloadavg()[0],
+        change_sets=change_sets,
     )
 
 
