@@ -90,9 +90,12 @@ async def run(actions: int) -> dict[str, Any]:
     await fake.start()
     with tempfile.TemporaryDirectory() as folder:
         h = await start_harness(
-            Path(folder), fake, FakeClock(), mcp_targets={"ops": server},
+            Path(folder),
+            fake,
+            FakeClock(),
+            mcp_targets={"ops": server},
             mcp={"servers": [{"name": "ops", "command": "in-process"}]},
-        )  # fmt: skip
+        )
         try:
             assert await h.bot.mcp.servers["ops"].wait_connected(10)
             for n in range(actions):

@@ -124,8 +124,9 @@ def _report(name: str, times: list[float], target_ms: float | None) -> None:
     MEDIANS_MS[name] = round(median, 1)
     verdict = "" if target_ms is None else "  ok" if median <= target_ms else "  over target"
     target = "" if target_ms is None else f"  target {target_ms:.0f} ms"
-    print(f"lorebot {name:<34} median {median:6.1f} ms  fastest {min(times):6.1f} ms"
-          f"{target}{verdict}")  # fmt: skip
+    print(
+        f"lorebot {name:<34} median {median:6.1f} ms  fastest {min(times):6.1f} ms{target}{verdict}"
+    )
 
 
 def main() -> None:
@@ -181,25 +182,36 @@ def record_figures(runs: int) -> None:
 def _run(home: Path, args: argparse.Namespace, extra: dict[str, str]) -> None:
     env = {**_environment(home), **extra}
     _fill(home, args.notes, env)
-    search = [*_lorebot(), "notes", "search", "staging proxy host-7",
-              "--scope", "channel:slack/C1", "-k", "10"]  # fmt: skip
-    print(f"{args.runs} cold runs each, {args.notes} notes, {os.cpu_count()} CPUs"
-          f"{', embedding model set' if args.embed else ''}"
-          f"{', on PostgreSQL' if args.database_url else ''}")  # fmt: skip
+    search = [
+        *_lorebot(),
+        "notes",
+        "search",
+        "staging proxy host-7",
+        "--scope",
+        "channel:slack/C1",
+        "-k",
+        "10",
+    ]
+    print(
+        f"{args.runs} cold runs each, {args.notes} notes, {os.cpu_count()} CPUs"
+        f"{', embedding model set' if args.embed else ''}"
+        f"{', on PostgreSQL' if args.database_url else ''}"
+    )
     if args.embed:
-        subprocess.run([*_lorebot(), "notes", "reembed"], env=env, check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run([*_lorebot(), "notes", "reembed"], env=env, check=True, capture_output=True)
         _time(search, env, 1)  # the first run fills the OS page cache
         target = TARGETS_MS["notes search"]
-        _report("notes search, a new query", _time(search, env, args.runs, new_query=True),
-                target)  # fmt: skip
+        _report("notes search, a new query", _time(search, env, args.runs, new_query=True), target)
         return
     for name, argv in {"--help": [*_lorebot(), "--help"], "notes search": search}.items():
         _time(argv, env, 1)  # the first run fills the OS page cache
         _report(name, _time(argv, env, args.runs), TARGETS_MS[name])
     snapshot = home / ".cache" / "lorebot" / "settings.json"
-    _report("notes search, settings loaded in full",
-            _time(search, env, args.runs, forget=snapshot), None)  # fmt: skip
+    _report(
+        "notes search, settings loaded in full",
+        _time(search, env, args.runs, forget=snapshot),
+        None,
+    )
 
 
 if __name__ == "__main__":

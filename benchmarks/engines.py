@@ -45,9 +45,22 @@ from tests.support.engines import open_engine
 from tests.support.postgres import PostgresServer, server_programs
 
 VOCABULARY = [f"w{n}" for n in range(3000)] + [
-    "staging", "deploy", "database", "gateway", "runbook", "oncall", "backup", "certificate",
-    "rotation", "latency", "incident", "rollback", "migration", "cluster", "replica",
-]  # fmt: skip
+    "staging",
+    "deploy",
+    "database",
+    "gateway",
+    "runbook",
+    "oncall",
+    "backup",
+    "certificate",
+    "rotation",
+    "latency",
+    "incident",
+    "rollback",
+    "migration",
+    "cluster",
+    "replica",
+]
 CHANNELS = [Scope.parse(f"channel:slack/C{n}") for n in range(50)]
 TEAM = Scope.parse("team:slack/T1")
 
@@ -57,10 +70,14 @@ def drafts(count: int, seed: int = 7) -> list[NoteDraft]:
     found = []
     for n in range(count):
         words = rng.choices(VOCABULARY, k=30)
-        found.append(NoteDraft(
-            CHANNELS[n % len(CHANNELS)], f"note-{n}", " ".join(words[:10]),
-            body=" ".join(words[10:]),
-        ))  # fmt: skip
+        found.append(
+            NoteDraft(
+                CHANNELS[n % len(CHANNELS)],
+                f"note-{n}",
+                " ".join(words[:10]),
+                body=" ".join(words[10:]),
+            )
+        )
     return found
 
 
@@ -115,8 +132,19 @@ def bot_figures(args: argparse.Namespace, workdir: Path, urls: Sequence[str]) ->
     turns, cold = workdir / "turns.json", workdir / "cold.json"
     on_turns = ["--database-url", urls[0]] if urls else []
     on_cold = ["--database-url", urls[1]] if urls else []
-    turns_argv = ["--notes", str(args.notes), "--levels", "1", "--turns", "200",
-                  "--latency-turns", "300", "--wide", "0", "--no-record"]  # fmt: skip
+    turns_argv = [
+        "--notes",
+        str(args.notes),
+        "--levels",
+        "1",
+        "--turns",
+        "200",
+        "--latency-turns",
+        "300",
+        "--wide",
+        "0",
+        "--no-record",
+    ]
     # turns.py's exit status says whether its own targets hold, not whether it ran.
     subprocess.run(
         [
@@ -175,10 +203,15 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"\n{counts}, {report['runs']} imports each\n")
     print("| | SQLite | PostgreSQL | PostgreSQL / SQLite |")
     print("| --- | --- | --- | --- |")
-    rows = [("import notes/s (median)", "{:,.0f}"), ("search p50 ms", "{:.2f}"),
-            ("search p95 ms", "{:.2f}"), ("search p99 ms", "{:.2f}"),
-            ("turn own p50 ms", "{:.2f}"), ("turn own p99 ms", "{:.2f}"),
-            ("cold notes search ms", "{:.0f}")]  # fmt: skip
+    rows = [
+        ("import notes/s (median)", "{:,.0f}"),
+        ("search p50 ms", "{:.2f}"),
+        ("search p95 ms", "{:.2f}"),
+        ("search p99 ms", "{:.2f}"),
+        ("turn own p50 ms", "{:.2f}"),
+        ("turn own p99 ms", "{:.2f}"),
+        ("cold notes search ms", "{:.0f}"),
+    ]
     for key, fmt in rows:
         if key not in lite:
             continue
@@ -191,8 +224,12 @@ async def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--notes", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--no-bot", dest="bot", action="store_false",
-                        help="only the store: no turns, no command start")  # fmt: skip
+    parser.add_argument(
+        "--no-bot",
+        dest="bot",
+        action="store_false",
+        help="only the store: no turns, no command start",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args(argv)
     programs = server_programs()

@@ -161,12 +161,16 @@ def run_each(
 
 def write_json(path: Path, repeat: int, results: Sequence[M], rates: tuple[str, str]) -> None:
     """The machine, and each kind's result with its rates per wall and per CPU second."""
-    machine = {"python": platform.python_version(), "cpus": os.cpu_count(),
-               "platform": platform.platform()}  # fmt: skip
-    rows = [{**asdict(r), rates[0]: r.rate(r.import_s),
-             rates[1]: r.rate(r.import_cpu_s)} for r in results]  # fmt: skip
-    path.write_text(json.dumps({"machine": machine, "repeat": repeat, "results": rows},
-                               indent=2))  # fmt: skip
+    machine = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+    }
+    rows = [
+        {**asdict(r), rates[0]: r.rate(r.import_s), rates[1]: r.rate(r.import_cpu_s)}
+        for r in results
+    ]
+    path.write_text(json.dumps({"machine": machine, "repeat": repeat, "results": rows}, indent=2))
 
 
 def median(results: Sequence[Result]) -> Result:
@@ -221,19 +225,45 @@ def slack_said(rng: random.Random, person: str, ts: str) -> dict[str, Any]:
     if rng.random() < 0.1:
         text += f" cc <@U{rng.randrange(PEOPLE):08d}>"
     message: dict[str, Any] = {
-        "client_msg_id": f"{rng.getrandbits(64):016x}", "type": "message", "text": text,
-        "user": person, "ts": ts, "team": "T0BENCH", "user_team": "T0BENCH",
+        "client_msg_id": f"{rng.getrandbits(64):016x}",
+        "type": "message",
+        "text": text,
+        "user": person,
+        "ts": ts,
+        "team": "T0BENCH",
+        "user_team": "T0BENCH",
         "source_team": "T0BENCH",
-        "user_profile": {"avatar_hash": "g0", "image_72": "https://a.slack-edge.com/x.png",
-                         "first_name": "Pat", "real_name": "Pat Doe", "display_name": "pat",
-                         "team": "T0BENCH", "name": "pat", "is_restricted": False,
-                         "is_ultra_restricted": False},
-        "blocks": [{"type": "rich_text", "block_id": "b0", "elements": [
-            {"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}]}],
-    }  # fmt: skip
+        "user_profile": {
+            "avatar_hash": "g0",
+            "image_72": "https://a.slack-edge.com/x.png",
+            "first_name": "Pat",
+            "real_name": "Pat Doe",
+            "display_name": "pat",
+            "team": "T0BENCH",
+            "name": "pat",
+            "is_restricted": False,
+            "is_ultra_restricted": False,
+        },
+        "blocks": [
+            {
+                "type": "rich_text",
+                "block_id": "b0",
+                "elements": [
+                    {"type": "rich_text_section", "elements": [{"type": "text", "text": text}]}
+                ],
+            }
+        ],
+    }
     if rng.random() < 0.03:
-        message["files"] = [{"id": "F0", "name": "notes.txt", "title": "notes",
-                             "mimetype": "text/plain", "size": 100}]  # fmt: skip
+        message["files"] = [
+            {
+                "id": "F0",
+                "name": "notes.txt",
+                "title": "notes",
+                "mimetype": "text/plain",
+                "size": 100,
+            }
+        ]
     return message
 
 
@@ -242,11 +272,20 @@ def write_slack(root: Path, rng: random.Random, total: int) -> tuple[Path, int]:
     days: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for channel, when, message in slack_messages(rng, total):
         days.setdefault((channel, when.date().isoformat()), []).append(message)
-    users = [{"id": f"U{i:08d}", "name": f"person{i}", "real_name": f"Person {i}",
-              "profile": {"display_name": f"p{i}", "real_name": f"Person {i}"}, "is_bot": False}
-             for i in range(PEOPLE)]  # fmt: skip
-    channels = [{"id": f"C{i:08d}", "name": f"chan-{i:02d}", "created": 1700000000,
-                 "members": []} for i in range(CHANNELS)]  # fmt: skip
+    users = [
+        {
+            "id": f"U{i:08d}",
+            "name": f"person{i}",
+            "real_name": f"Person {i}",
+            "profile": {"display_name": f"p{i}", "real_name": f"Person {i}"},
+            "is_bot": False,
+        }
+        for i in range(PEOPLE)
+    ]
+    channels = [
+        {"id": f"C{i:08d}", "name": f"chan-{i:02d}", "created": 1700000000, "members": []}
+        for i in range(CHANNELS)
+    ]
     target = root / "slack-export.zip"
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("users.json", json.dumps(users))
@@ -266,22 +305,46 @@ def write_discord(root: Path, rng: random.Random, total: int) -> tuple[Path, int
         when += timedelta(seconds=rng.randint(5, 400))
         person = rng.randrange(PEOPLE)
         is_bot = rng.random() < BOT_SHARE
-        per_channel.setdefault(rng.randrange(CHANNELS), []).append({
-            "id": str(1_200_000_000_000_000_000 + n), "type": "Default",
-            "timestamp": when.isoformat(), "timestampEdited": None,
-            "callEndedTimestamp": None, "isPinned": False, "content": sentence(rng),
-            "author": {"id": str(900_000 + person), "name": f"person{person}",
-                       "discriminator": "0000", "nickname": f"P{person}", "color": None,
-                       "isBot": is_bot, "avatarUrl": "https://cdn.discordapp.com/a.png"},
-            "attachments": [], "embeds": [], "stickers": [], "reactions": [], "mentions": [],
-        })  # fmt: skip
+        per_channel.setdefault(rng.randrange(CHANNELS), []).append(
+            {
+                "id": str(1_200_000_000_000_000_000 + n),
+                "type": "Default",
+                "timestamp": when.isoformat(),
+                "timestampEdited": None,
+                "callEndedTimestamp": None,
+                "isPinned": False,
+                "content": sentence(rng),
+                "author": {
+                    "id": str(900_000 + person),
+                    "name": f"person{person}",
+                    "discriminator": "0000",
+                    "nickname": f"P{person}",
+                    "color": None,
+                    "isBot": is_bot,
+                    "avatarUrl": "https://cdn.discordapp.com/a.png",
+                },
+                "attachments": [],
+                "embeds": [],
+                "stickers": [],
+                "reactions": [],
+                "mentions": [],
+            }
+        )
     for channel, messages in per_channel.items():
-        data = {"guild": {"id": "42", "name": "Bench", "iconUrl": ""},
-                "channel": {"id": str(800_000 + channel), "type": "GuildTextChat",
-                            "categoryId": "1", "category": "General", "name": f"c{channel}",
-                            "topic": None},
-                "dateRange": {"after": None, "before": None}, "messages": messages,
-                "messageCount": len(messages)}  # fmt: skip
+        data = {
+            "guild": {"id": "42", "name": "Bench", "iconUrl": ""},
+            "channel": {
+                "id": str(800_000 + channel),
+                "type": "GuildTextChat",
+                "categoryId": "1",
+                "category": "General",
+                "name": f"c{channel}",
+                "topic": None,
+            },
+            "dateRange": {"after": None, "before": None},
+            "messages": messages,
+            "messageCount": len(messages),
+        }
         (folder / f"Bench - c{channel} [{800_000 + channel}].json").write_text(
             json.dumps(data, indent=2)
         )
@@ -294,9 +357,13 @@ def write_jsonl(root: Path, rng: random.Random, total: int) -> tuple[Path, int]:
     with path.open("w", encoding="utf-8") as out:
         for n in range(total):
             when += timedelta(seconds=rng.randint(5, 400))
-            line = {"conversation": f"channel:slack/C{rng.randrange(CHANNELS):08d}",
-                    "author": f"Person {rng.randrange(PEOPLE)}", "timestamp": when.isoformat(),
-                    "text": sentence(rng), "id": str(n)}  # fmt: skip
+            line = {
+                "conversation": f"channel:slack/C{rng.randrange(CHANNELS):08d}",
+                "author": f"Person {rng.randrange(PEOPLE)}",
+                "timestamp": when.isoformat(),
+                "text": sentence(rng),
+                "id": str(n),
+            }
             out.write(json.dumps(line) + "\n")
     return path, 1
 
@@ -333,8 +400,19 @@ async def run_format(name: str, total: int, seed: int, workdir: Path) -> Result:
         again = await log.import_messages(iter_history(export, Collector(ImportOptions())))
     finally:
         await db.close()
-    return Result(name, total, imported, files, size_of(export), read_s, import_s,
-                  import_cpu_s, reader_cpu_s, again, os.getloadavg()[0])  # fmt: skip
+    return Result(
+        format=name,
+        messages=total,
+        imported=imported,
+        files=files,
+        bytes=size_of(export),
+        read_s=read_s,
+        import_s=import_s,
+        import_cpu_s=import_cpu_s,
+        reader_cpu_s=reader_cpu_s,
+        again_added=again,
+        load=os.getloadavg()[0],
+    )
 
 
 def parse_count(text: str) -> int:
@@ -385,22 +463,39 @@ def compare(
             for side, root in sides if n % 2 == 0 else sides[::-1]:
                 with tempfile.TemporaryDirectory(prefix="lorebot-compare-") as tmp:
                     out = Path(tmp) / "result.json"
-                    command = [sys.executable, str(root / "benchmarks" / script), flag, name,
-                               *options, "--json", str(out)]  # fmt: skip
+                    command = [
+                        sys.executable,
+                        str(root / "benchmarks" / script),
+                        flag,
+                        name,
+                        *options,
+                        "--json",
+                        str(out),
+                    ]
                     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
                     found = json.loads(out.read_text())["results"][0]
                 runs[side].append(found)
-                print(f"{name:8} {side:6} {found[rates[0]]:10,.0f}/s wall"
-                      f"  {found[rates[1]]:10,.0f}/CPU-s  load {found['load']:.2f}")  # fmt: skip
+                print(
+                    f"{name:8} {side:6} {found[rates[0]]:10,.0f}/s wall"
+                    f"  {found[rates[1]]:10,.0f}/CPU-s  load {found['load']:.2f}"
+                )
         for side, found in runs.items():
-            rows.append({"kind": name, "side": side, "runs": len(found),
-                         "wall": statistics.median(r[rates[0]] for r in found),
-                         "cpu": statistics.median(r[rates[1]] for r in found),
-                         "load": statistics.median(r["load"] for r in found)})  # fmt: skip
+            rows.append(
+                {
+                    "kind": name,
+                    "side": side,
+                    "runs": len(found),
+                    "wall": statistics.median(r[rates[0]] for r in found),
+                    "cpu": statistics.median(r[rates[1]] for r in found),
+                    "load": statistics.median(r["load"] for r in found),
+                }
+            )
     print("\nmedians            items/s wall   per CPU-s   load")
     for row in rows:
-        print(f"{row['kind']:8} {row['side']:6} {row['wall']:14,.0f} {row['cpu']:11,.0f}"
-              f"   {row['load']:.2f}")  # fmt: skip
+        print(
+            f"{row['kind']:8} {row['side']:6} {row['wall']:14,.0f} {row['cpu']:11,.0f}"
+            f"   {row['load']:.2f}"
+        )
     if json_path is not None:
         json_path.write_text(json.dumps({"compare": rows}, indent=2))
     return rows
@@ -411,12 +506,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     if args.compare is not None:
         options = ["--messages", str(args.messages), "--seed", str(args.seed)]
-        compare("history_import.py", args.compare, ("--formats", formats), options,
-                args.repeat, ("msg_per_s", "msg_per_cpu_s"), args.json)  # fmt: skip
+        compare(
+            "history_import.py",
+            args.compare,
+            ("--formats", formats),
+            options,
+            args.repeat,
+            ("msg_per_s", "msg_per_cpu_s"),
+            args.json,
+        )
         return 0
     print(f"{args.messages} messages per format; load before: {os.getloadavg()[0]:.2f}")
-    print("format   files  MB     read s  import s  CPU s  reader  msg/s read  msg/s import"
-          "  per CPU s")  # fmt: skip
+    print(
+        "format   files  MB     read s  import s  CPU s  reader  msg/s read  msg/s import"
+        "  per CPU s"
+    )
 
     def run(name: str, workdir: Path) -> Result:
         return asyncio.run(run_format(name, args.messages, args.seed, workdir))
@@ -424,8 +528,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def changed_again(r: Result) -> str | None:
         return f"added {r.again_added} messages" if r.again_added else None
 
-    results = run_each(formats, args.repeat, "lorebot-history-bench-", run, changed_again,
-                       median)  # fmt: skip
+    results = run_each(formats, args.repeat, "lorebot-history-bench-", run, changed_again, median)
     if results is None:
         return 1
     if args.json:

@@ -72,71 +72,135 @@ class Team:
 
 P = Person
 TEAMS = [
-    Team("c1", "payments-oncall", "C0PAYOPS", "dev",
-         [P("Priya", "Nair"), P("Marco", "Bianchi"), P("Sam", "Rivera"), P("Lena", "Hoffmann")],
-         [Service("ledger-api", ("the bookkeeping backend", "our accounting service"), (4, 1)),
-          Service("payout-worker", ("the job that sends merchants their money",
-                                    "the settlement sender"), (2, 7)),
-          Service("checkout-gw", ("the front door for card payments",
-                                  "the purchase entry point"), (7, 3)),
-          Service("fraud-scorer", ("the risk model that flags bad transactions",
-                                   "the scam detector"), (1, 12)),
-          Service("refund-svc", ("the money-back service", "the thing that reverses charges"),
-                  (3, 0))],
-         date(2026, 1, 5)),
-    Team("c2", "platform-infra", "C0PLATFORM", "dev",
-         [P("Sam", "Okafor"), P("Aisha", "Khan"), P("Tom", "Becker"), P("Priya", "Shah")],
-         [Service("ingress-nginx", ("the edge proxy in the clusters", "the HTTP router at the "
-                                    "cluster boundary"), (1, 9)),
-          Service("argocd", ("the GitOps sync tool", "the thing that applies manifests from "
-                             "git"), (2, 10)),
-          Service("vault", ("the secrets store", "where credentials are kept"), (1, 15)),
-          Service("cert-manager", ("the TLS certificate robot", "what renews certificates"),
-                  (1, 14)),
-          Service("coredns", ("cluster name resolution", "in-cluster DNS"), (1, 11))],
-         date(2026, 2, 2)),
-    Team("c3", "search-team", "C0SEARCH", "dev",
-         [P("Marco", "Rossi"), P("Yuki", "Tanaka"), P("Dev", "Patel"), P("Lena", "Park")],
-         [Service("query-api", ("the service answering searches", "the lookup endpoint"),
-                  (5, 2)),
-          Service("indexer", ("the document ingestion job", "what feeds documents into the "
-                              "cluster"), (3, 8)),
-          Service("ranker", ("the relevance model", "the ordering model for results"), (2, 4)),
-          Service("opensearch", ("the search cluster", "our Elastic fork nodes"), (2, 13)),
-          Service("synonyms-svc", ("the thesaurus service", "the word-expansion lookup"),
-                  (1, 3))],
-         date(2026, 3, 2)),
-    Team("c4", "data-pipeline", "C0DATA", "test",
-         [P("Aisha", "Rahman"), P("Tom", "Nguyen"), P("Chen", "Wei"), P("Sara", "Lopez")],
-         [Service("airflow", ("the DAG scheduler", "the workflow orchestrator"), (2, 9)),
-          Service("spark-etl", ("the nightly batch transforms", "the big batch jobs"), (3, 5)),
-          Service("kafka-connect", ("the CDC connectors", "the change-capture bridge"), (7, 6)),
-          Service("clickhouse", ("the analytics warehouse", "the columnar store for "
-                                 "reporting"), (24, 3)),
-          Service("dbt-runner", ("the SQL models build", "the warehouse model compiler"),
-                  (1, 8))],
-         date(2026, 1, 12)),
-    Team("c5", "mobile-backend", "C0MOBILE", "test",
-         [P("Dev", "Sharma"), P("Yuki", "Sato"), P("Omar", "Farouk"), P("Marco", "Bianchi")],
-         [Service("push-svc", ("the notification sender", "what pings people's phones"),
-                  (3, 3)),
-          Service("api-gateway", ("the app's front door", "the entry point for app traffic"),
-                  (6, 1)),
-          Service("auth-svc", ("the login service", "sign-in and tokens"), (4, 4)),
-          Service("feature-flags", ("the toggle service", "runtime switches for the app"),
-                  (2, 2)),
-          Service("media-resizer", ("the image thumbnail job", "the photo shrinker"), (1, 6))],
-         date(2026, 2, 9)),
-    Team("c6", "sre-core", "C0SRE", "test",
-         [P("Sara", "Ivanova"), P("Chen", "Li"), P("Priya", "Nair"), P("Omar", "Haddad")],
-         [Service("prometheus", ("the metrics scraper", "the time-series collector"), (2, 51)),
-          Service("alertmanager", ("the paging router", "what decides who gets woken up"),
-                  (0, 27)),
-          Service("grafana", ("the dashboards", "the charts site"), (11, 2)),
-          Service("loki", ("the log store", "where container output is kept"), (3, 1)),
-          Service("thanos", ("long-term metric storage", "the metrics archive"), (0, 35))],
-         date(2026, 3, 9)),
-]  # fmt: skip
+    Team(
+        "c1",
+        "payments-oncall",
+        "C0PAYOPS",
+        "dev",
+        [P("Priya", "Nair"), P("Marco", "Bianchi"), P("Sam", "Rivera"), P("Lena", "Hoffmann")],
+        [
+            Service("ledger-api", ("the bookkeeping backend", "our accounting service"), (4, 1)),
+            Service(
+                "payout-worker",
+                ("the job that sends merchants their money", "the settlement sender"),
+                (2, 7),
+            ),
+            Service(
+                "checkout-gw",
+                ("the front door for card payments", "the purchase entry point"),
+                (7, 3),
+            ),
+            Service(
+                "fraud-scorer",
+                ("the risk model that flags bad transactions", "the scam detector"),
+                (1, 12),
+            ),
+            Service(
+                "refund-svc", ("the money-back service", "the thing that reverses charges"), (3, 0)
+            ),
+        ],
+        date(2026, 1, 5),
+    ),
+    Team(
+        "c2",
+        "platform-infra",
+        "C0PLATFORM",
+        "dev",
+        [P("Sam", "Okafor"), P("Aisha", "Khan"), P("Tom", "Becker"), P("Priya", "Shah")],
+        [
+            Service(
+                "ingress-nginx",
+                ("the edge proxy in the clusters", "the HTTP router at the cluster boundary"),
+                (1, 9),
+            ),
+            Service(
+                "argocd",
+                ("the GitOps sync tool", "the thing that applies manifests from git"),
+                (2, 10),
+            ),
+            Service("vault", ("the secrets store", "where credentials are kept"), (1, 15)),
+            Service(
+                "cert-manager", ("the TLS certificate robot", "what renews certificates"), (1, 14)
+            ),
+            Service("coredns", ("cluster name resolution", "in-cluster DNS"), (1, 11)),
+        ],
+        date(2026, 2, 2),
+    ),
+    Team(
+        "c3",
+        "search-team",
+        "C0SEARCH",
+        "dev",
+        [P("Marco", "Rossi"), P("Yuki", "Tanaka"), P("Dev", "Patel"), P("Lena", "Park")],
+        [
+            Service("query-api", ("the service answering searches", "the lookup endpoint"), (5, 2)),
+            Service(
+                "indexer",
+                ("the document ingestion job", "what feeds documents into the cluster"),
+                (3, 8),
+            ),
+            Service("ranker", ("the relevance model", "the ordering model for results"), (2, 4)),
+            Service("opensearch", ("the search cluster", "our Elastic fork nodes"), (2, 13)),
+            Service("synonyms-svc", ("the thesaurus service", "the word-expansion lookup"), (1, 3)),
+        ],
+        date(2026, 3, 2),
+    ),
+    Team(
+        "c4",
+        "data-pipeline",
+        "C0DATA",
+        "test",
+        [P("Aisha", "Rahman"), P("Tom", "Nguyen"), P("Chen", "Wei"), P("Sara", "Lopez")],
+        [
+            Service("airflow", ("the DAG scheduler", "the workflow orchestrator"), (2, 9)),
+            Service("spark-etl", ("the nightly batch transforms", "the big batch jobs"), (3, 5)),
+            Service("kafka-connect", ("the CDC connectors", "the change-capture bridge"), (7, 6)),
+            Service(
+                "clickhouse",
+                ("the analytics warehouse", "the columnar store for reporting"),
+                (24, 3),
+            ),
+            Service("dbt-runner", ("the SQL models build", "the warehouse model compiler"), (1, 8)),
+        ],
+        date(2026, 1, 12),
+    ),
+    Team(
+        "c5",
+        "mobile-backend",
+        "C0MOBILE",
+        "test",
+        [P("Dev", "Sharma"), P("Yuki", "Sato"), P("Omar", "Farouk"), P("Marco", "Bianchi")],
+        [
+            Service("push-svc", ("the notification sender", "what pings people's phones"), (3, 3)),
+            Service(
+                "api-gateway", ("the app's front door", "the entry point for app traffic"), (6, 1)
+            ),
+            Service("auth-svc", ("the login service", "sign-in and tokens"), (4, 4)),
+            Service(
+                "feature-flags", ("the toggle service", "runtime switches for the app"), (2, 2)
+            ),
+            Service("media-resizer", ("the image thumbnail job", "the photo shrinker"), (1, 6)),
+        ],
+        date(2026, 2, 9),
+    ),
+    Team(
+        "c6",
+        "sre-core",
+        "C0SRE",
+        "test",
+        [P("Sara", "Ivanova"), P("Chen", "Li"), P("Priya", "Nair"), P("Omar", "Haddad")],
+        [
+            Service("prometheus", ("the metrics scraper", "the time-series collector"), (2, 51)),
+            Service(
+                "alertmanager", ("the paging router", "what decides who gets woken up"), (0, 27)
+            ),
+            Service("grafana", ("the dashboards", "the charts site"), (11, 2)),
+            Service("loki", ("the log store", "where container output is kept"), (3, 1)),
+            Service("thanos", ("long-term metric storage", "the metrics archive"), (0, 35)),
+        ],
+        date(2026, 3, 9),
+    ),
+]
 
 ENVS = (("prod", "production"), ("staging", "pre-production"), ("canary", "the canary pool"))
 COMPONENTS = (
@@ -306,11 +370,38 @@ DECISIONS = (
         "source maps for the mobile apps just work",
     ),
 )
-PLACES = ("Lisbon", "Kyoto", "Oaxaca", "Tromsø", "Marrakesh", "Hanoi", "Porto", "Cusco",
-          "Tbilisi", "Valparaíso", "Zanzibar", "Reykjavik")  # fmt: skip
+PLACES = (
+    "Lisbon",
+    "Kyoto",
+    "Oaxaca",
+    "Tromsø",
+    "Marrakesh",
+    "Hanoi",
+    "Porto",
+    "Cusco",
+    "Tbilisi",
+    "Valparaíso",
+    "Zanzibar",
+    "Reykjavik",
+)
 TOOLS = ("terraform", "helm", "kubectl", "ansible", "k9s", "pgbadger", "tcpdump", "stern")
-ACKS = ("ok", "👍", "ack", "thx!", "on it", "nice", "lgtm", "ty", "cool", "kk", "+1",
-        "sounds good", "🙏", "ok thanks", "got it")  # fmt: skip
+ACKS = (
+    "ok",
+    "👍",
+    "ack",
+    "thx!",
+    "on it",
+    "nice",
+    "lgtm",
+    "ty",
+    "cool",
+    "kk",
+    "+1",
+    "sounds good",
+    "🙏",
+    "ok thanks",
+    "got it",
+)
 SMALL_TALK = (
     ("anyone up for lunch at the ramen place?", "yes! 12:30?", "count me in"),
     (
@@ -373,8 +464,9 @@ class Builder:
             number = len(self.turns) + 1
             turn_id = f"{self.team.key}-{number:04d}"
             session = f"{self.team.key}-s{self.session_no:03d}"
-            self.turns.append(Turn(turn_id, self.team.key, session, thread, self.team.channel,
-                                   author, at, text))  # fmt: skip
+            self.turns.append(
+                Turn(turn_id, self.team.key, session, thread, self.team.channel, author, at, text)
+            )
             ids.append(turn_id)
             at += timedelta(minutes=self.rng.randint(1, 9), seconds=self.rng.randint(0, 59))
         return ids
@@ -424,14 +516,13 @@ class Builder:
                         f"{svc.name} {ver} going out to {env}",
                     )
                 ),
-            ),  # fmt: skip
+            ),
             self.ack(who),
             (who, f"canary at {self.rng.choice((5, 10, 25))}%, error rate flat so far"),
         ]
         if not failed:
-            lines.append((who, self.rng.choice((
-                "fully rolled out ✅", "100% now, all green", "done, dashboards look normal",
-            ))))  # fmt: skip
+            done = ("fully rolled out ✅", "100% now, all green", "done, dashboards look normal")
+            lines.append((who, self.rng.choice(done)))
             ids = self.session(lines)
             self.ask("temporal", f"when did {svc.name} {ver} go out to {env}?", [ids[0], ids[3]])
             self.ask("single", f"who deployed {svc.name} {ver}?", [ids[0]])
@@ -447,11 +538,17 @@ class Builder:
         ids = self.session(lines)
         self.ask("single", f"why was {svc.name} {ver} rolled back?", [ids[5]])
         self.ask("temporal", f"when did we roll back {svc.name} {ver}?", [ids[4], ids[5]])
-        self.ask("multi", f"who noticed the problem with {svc.name} {ver} and what broke?",
-                 [ids[3], ids[5]])  # fmt: skip
+        self.ask(
+            "multi",
+            f"who noticed the problem with {svc.name} {ver} and what broke?",
+            [ids[3], ids[5]],
+        )
         desc = self.rng.choice(svc.descs)
-        self.ask("paraphrase", f"a release of {desc} had to be undone, was it because of "
-                 f"{cause_desc}?", [ids[5]])  # fmt: skip
+        self.ask(
+            "paraphrase",
+            f"a release of {desc} had to be undone, was it because of {cause_desc}?",
+            [ids[5]],
+        )
 
     def incident(self) -> None:
         svc = self.rng.choice(self.team.services)
@@ -471,7 +568,7 @@ class Builder:
                         f"getting paged for {svc.name}: {symptom}",
                     )
                 ),
-            ),  # fmt: skip
+            ),
             (oncall, "ack, looking"),
             (helper, f"could it be {red_herring}?"),
             (oncall, "checked, that's fine"),
@@ -484,17 +581,24 @@ class Builder:
         ]
         ids = self.session(lines)
         desc = self.rng.choice(svc.descs)
-        self.ask("single", f"what was the root cause of the {svc.name} {symptom} incident?",
-                 [ids[5]])  # fmt: skip
-        self.ask("single", f"which ticket tracks the {svc.name} postmortem about {symptom}?",
-                 [ids[8]])  # fmt: skip
-        self.ask("multi", f"who was on call when {svc.name} had {symptom}, and who owns the "
-                 "postmortem?", [ids[0], ids[8]])  # fmt: skip
-        self.ask("multi", f"what caused the {svc.name} {symptom} and how was it fixed?",
-                 [ids[5], ids[6]])  # fmt: skip
+        self.ask(
+            "single", f"what was the root cause of the {svc.name} {symptom} incident?", [ids[5]]
+        )
+        self.ask(
+            "single", f"which ticket tracks the {svc.name} postmortem about {symptom}?", [ids[8]]
+        )
+        self.ask(
+            "multi",
+            f"who was on call when {svc.name} had {symptom}, and who owns the postmortem?",
+            [ids[0], ids[8]],
+        )
+        self.ask(
+            "multi", f"what caused the {svc.name} {symptom} and how was it fixed?", [ids[5], ids[6]]
+        )
         self.ask("temporal", f"when did {svc.name} have {symptom}?", [ids[0]])
-        self.ask("paraphrase", f"that time {desc} — {symptom_desc} — what was the reason?",
-                 [ids[5]])  # fmt: skip
+        self.ask(
+            "paraphrase", f"that time {desc} — {symptom_desc} — what was the reason?", [ids[5]]
+        )
         self.ask("paraphrase", f"remind me why {desc} broke: was it {cause_desc}?", [ids[5]])
 
     def port_fact(self) -> None:
@@ -511,14 +615,17 @@ class Builder:
                 self.rng.choice(
                     (f"{port}", f"{port} since the last upgrade", f"it's {port}, was {old} before")
                 ),
-            ),  # fmt: skip
+            ),
             (asker, "thanks"),
         ]
         ids = self.session(lines)
         desc = self.rng.choice(svc.descs)
         self.ask("single", f"which port does the {svc.name} {component} listen on?", [ids[1]])
-        self.ask("paraphrase", f"what number do I connect to for the {component_desc} of {desc}?",
-                 [ids[1]])  # fmt: skip
+        self.ask(
+            "paraphrase",
+            f"what number do I connect to for the {component_desc} of {desc}?",
+            [ids[1]],
+        )
 
     def decision(self) -> None:
         topic, purpose, options, reason = self.rng.choice(DECISIONS)
@@ -549,30 +656,39 @@ class Builder:
                 previous,
                 f"handing on-call to {nxt.first}. open: {svc.name} flapping alert, "
                 f"and the {tool} upgrade is half done",
-            ),  # fmt: skip
+            ),
             (nxt, f"ack, I have the pager. thanks {previous.first}"),
         ]
         ids = self.session(lines)
         self.on_call = nxt
-        self.ask("temporal", f"when did {nxt.first} take over on-call from {previous.first}?",
-                 [ids[0], ids[1]])  # fmt: skip
-        self.ask("single", f"what was still open when {previous.first} handed over on-call "
-                 f"to {nxt.first}?", [ids[0]])  # fmt: skip
+        self.ask(
+            "temporal",
+            f"when did {nxt.first} take over on-call from {previous.first}?",
+            [ids[0], ids[1]],
+        )
+        self.ask(
+            "single",
+            f"what was still open when {previous.first} handed over on-call to {nxt.first}?",
+            [ids[0]],
+        )
 
     def time_off(self) -> None:
         away = self.pick()
         cover = self.pick(away)
         place = self.rng.choice(PLACES)
         days = self.rng.randint(4, 12)
-        ids = self.session([
+        lines = [
             (away, f"heads up: I'm out for {days} days from next monday, {place} 🌞"),
             (cover, f"I'll take {away.first}'s reviews and pager while they're away"),
             self.ack(away),
-        ])  # fmt: skip
-        self.ask("multi", f"where did {away.first} go on holiday and who covered?",
-                 [ids[0], ids[1]])  # fmt: skip
-        self.ask("paraphrase", f"who stood in for {away.first} during the trip to {place}?",
-                 [ids[1]])  # fmt: skip
+        ]
+        ids = self.session(lines)
+        self.ask(
+            "multi", f"where did {away.first} go on holiday and who covered?", [ids[0], ids[1]]
+        )
+        self.ask(
+            "paraphrase", f"who stood in for {away.first} during the trip to {place}?", [ids[1]]
+        )
         self.ask("temporal", f"when did {away.first} announce the {place} trip?", [ids[0]])
 
     def cost(self) -> None:
@@ -590,49 +706,75 @@ class Builder:
         )
         who, finder = self.pick(), None
         finder = self.pick(who)
-        ids = self.session([
+        lines = [
             (who, f"the {svc.name} bill went up {pct}% in {month}, any idea why?"),
             (finder, f"it's {culprit}, I'll clean it up this week"),
             self.ack(who),
-        ])  # fmt: skip
+        ]
+        ids = self.session(lines)
         self.ask("single", f"why did {svc.name} cost more in {month}?", [ids[1]])
-        self.ask("multi", f"by how much did the {svc.name} bill grow, and what caused it?",
-                 [ids[0], ids[1]])  # fmt: skip
+        self.ask(
+            "multi",
+            f"by how much did the {svc.name} bill grow, and what caused it?",
+            [ids[0], ids[1]],
+        )
 
     def migration(self, svc: Service, stage: int, state: dict[str, str]) -> None:
         if stage == 0:
-            old, new = self.rng.choice((("postgres 13", "postgres 16"), ("EC2", "EKS"),
-                                        ("redis 6", "valkey 8"), ("mysql 5.7", "aurora mysql 3"),
-                                        ("Jenkins", "GitHub Actions")))  # fmt: skip
+            moves = (
+                ("postgres 13", "postgres 16"),
+                ("EC2", "EKS"),
+                ("redis 6", "valkey 8"),
+                ("mysql 5.7", "aurora mysql 3"),
+                ("Jenkins", "GitHub Actions"),
+            )
+            old, new = self.rng.choice(moves)
             lead = self.pick()
             state.update(old=old, new=new, lead=lead.first)
-            ids = self.session([
-                (lead, f"kickoff: moving {svc.name} from {old} to {new}, target is end of "
-                       f"{(self.day + timedelta(days=45)).strftime('%B')}"),
+            lines = [
+                (
+                    lead,
+                    f"kickoff: moving {svc.name} from {old} to {new}, target is end of "
+                    f"{(self.day + timedelta(days=45)).strftime('%B')}",
+                ),
                 self.ack(lead),
-            ])  # fmt: skip
+            ]
+            ids = self.session(lines)
             state["kickoff"] = ids[0]
         elif stage == 1:
-            blocker = self.rng.choice(("the replication slot keeps falling behind",
-                                       "a driver that doesn't support SCRAM auth",
-                                       "IAM roles for the new nodes are missing",
-                                       "a schema drift between prod and staging"))  # fmt: skip
-            ids = self.session([
+            blocker = self.rng.choice(
+                (
+                    "the replication slot keeps falling behind",
+                    "a driver that doesn't support SCRAM auth",
+                    "IAM roles for the new nodes are missing",
+                    "a schema drift between prod and staging",
+                )
+            )
+            lines = [
                 (self.pick(), f"{svc.name} migration is blocked: {blocker}"),
                 (self.pick(), "ugh. I can pair on it tomorrow"),
-            ])  # fmt: skip
+            ]
+            ids = self.session(lines)
             state["blocker"] = ids[0]
         else:
-            ids = self.session([
+            lines = [
                 (self.pick(), f"{svc.name} cutover done ✅ running on {state['new']} now"),
                 (self.pick(), "🎉 great work"),
-            ])  # fmt: skip
-            self.ask("temporal", f"when was the {svc.name} move to {state['new']} finished?",
-                     [ids[0]])  # fmt: skip
-            self.ask("multi", f"what blocked the {svc.name} migration and when did it finish?",
-                     [state["blocker"], ids[0]])  # fmt: skip
-            self.ask("multi", f"who started the {svc.name} move off {state['old']}, and is "
-                     "it done?", [state["kickoff"], ids[0]])  # fmt: skip
+            ]
+            ids = self.session(lines)
+            self.ask(
+                "temporal", f"when was the {svc.name} move to {state['new']} finished?", [ids[0]]
+            )
+            self.ask(
+                "multi",
+                f"what blocked the {svc.name} migration and when did it finish?",
+                [state["blocker"], ids[0]],
+            )
+            self.ask(
+                "multi",
+                f"who started the {svc.name} move off {state['old']}, and is it done?",
+                [state["kickoff"], ids[0]],
+            )
 
     def small_talk(self) -> None:
         lines = self.rng.choice(SMALL_TALK)
@@ -645,11 +787,20 @@ def build(team: Team, rng: random.Random) -> Builder:
     b = Builder(team, rng)
     b.day = team.start
     migrating = rng.sample(team.services, 2)
-    plans = {svc.name: (rng.randint(5, 20), rng.randint(6, 20), rng.randint(5, 15))
-             for svc in migrating}  # fmt: skip
+    plans = {
+        svc.name: (rng.randint(5, 20), rng.randint(6, 20), rng.randint(5, 15)) for svc in migrating
+    }
     states: dict[str, dict[str, str]] = {svc.name: {} for svc in migrating}
-    steps = [*("deploy",) * 12, *("incident",) * 6, *("port_fact",) * 4, *("decision",) * 3,
-             *("handover",) * 2, "time_off", "cost", *("small_talk",) * 4]  # fmt: skip
+    steps = [
+        *("deploy",) * 12,
+        *("incident",) * 6,
+        *("port_fact",) * 4,
+        *("decision",) * 3,
+        *("handover",) * 2,
+        "time_off",
+        "cost",
+        *("small_talk",) * 4,
+    ]
     for day_no in range(DAYS):
         b.day = team.start + timedelta(days=day_no + (day_no // 5) * 2)  # weekdays
         for svc in migrating:
@@ -681,17 +832,17 @@ def choose_questions(b: Builder, rng: random.Random) -> list[Question]:
         pool = list(dict((text, evidence) for text, evidence in b.candidates.get(kind, [])).items())
         if kind == "paraphrase":
             pool = [
-                (text, ev) for text, ev in pool
+                (text, ev)
+                for text, ev in pool
                 if len(stems(text) & set().union(*(stems(by_id[e].text) for e in ev)))
                 <= PARAPHRASE_MAX_SHARED
-            ]  # fmt: skip
+            ]
         rng.shuffle(pool)
         if len(pool) < QUESTIONS_PER_KIND:
             raise SystemExit(f"{b.team.key}: only {len(pool)} {kind} questions")
         for text, evidence in pool[:QUESTIONS_PER_KIND]:
             number = len(chosen) + 1
-            chosen.append(Question(f"{b.team.key}-q{number:03d}", b.team.key, kind, text,
-                                   evidence))  # fmt: skip
+            chosen.append(Question(f"{b.team.key}-q{number:03d}", b.team.key, kind, text, evidence))
     return chosen
 
 
@@ -707,20 +858,32 @@ def main() -> None:
     with (OUT / "turns.jsonl").open("w", encoding="utf-8") as out:
         for t in turns:
             half = next(team.half for team in TEAMS if team.key == t.conversation)
-            out.write(json.dumps({
-                "id": t.id, "conversation": t.conversation, "half": half,
-                "channel": t.channel, "scope": f"channel:slack/{_channel_id(t.channel)}",
-                "thread": t.thread, "session": t.session, "author": t.author.name,
-                "author_id": t.author.user_id, "at": t.at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            row = {
+                "id": t.id,
+                "conversation": t.conversation,
+                "half": half,
+                "channel": t.channel,
+                "scope": f"channel:slack/{_channel_id(t.channel)}",
+                "thread": t.thread,
+                "session": t.session,
+                "author": t.author.name,
+                "author_id": t.author.user_id,
+                "at": t.at.strftime("%Y-%m-%dT%H:%M:%SZ"),
                 "text": t.text,
-            }, ensure_ascii=False) + "\n")  # fmt: skip
+            }
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
     with (OUT / "questions.jsonl").open("w", encoding="utf-8") as out:
         for q in questions:
             half = next(team.half for team in TEAMS if team.key == q.conversation)
-            out.write(json.dumps({
-                "id": q.id, "conversation": q.conversation, "half": half, "kind": q.kind,
-                "question": q.question, "evidence": q.evidence,
-            }, ensure_ascii=False) + "\n")  # fmt: skip
+            row = {
+                "id": q.id,
+                "conversation": q.conversation,
+                "half": half,
+                "kind": q.kind,
+                "question": q.question,
+                "evidence": q.evidence,
+            }
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
     print(f"{len(turns)} turns, {len(questions)} questions in {OUT}")
 
 

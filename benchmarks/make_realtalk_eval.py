@@ -44,16 +44,21 @@ class Corpus:
         self.bare = not (path / "data").is_dir()
 
     def git(self, *args: str) -> str:
-        done = subprocess.run(["git", "--git-dir", str(self.path), *args], check=True,
-                              capture_output=True, text=True)  # fmt: skip
+        done = subprocess.run(
+            ["git", "--git-dir", str(self.path), *args], check=True, capture_output=True, text=True
+        )
         return done.stdout
 
     def commit(self) -> str:
         if self.bare:
             return self.git("rev-parse", "HEAD").strip()
         try:
-            done = subprocess.run(["git", "-C", str(self.path), "rev-parse", "HEAD"],
-                                  check=True, capture_output=True, text=True)  # fmt: skip
+            done = subprocess.run(
+                ["git", "-C", str(self.path), "rev-parse", "HEAD"],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
         except (OSError, subprocess.CalledProcessError):
             return "unknown"
         return done.stdout.strip()
@@ -90,12 +95,17 @@ def convert(number: int, chat: dict[str, Any]) -> tuple[list[dict[str, Any]], li
             text = " ".join(turn["clean_text"].split())
             if not text:
                 continue
-            turns.append({
-                "id": f"{conversation}:{turn['dia_id']}", "conversation": conversation,
-                "half": half, "session": session, "speaker": turn["speaker"],
-                "summary": text[:SUMMARY_CHARS],
-                "body": f"{turn['speaker']} on {day_of(turn['date_time'])}: {text}",
-            })  # fmt: skip
+            turns.append(
+                {
+                    "id": f"{conversation}:{turn['dia_id']}",
+                    "conversation": conversation,
+                    "half": half,
+                    "session": session,
+                    "speaker": turn["speaker"],
+                    "summary": text[:SUMMARY_CHARS],
+                    "body": f"{turn['speaker']} on {day_of(turn['date_time'])}: {text}",
+                }
+            )
     present = {t["id"] for t in turns}
     questions: list[dict[str, Any]] = []
     for qa in chat["qa"]:
@@ -104,11 +114,17 @@ def convert(number: int, chat: dict[str, Any]) -> tuple[list[dict[str, Any]], li
         evidence = [e for e in evidence if e in present]
         if not evidence:
             continue
-        questions.append({
-            "id": f"{conversation}-q{len(questions) + 1:03d}", "conversation": conversation,
-            "half": half, "category": qa.get("category"), "question": qa["question"],
-            "answer": str(qa.get("answer", "")), "evidence": evidence,
-        })  # fmt: skip
+        questions.append(
+            {
+                "id": f"{conversation}-q{len(questions) + 1:03d}",
+                "conversation": conversation,
+                "half": half,
+                "category": qa.get("category"),
+                "question": qa["question"],
+                "answer": str(qa.get("answer", "")),
+                "evidence": evidence,
+            }
+        )
     return turns, questions
 
 
@@ -139,9 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     write_jsonl(args.out / "turns.jsonl", turns)
     write_jsonl(args.out / "questions.jsonl", questions)
-    source = {"corpus": "REALTALK", "repository": "https://github.com/danny911kr/REALTALK",
-              "commit": corpus.commit(), "turns": len(turns), "questions": len(questions),
-              "questions_dropped": asked - len(questions)}  # fmt: skip
+    source = {
+        "corpus": "REALTALK",
+        "repository": "https://github.com/danny911kr/REALTALK",
+        "commit": corpus.commit(),
+        "turns": len(turns),
+        "questions": len(questions),
+        "questions_dropped": asked - len(questions),
+    }
     (args.out / "source.json").write_text(json.dumps(source, indent=2) + "\n")
     print(json.dumps(source))
     return 0

@@ -59,9 +59,17 @@ from tests.fakes.adapter import StreamingAdapter  # noqa: E402
 from tests.support.llama import MODEL, LlamaServer  # noqa: E402
 
 SUBJECTS = [
-    "the staging database", "deploys", "the edge proxy", "the on-call rota", "backups",
-    "the dashboards", "TLS certificates", "the job queue", "the VPN", "redis",
-]  # fmt: skip
+    "the staging database",
+    "deploys",
+    "the edge proxy",
+    "the on-call rota",
+    "backups",
+    "the dashboards",
+    "TLS certificates",
+    "the job queue",
+    "the VPN",
+    "redis",
+]
 FORMS = [
     "where is {}?",
     "search your notes for {}",
@@ -70,9 +78,11 @@ FORMS = [
     "when was {} last changed?",
 ]
 NOTICES = {
-    EMPTY_NOTICE: "empty twice", UNREADABLE_NOTICE: "unreadable", TOO_LONG_NOTICE: "too long",
+    EMPTY_NOTICE: "empty twice",
+    UNREADABLE_NOTICE: "unreadable",
+    TOO_LONG_NOTICE: "too long",
     OFFLINE_NOTICE: "unreachable",
-}  # fmt: skip
+}
 QUESTIONS = [form.format(subject) for form in FORMS for subject in SUBJECTS]  # 50
 
 
@@ -150,15 +160,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     await bot.dispatcher.wait_idle()
                     took = time.perf_counter() - started
                     reply = adapter.sent[-1].current if len(adapter.sent) > sent else ""
-                    turns.append({
-                        "question": question, "s": took, "calls": len(calls),
-                        "first": first_kind(calls[0]) if calls else "none",
-                        "failures": [c["failed"] for c in calls if "failed" in c],
-                        "looped": repeats(bot) > repeated, "final": final_kind(reply),
-                        "nudge_calls": sum(c["nudged"] for c in calls),
-                        "nudge_s": sum(c["s"] for c in calls if c["nudged"]),
-                        "reply": reply[:200],
-                    })  # fmt: skip
+                    turns.append(
+                        {
+                            "question": question,
+                            "s": took,
+                            "calls": len(calls),
+                            "first": first_kind(calls[0]) if calls else "none",
+                            "failures": [c["failed"] for c in calls if "failed" in c],
+                            "looped": repeats(bot) > repeated,
+                            "final": final_kind(reply),
+                            "nudge_calls": sum(c["nudged"] for c in calls),
+                            "nudge_s": sum(c["s"] for c in calls if c["nudged"]),
+                            "reply": reply[:200],
+                        }
+                    )
             finally:
                 await bot.stop()
         finally:
@@ -207,14 +222,20 @@ def main() -> None:
     args = parser.parse_args()
     result = asyncio.run(run(args))
     print(f"{result['turns']} turns on {MODEL}, every tool offered:")
-    print(f"  before (the model's first answer): {result['before']}; "
-          f"turns with the same call again: {result['looped']}")  # fmt: skip
+    print(
+        f"  before (the model's first answer): {result['before']}; "
+        f"turns with the same call again: {result['looped']}"
+    )
     print(f"  after (what the person got): {result['after']}")
-    print(f"  model calls: {result['model_calls']}, of which after a nudge: "
-          f"{result['nudge_calls']} in {result['turns_nudged']} turns")  # fmt: skip
-    print(f"  time a nudge added to its turn: median {result['added_s_median'] * 1000:.0f} ms, "
-          f"p95 {result['added_s_p95'] * 1000:.0f} ms (a turn without one: median "
-          f"{result['turn_s_median_without_nudge'] * 1000:.0f} ms)")  # fmt: skip
+    print(
+        f"  model calls: {result['model_calls']}, of which after a nudge: "
+        f"{result['nudge_calls']} in {result['turns_nudged']} turns"
+    )
+    print(
+        f"  time a nudge added to its turn: median {result['added_s_median'] * 1000:.0f} ms, "
+        f"p95 {result['added_s_p95'] * 1000:.0f} ms (a turn without one: median "
+        f"{result['turn_s_median_without_nudge'] * 1000:.0f} ms)"
+    )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2, default=str))
     if args.questions == 50:

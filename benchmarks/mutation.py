@@ -29,42 +29,56 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # The scheduled jobs share one test set.
 JOB_TESTS = (
-    "tests/bot/jobs/test_jobs.py", "tests/bot/jobs/test_job_promises.py",
+    "tests/bot/jobs/test_jobs.py",
+    "tests/bot/jobs/test_job_promises.py",
     "tests/bot/jobs/test_mutants_jobs.py",
-)  # fmt: skip
+)
 
 # Each module with the tests that exercise it: mutmut runs, per mutant, only the tests of
 # this set that reached the mutated function, so a narrow set keeps the run short.
 MODULES: dict[str, tuple[str, ...]] = {
     "memory/visibility.py": (
-        "tests/memory", "tests/bot/cli/test_visibility_edges.py", "tests/bot/cli/test_cli.py",
+        "tests/memory",
+        "tests/bot/cli/test_visibility_edges.py",
+        "tests/bot/cli/test_cli.py",
     ),
     "bot/daemon/health.py": (
-        "tests/bot/daemon/test_operations.py", "tests/bot/daemon/test_health_edges.py",
+        "tests/bot/daemon/test_operations.py",
+        "tests/bot/daemon/test_health_edges.py",
     ),
     "bot/core/dispatcher.py": (
-        "tests/bot/core/test_core_e2e.py", "tests/bot/core/test_agent_turns.py",
-        "tests/bot/approvals/test_approval_hardening.py", "tests/bot/core/test_dispatcher_edges.py",
-        "tests/adapters/test_card_keys.py", "tests/adapters/slack/test_slack.py",
+        "tests/bot/core/test_core_e2e.py",
+        "tests/bot/core/test_agent_turns.py",
+        "tests/bot/approvals/test_approval_hardening.py",
+        "tests/bot/core/test_dispatcher_edges.py",
+        "tests/adapters/test_card_keys.py",
+        "tests/adapters/slack/test_slack.py",
         "tests/adapters/discord/test_discord.py",
     ),
     "memory/sql/proposals.py": (
-        "tests/bot/core/test_core_e2e.py", "tests/bot/approvals/test_approval_hardening.py",
-        "tests/bot/approvals/test_approval_edges.py", "tests/bot/cli/test_chat_cli.py",
-        "tests/bot/tools/test_tools.py", "tests/bot/jobs/test_jobs.py",
+        "tests/bot/core/test_core_e2e.py",
+        "tests/bot/approvals/test_approval_hardening.py",
+        "tests/bot/approvals/test_approval_edges.py",
+        "tests/bot/cli/test_chat_cli.py",
+        "tests/bot/tools/test_tools.py",
+        "tests/bot/jobs/test_jobs.py",
         "tests/bot/approvals/test_mutants_approvals.py",
         "tests/bot/approvals/test_mutants_proposals.py",
     ),
     "bot/approvals/service.py": (
-        "tests/bot/core/test_core_e2e.py", "tests/bot/approvals/test_approval_hardening.py",
+        "tests/bot/core/test_core_e2e.py",
+        "tests/bot/approvals/test_approval_hardening.py",
         "tests/bot/approvals/test_approval_edges.py",
-        "tests/bot/cli/test_chat_cli.py", "tests/bot/tools/test_tools.py",
+        "tests/bot/cli/test_chat_cli.py",
+        "tests/bot/tools/test_tools.py",
         "tests/bot/actions/test_actions.py",
-        "tests/bot/core/test_skills_e2e.py", "tests/bot/actions/test_skill_scripts.py",
+        "tests/bot/core/test_skills_e2e.py",
+        "tests/bot/actions/test_skill_scripts.py",
         "tests/bot/approvals/test_mutants_approvals.py",
     ),
     "bot/daemon/supervision.py": (
-        "tests/bot/daemon/test_operations.py", "tests/bot/daemon/test_health_edges.py",
+        "tests/bot/daemon/test_operations.py",
+        "tests/bot/daemon/test_health_edges.py",
     ),
     "bot/jobs/runner.py": JOB_TESTS,
     "bot/jobs/digest.py": (*JOB_TESTS, "tests/bot/actions/test_actions_operations.py"),
@@ -73,7 +87,7 @@ MODULES: dict[str, tuple[str, ...]] = {
     "bot/jobs/patterns.py": JOB_TESTS,
     "memory/redaction.py": ("tests/memory", "tests/bot/core/test_secret_redaction.py"),
     "memory/secret_patterns.py": ("tests/memory", "tests/bot/core/test_secret_redaction.py"),
-}  # fmt: skip
+}
 
 # mutmut's exit codes for a mutant, by the outcome they stand for.
 STATUS = {

@@ -105,9 +105,19 @@ TURNS = Path(__file__).resolve().parent / "data" / "ops_eval" / "turns.jsonl"
 
 def ops_notes(count: int, seed: int) -> list[NoteDraft]:
     """Generated ops-team notes: the corpus of benchmarks/recall.py."""
-    return [NoteDraft(Scope.parse(g.scope), g.topic, g.summary, g.body, g.category, g.private,
-                      author="user:slack/U0000001", source="https://example.slack.com/x")
-            for g in generate_corpus(count, seed).notes]  # fmt: skip
+    return [
+        NoteDraft(
+            Scope.parse(g.scope),
+            g.topic,
+            g.summary,
+            g.body,
+            g.category,
+            g.private,
+            author="user:slack/U0000001",
+            source="https://example.slack.com/x",
+        )
+        for g in generate_corpus(count, seed).notes
+    ]
 
 
 def turn_notes(count: int, seed: int) -> list[NoteDraft]:
@@ -126,9 +136,16 @@ CORPORA = {"ops": ops_notes, "turns": turn_notes}
 
 
 def note_line(note: NoteDraft) -> str:
-    line = {"scope": str(note.scope), "topic": note.topic, "summary": note.summary,
-            "body": note.body, "category": note.category.value, "private": note.private,
-            "author": note.author, "source": note.source}  # fmt: skip
+    line = {
+        "scope": str(note.scope),
+        "topic": note.topic,
+        "summary": note.summary,
+        "body": note.body,
+        "category": note.category.value,
+        "private": note.private,
+        "author": note.author,
+        "source": note.source,
+    }
     return json.dumps(line)
 
 
@@ -142,9 +159,27 @@ def write_folder(root: Path, notes: Sequence[NoteDraft]) -> tuple[Path, int]:
     """An export folder exactly as `lorebot notes export` writes it."""
     folder = root / "export"
     when = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
-    stored = [Note(n, d.scope, d.topic, d.summary, d.body, d.category, d.private, False,
-                   d.author, d.source, 1.0, when, when, 0, None, None)
-              for n, d in enumerate(notes, start=1)]  # fmt: skip
+    stored = [
+        Note(
+            id=n,
+            scope=d.scope,
+            topic=d.topic,
+            summary=d.summary,
+            body=d.body,
+            category=d.category,
+            private=d.private,
+            pinned=False,
+            author=d.author,
+            source=d.source,
+            confidence=1.0,
+            created_at=when,
+            updated_at=when,
+            access_count=0,
+            last_access=None,
+            expires_at=None,
+        )
+        for n, d in enumerate(notes, start=1)
+    ]
     return folder, export_notes(stored, folder)
 
 
@@ -170,17 +205,32 @@ async def run_form(form: str, notes: Sequence[NoteDraft], workdir: Path) -> Resu
         change_sets = int(await db.scalar("SELECT count(*) FROM note_changes"))
     finally:
         await db.close()
-    return Result(form, len(notes), files, size_of(source), read_s, import_s, import_cpu_s,
-                  main_cpu_s, result.created, again.created + again.updated,
-                  os.getloadavg()[0], change_sets)  # fmt: skip
+    return Result(
+        form=form,
+        notes=len(notes),
+        files=files,
+        bytes=size_of(source),
+        read_s=read_s,
+        import_s=import_s,
+        import_cpu_s=import_cpu_s,
+        main_cpu_s=main_cpu_s,
+        created=result.created,
+        again_changed=again.created + again.updated,
+        load=os.getloadavg()[0],
+        change_sets=change_sets,
+    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--notes", type=parse_count, default=100_000)
     parser.add_argument("--forms", default="jsonl,folder")
-    parser.add_argument("--corpus", choices=sorted(CORPORA), default="ops",
-                        help="ops notes with bodies of 200-800 bytes, or chat turns")  # fmt: skip
+    parser.add_argument(
+        "--corpus",
+        choices=sorted(CORPORA),
+        default="ops",
+        help="ops notes with bodies of 200-800 bytes, or chat turns",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=1, help="runs per form (median row)")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -193,13 +243,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     forms = [f.strip() for f in args.forms.split(",") if f.strip()]
     if args.compare is not None:
         options = ["--notes", str(args.notes), "--seed", str(args.seed), "--corpus", args.corpus]
-        compare("notes_import.py", args.compare, ("--forms", forms), options,
-                args.repeat, ("notes_per_s", "notes_per_cpu_s"), args.json)  # fmt: skip
+        compare(
+            "notes_import.py",
+            args.compare,
+            ("--forms", forms),
+            options,
+            args.repeat,
+            ("notes_per_s", "notes_per_cpu_s"),
+            args.json,
+        )
         return 0
     notes = CORPORA[args.corpus](args.notes, args.seed)
     print(f"{args.notes} {args.corpus} notes per form; load before: {os.getloadavg()[0]:.2f}")
-    print("form      files MB     read s  import s  CPU s  main   notes/s read  notes/s import"
-          "  per CPU s")  # fmt: skip
+    print(
+        "form      files MB     read s  import s  CPU s  main   notes/s read  notes/s import"
+        "  per CPU s"
+    )
 
     def run(form: str, workdir: Path) -> Result:
         return asyncio.run(run_form(form, notes, workdir))

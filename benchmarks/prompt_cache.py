@@ -73,12 +73,14 @@ def settings_for(folder: Path, server: LlamaServer, n_ctx: int) -> Settings:
         database={"path": folder / "bench.db"},
         model={"backend": "openai"},
         openai={
-            "base_url": server.base_url, "model": MODEL, "context_tokens": n_ctx,
+            "base_url": server.base_url,
+            "model": MODEL,
+            "context_tokens": n_ctx,
             "timeout_s": 120.0,
         },
         jobs={"enabled": False},
         skills={"home_root": folder / "none-home", "user_root": folder / "none-user"},
-    )  # fmt: skip
+    )
 
 
 def cache_lines(server: LlamaServer, start: int) -> tuple[list[tuple[int, int]], int]:
@@ -110,8 +112,7 @@ async def converse(
         await asyncio.sleep(0.3)  # the server writes its log line after it answered
         requests, offset = cache_lines(server, offset)
         reply = adapter.sent[-1].current if adapter.sent else ""
-        rows.append({"turn": number, "requests": requests, "first_piece_s": first,
-                     "reply": reply})  # fmt: skip
+        rows.append({"turn": number, "requests": requests, "first_piece_s": first, "reply": reply})
     return rows
 
 
@@ -167,20 +168,25 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=10, choices=range(2, len(QUESTIONS) + 1))
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument(
-        "--chat-format", default="chatml-function-calling",
+        "--chat-format",
+        default="chatml-function-calling",
         help="llama.cpp's chat format: chatml-function-calling (tools), or chatml, whose "
         "template writes a reply back as the model generated it",
-    )  # fmt: skip
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     result = asyncio.run(run(args))
     print(f"{result['turns_measured']} turns after a conversation's first, on {MODEL}:")
-    print(f"  first prompt of a turn cached: median {result['first_prompt_cached_median']:.1%}, "
-          f"lowest {result['first_prompt_cached_lowest']:.1%}")  # fmt: skip
+    print(
+        f"  first prompt of a turn cached: median {result['first_prompt_cached_median']:.1%}, "
+        f"lowest {result['first_prompt_cached_lowest']:.1%}"
+    )
     print(f"  every prompt cached: median {result['all_prompts_cached_median']:.1%}")
     print(f"  tokens read anew per turn: median {result['tokens_read_anew_median']:.0f}")
-    print(f"  message to first piece of the answer: median "
-          f"{result['first_piece_s_median'] * 1000:.0f} ms")  # fmt: skip
+    print(
+        f"  message to first piece of the answer: median "
+        f"{result['first_piece_s_median'] * 1000:.0f} ms"
+    )
     for number, rows in enumerate(result["conversations"]):
         cells = [
             "-" if not r["requests"] else f"{r['requests'][0][0]}/{sum(r['requests'][0])}"

@@ -102,10 +102,14 @@ def realtalk_half(half: str) -> Half:
             continue
         number = numbers[turn["conversation"]] = numbers.get(turn["conversation"], 0) + 1
         draft = NoteDraft(
-            scope=realtalk_scope(turn["conversation"]), topic=f"turn{number:05d}",
-            summary=turn["summary"], body=turn["body"], category=Category.FACT,
-            author=turn["speaker"], source=turn["id"],
-        )  # fmt: skip
+            scope=realtalk_scope(turn["conversation"]),
+            topic=f"turn{number:05d}",
+            summary=turn["summary"],
+            body=turn["body"],
+            category=Category.FACT,
+            author=turn["speaker"],
+            source=turn["id"],
+        )
         notes.append((turn["id"], draft))
     asked = [
         Asked(
@@ -225,8 +229,9 @@ async def run_half(
     try:
         if pg_url is not None:
             await add_postgresql(store, half, pg_url)
-        found = {label: [await rank(a) for a in half.asked] for label, rank in
-                 rankers(store).items()}  # fmt: skip
+        found = {
+            label: [await rank(a) for a in half.asked] for label, rank in rankers(store).items()
+        }
     finally:
         await store.db.close()
         if store.postgresql is not None:
@@ -234,9 +239,10 @@ async def run_half(
     qs = [a.question for a in half.asked]
     scores = {label: score(lists, qs) for label, lists in found.items()}
     report: dict[str, Any] = {
-        "turns": len(half.notes), "questions": len(qs),
+        "turns": len(half.notes),
+        "questions": len(qs),
         **{label: scores[label].__dict__ for label in scores},
-    }  # fmt: skip
+    }
     lower = [
         (q.id, ref, ours)
         for q, p, lb in zip(qs, found[PLAIN], found[LOREBOT], strict=True)
@@ -253,16 +259,19 @@ async def run_half(
     if ranks:
         report["lower questions"] = [{"id": i, "plain": r, "lorebot": o} for i, r, o in lower]
         texts = {q.id: q.text for q in qs}
-        print(f"\n{name} {half.name}: {len(lower)} questions ranked lower by lorebot, "
-              f"{higher} higher (rank of the first evidence turn, plain -> lorebot)")  # fmt: skip
+        print(
+            f"\n{name} {half.name}: {len(lower)} questions ranked lower by lorebot, "
+            f"{higher} higher (rank of the first evidence turn, plain -> lorebot)"
+        )
         for i, r, o in lower:
             print(f"  {i}: {r} -> {o or '-'}  {texts[i]}")
     return report
 
 
 def print_table(report: dict[str, Any]) -> None:
-    print("\n| set | half | turns | questions | ranking | hit@5 | hit@10 | MRR@10 | "
-          "lower / higher |")  # fmt: skip
+    print(
+        "\n| set | half | turns | questions | ranking | hit@5 | hit@10 | MRR@10 | lower / higher |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for set_name, halves in report.items():
         for half, r in halves.items():
@@ -271,8 +280,10 @@ def print_table(report: dict[str, Any]) -> None:
                     continue
                 s = Score(**r[label])
                 moved = f"{r['lower']} / {r['higher']}" if label == LOREBOT else ""
-                print(f"| {set_name} | {half} | {r['turns']} | {r['questions']} | {label} | "
-                      f"{s.hit5:.1%} | {s.hit10:.1%} | {s.mrr:.3f} | {moved} |")  # fmt: skip
+                print(
+                    f"| {set_name} | {half} | {r['turns']} | {r['questions']} | {label} | "
+                    f"{s.hit5:.1%} | {s.hit10:.1%} | {s.mrr:.3f} | {moved} |"
+                )
 
 
 def start_postgresql(workdir: Path) -> Any:
@@ -292,8 +303,11 @@ async def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", choices=[*SETS, "both"], default="both")
     parser.add_argument("--half", choices=[*HALVES, "both"], default="both")
-    parser.add_argument("--ranks", action="store_true",
-                        help="list the questions lorebot ranks lower than plain FTS5")  # fmt: skip
+    parser.add_argument(
+        "--ranks",
+        action="store_true",
+        help="list the questions lorebot ranks lower than plain FTS5",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument(
         "--postgresql",
@@ -303,8 +317,11 @@ async def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.set in ("realtalk", "both") and not (REALTALK / "turns.jsonl").exists():
-        print(f"{REALTALK} is empty: run benchmarks/make_realtalk_eval.py on a copy of "
-              "REALTALK first", file=sys.stderr)  # fmt: skip
+        print(
+            f"{REALTALK} is empty: run benchmarks/make_realtalk_eval.py on a copy of "
+            "REALTALK first",
+            file=sys.stderr,
+        )
         return 1
     sets = list(SETS) if args.set == "both" else [args.set]
     halves = list(HALVES) if args.half == "both" else [args.half]

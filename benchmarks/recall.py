@@ -252,9 +252,13 @@ FILLER_SENTENCES = (
 SLOT_RE = re.compile(r"\{(\w+)\}")
 WORD_RE = re.compile(r"[a-z]+")
 CATEGORY_WEIGHTS = (
-    (Category.FACT, 0.35), (Category.PREFERENCE, 0.15), (Category.CONVENTION, 0.15),
-    (Category.DECISION, 0.15), (Category.PATTERN, 0.15), (Category.REFLECTION, 0.05),
-)  # fmt: skip
+    (Category.FACT, 0.35),
+    (Category.PREFERENCE, 0.15),
+    (Category.CONVENTION, 0.15),
+    (Category.DECISION, 0.15),
+    (Category.PATTERN, 0.15),
+    (Category.REFLECTION, 0.05),
+)
 
 
 class TextGenerator:
@@ -381,8 +385,16 @@ def query_vocabulary(corpus: Corpus, rng: random.Random) -> Zipf:
     return Zipf([w for w, _ in counts.most_common()], rng)
 
 
-QUESTION_FRAMES = ("what is the", "how do we", "where is the", "who owns the", "when did we",
-                   "why is the", "is there a", "what did we decide about the")  # fmt: skip
+QUESTION_FRAMES = (
+    "what is the",
+    "how do we",
+    "where is the",
+    "who owns the",
+    "when did we",
+    "why is the",
+    "is there a",
+    "what did we decide about the",
+)
 
 
 def generate_queries(
@@ -412,8 +424,9 @@ def generate_queries(
         if len(words) >= 2:
             rng.shuffle(words)
             frame = f"{rng.choice(QUESTION_FRAMES)} " if phrased else ""
-            queries.append(Query(frame + " ".join(words) + ("?" if phrased else ""),
-                                 team, channel, user))  # fmt: skip
+            queries.append(
+                Query(frame + " ".join(words) + ("?" if phrased else ""), team, channel, user)
+            )
     return queries
 
 
@@ -452,9 +465,13 @@ def directory_bytes(path: Path) -> int:
 def draft_of(note: GenNote, scopes: dict[str, Scope]) -> NoteDraft:
     scope = scopes.get(note.scope) or scopes.setdefault(note.scope, Scope.parse(note.scope))
     return NoteDraft(
-        scope=scope, topic=note.topic, summary=note.summary, body=note.body,
-        category=note.category, private=note.private,
-    )  # fmt: skip
+        scope=scope,
+        topic=note.topic,
+        summary=note.summary,
+        body=note.body,
+        category=note.category,
+        private=note.private,
+    )
 
 
 def viewer_of(query: Query) -> Viewer:
@@ -688,9 +705,21 @@ def print_row(cells: Sequence[str], widths: Sequence[int]) -> None:
 
 def print_table(results: Sequence[SizeResult]) -> None:
     header = [
-        "notes", "engine", "import s", "notes/s", "bytes/note", "p50 ms", "p99 ms",
-        "max ms", "hits", "exact@10", "p50 ratio", "p99 ratio", "overlap", "targets",
-    ]  # fmt: skip
+        "notes",
+        "engine",
+        "import s",
+        "notes/s",
+        "bytes/note",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "hits",
+        "exact@10",
+        "p50 ratio",
+        "p99 ratio",
+        "overlap",
+        "targets",
+    ]
     rows: list[list[str]] = []
     for r in results:
         targets = ", ".join(f"{k}: {'PASS' if ok else 'FAIL'}" for k, ok in r.targets().items())
@@ -709,18 +738,26 @@ def print_table(results: Sequence[SizeResult]) -> None:
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in rows:
         print_row(row, widths)
-    print("exact@10: share of an exhaustive bm25 ranking's top 10 (every query word, the "
-          "same visible notes) that the engine returned; ratios are lorebot / LanceDB "
-          "(below 1: lorebot faster); overlap: share of lorebot's top-10 that LanceDB also "
-          "returned")  # fmt: skip
+    print(
+        "exact@10: share of an exhaustive bm25 ranking's top 10 (every query word, the "
+        "same visible notes) that the engine returned; ratios are lorebot / LanceDB "
+        "(below 1: lorebot faster); overlap: share of lorebot's top-10 that LanceDB also "
+        "returned"
+    )
 
 
 def engine_cells(e: EngineResult) -> list[str]:
     return [
-        e.engine, f"{e.import_s:.1f}", f"{e.notes_per_s:,.0f}", f"{e.bytes_per_note:,.0f}",
-        f"{e.p50_ms:.2f}", f"{e.p99_ms:.2f}", f"{e.max_ms:.1f}", f"{e.mean_hits:.1f}",
+        e.engine,
+        f"{e.import_s:.1f}",
+        f"{e.notes_per_s:,.0f}",
+        f"{e.bytes_per_note:,.0f}",
+        f"{e.p50_ms:.2f}",
+        f"{e.p99_ms:.2f}",
+        f"{e.max_ms:.1f}",
+        f"{e.mean_hits:.1f}",
         "" if e.exact_overlap is None else f"{e.exact_overlap:.1%}",
-    ]  # fmt: skip
+    ]
 
 
 def write_json(path: Path, args: argparse.Namespace, results: Sequence[SizeResult]) -> None:
@@ -762,22 +799,26 @@ def write_json(path: Path, args: argparse.Namespace, results: Sequence[SizeResul
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--sizes", default="1k,10k,100k,1M",
+        "--sizes",
+        default="1k,10k,100k,1M",
         type=lambda text: [parse_size(s) for s in text.split(",") if s.strip()],
         help="comma-separated note counts (default: 1k,10k,100k,1M)",
-    )  # fmt: skip
+    )
     parser.add_argument("--queries", type=int, default=300, help="measured queries per size")
     parser.add_argument("--seed", type=int, default=1, help="seed of notes and queries")
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument("--skip-lancedb", action="store_true", help="measure lorebot only")
     parser.add_argument(
-        "--phrased", action="store_true",
-        help="ask each query as a question (\"how do we …?\"), stopwords included",
-    )  # fmt: skip
+        "--phrased",
+        action="store_true",
+        help='ask each query as a question ("how do we …?"), stopwords included',
+    )
     parser.add_argument(
-        "--lancedb-timeout", type=float, default=900.0,
+        "--lancedb-timeout",
+        type=float,
+        default=900.0,
         help="seconds LanceDB may take per size, import and queries (default: 900)",
-    )  # fmt: skip
+    )
     return parser.parse_args(argv)
 
 
@@ -819,8 +860,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with_lancedb = False
     results = [run_size(size, args, with_lancedb) for size in args.sizes]
     python = f"{platform.python_implementation()} {sys.version.split()[0]}"
-    print(f"\nrecall k={RECALL_K}, {args.queries} queries per size, seed {args.seed}, "
-          f"{os.cpu_count()} cores, {python}")  # fmt: skip
+    print(
+        f"\nrecall k={RECALL_K}, {args.queries} queries per size, seed {args.seed}, "
+        f"{os.cpu_count()} cores, {python}"
+    )
     print_table(results)
     loads = ", ".join(f"{size_label(r.size)} {r.load:.2f}" for r in results)
     print(f"1-minute load average after each size (2 cores; ~1.3 is this run alone): {loads}")

@@ -106,10 +106,14 @@ def note_of(turn: dict[str, Any]) -> NoteDraft:
     number = turn["id"].split("-")[1]
     topic = slugify(f"{turn['channel']}-{turn['at'][:10]}-{number}")
     return NoteDraft(
-        scope=Scope.parse(turn["scope"]), topic=topic, summary=summary,
-        body=turn["text"] if summary != line else "", category=Category.FACT,
-        author=turn["author_id"], source=turn["id"],
-    )  # fmt: skip
+        scope=Scope.parse(turn["scope"]),
+        topic=topic,
+        summary=summary,
+        body=turn["text"] if summary != line else "",
+        category=Category.FACT,
+        author=turn["author_id"],
+        source=turn["id"],
+    )
 
 
 async def build(half: str, path: Path, embedder: Embedder | None) -> HalfStore:
@@ -134,8 +138,9 @@ async def build(half: str, path: Path, embedder: Embedder | None) -> HalfStore:
         now[0] = datetime.fromisoformat(t["at"].replace("Z", "+00:00"))
         channel_id = t["scope"].rsplit("/", 1)[1]
         entry = LogEntry("user", t["text"], t["author_id"], t["author"])
-        await log.append(f"slack/{channel_id}/{t['thread']}", [entry], scope=t["scope"],
-                         link=t["id"])  # fmt: skip
+        await log.append(
+            f"slack/{channel_id}/{t['thread']}", [entry], scope=t["scope"], link=t["id"]
+        )
     async with db.conn.execute("SELECT id, link FROM messages") as cursor:
         message_key = {int(r[0]): str(r[1]) for r in await cursor.fetchall()}
     await build_reference(db)
@@ -143,15 +148,19 @@ async def build(half: str, path: Path, embedder: Embedder | None) -> HalfStore:
     if embedder is not None:
         started = time.perf_counter()
         embedded = await vectors.backfill(batch_size=64)
-        print(f"{half}: embedded {embedded} notes and messages in "
-              f"{time.perf_counter() - started:.0f} s", file=sys.stderr)  # fmt: skip
+        print(
+            f"{half}: embedded {embedded} notes and messages in "
+            f"{time.perf_counter() - started:.0f} s",
+            file=sys.stderr,
+        )
         qv = await embedder.embed([q.text for q in questions])
         qvec = {q.id: v for q, v in zip(questions, qv, strict=True)}
         if isinstance(embedder, CachedEmbedder):
             embedder.save()
     scopes = tuple(sorted({Scope.parse(t["scope"]) for t in turns}, key=str))
-    return HalfStore(db, words, hybrid, vectors, explicit(scopes), note_key, message_key,
-                     questions, qvec)  # fmt: skip
+    return HalfStore(
+        db, words, hybrid, vectors, explicit(scopes), note_key, message_key, questions, qvec
+    )
 
 
 async def build_reference(db: SqliteDatabase) -> None:
@@ -262,10 +271,12 @@ def message_rankers(hs: HalfStore) -> dict[str, Ranker]:
     def lorebot(vectors: bool) -> Ranker:
         async def rank(q: Question) -> list[str]:
             hits = await log.search(
-                q.text, hs.visibility, k=K,
+                q.text,
+                hs.visibility,
+                k=K,
                 vectors=hs.vectors if vectors else None,
                 vector=hs.qvec[q.id] if vectors else None,
-            )  # fmt: skip
+            )
             return [hs.message_key[h.id] for h in hits]
 
         return rank
@@ -309,16 +320,17 @@ async def common_words_dropped(hs: HalfStore, share: float = 0.1) -> Ranker:
     cap = int(share * total) + 1
 
     async def frequency(term: str) -> int:
-        return int(await hs.db.scalar(
-            "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (quote(term),)
-        ))  # fmt: skip
+        return int(
+            await hs.db.scalar(
+                "SELECT count(*) FROM notes_fts WHERE notes_fts MATCH ?", (quote(term),)
+            )
+        )
 
     async def rank(q: Question) -> list[str]:
         terms = ranking.ranking_terms(q.text)
         counts = {t: await frequency(t) for t in terms}
         kept = [t for t in terms if counts[t] < cap] or [min(terms, key=lambda t: counts[t])]
-        hits = await hs.words.search(" ".join(kept), hs.visibility, k=K, bump=False,
-                                     snippets=False)  # fmt: skip
+        hits = await hs.words.search(" ".join(kept), hs.visibility, k=K, bump=False, snippets=False)
         return [hs.note_key[h.note.id] for h in hits]
 
     return rank
@@ -346,15 +358,22 @@ async def note_sweep(hs: HalfStore) -> dict[str, Ranker]:
         "stopwords dropped, as before": stopwords_dropped(hs),
         "no word skipped (term_stats off)": under(words, term_stats, MIN_NOTES=10**12),
     }
-    for weights in ((4.0, 2.0, 1.0), (1.0, 1.0, 1.0), (2.0, 1.0, 1.0), (1.0, 2.0, 1.0),
-                    (0.5, 1.0, 1.0), (0.0, 1.0, 1.0)):  # fmt: skip
+    for weights in (
+        (4.0, 2.0, 1.0),
+        (1.0, 1.0, 1.0),
+        (2.0, 1.0, 1.0),
+        (1.0, 2.0, 1.0),
+        (0.5, 1.0, 1.0),
+        (0.0, 1.0, 1.0),
+    ):
         name = "column weights topic/summary/body " + "/".join(f"{w:g}" for w in weights)
         rankers[name] = under(words, store_module, _BM25=note_weights(*weights))
     if hs.qvec:
         hybrid = note_rankers(hs)["lorebot words + vectors"]
         for weight in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
-            rankers[f"fusion keyword weight {weight}"] = under(hybrid, ranking,
-                                                               KEYWORD_WEIGHT=weight)  # fmt: skip
+            rankers[f"fusion keyword weight {weight}"] = under(
+                hybrid, ranking, KEYWORD_WEIGHT=weight
+            )
     return rankers
 
 
@@ -446,8 +465,7 @@ def floor_choice(results: Grid, other: Grid) -> list[str]:
 
     def rank(name: str) -> tuple[float, ...]:
         weights, score = weights_of(name), results[name]["all"]
-        return (-score.mrr, -score.hit10, -score.hit5, -score.all10,
-                -min(weights) / max(weights))  # fmt: skip
+        return (-score.mrr, -score.hit10, -score.hit5, -score.all10, -min(weights) / max(weights))
 
     return sorted(meets, key=rank)
 
@@ -456,32 +474,49 @@ def print_grid(half: str, results: Grid, other: Grid) -> None:
     """Every weighting, the eligible ones at or above plain BM25 on both sets first."""
     ranked = floor_choice(results, other)
     ref, other_ref = results[REFERENCE]["all"], other[REFERENCE]["all"]
-    print(f"\nnote column weights: {len(ranked)} of {len(results) - 1} eligible and at or "
-          f"above plain BM25 on the {half} half ({ref.cells()}) and on recall_quality's "
-          f"notes ({other_ref.hit5:.1%} | {other_ref.hit10:.1%} | {other_ref.mrr:.3f})"
-          + (f"; the choice: {ranked[0]}" if ranked else "") + "\n")  # fmt: skip
-    print(f"| weights | {half} half: hit@5 | hit@10 | MRR@10 | all@10 | floor met | "
-          "recall_quality: hit@5 | hit@10 | MRR@10 | floor met |")  # fmt: skip
+    print(
+        f"\nnote column weights: {len(ranked)} of {len(results) - 1} eligible and at or "
+        f"above plain BM25 on the {half} half ({ref.cells()}) and on recall_quality's "
+        f"notes ({other_ref.hit5:.1%} | {other_ref.hit10:.1%} | {other_ref.mrr:.3f})"
+        + (f"; the choice: {ranked[0]}" if ranked else "")
+        + "\n"
+    )
+    print(
+        f"| weights | {half} half: hit@5 | hit@10 | MRR@10 | all@10 | floor met | "
+        "recall_quality: hit@5 | hit@10 | MRR@10 | floor met |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     rest = sorted((n for n in results if n not in ranked), key=lambda n: -results[n]["all"].mrr)
     for name in ranked + rest:
         ours, theirs = results[name]["all"], other[name]["all"]
-        marks = ["", ""] if name == REFERENCE else [
-            "yes" if at_floor(ours, ref) else "no", "yes" if at_floor(theirs, other_ref) else "no"
-        ]  # fmt: skip
-        print(f"| {name} | {ours.cells()} | {marks[0]} | {theirs.hit5:.1%} | "
-              f"{theirs.hit10:.1%} | {theirs.mrr:.3f} | {marks[1]} |")  # fmt: skip
+        marks = (
+            ["", ""]
+            if name == REFERENCE
+            else [
+                "yes" if at_floor(ours, ref) else "no",
+                "yes" if at_floor(theirs, other_ref) else "no",
+            ]
+        )
+        print(
+            f"| {name} | {ours.cells()} | {marks[0]} | {theirs.hit5:.1%} | "
+            f"{theirs.hit10:.1%} | {theirs.mrr:.3f} | {marks[1]} |"
+        )
 
 
 async def message_sweep(hs: HalfStore) -> dict[str, Ranker]:
     words = message_rankers(hs)["lorebot words"]
     rankers: dict[str, Ranker] = {"stopwords kept": under(words, ranking, STOPWORDS=frozenset())}
-    grid = [(b, a, s) for b in (0.0, 0.25, 0.5, 0.75, 1.0) for a in (0.0, 0.25, 0.5, 0.75, 1.0)
-            for s in (0.0, 0.5, 1.0)]  # fmt: skip
+    grid = [
+        (b, a, s)
+        for b in (0.0, 0.25, 0.5, 0.75, 1.0)
+        for a in (0.0, 0.25, 0.5, 0.75, 1.0)
+        for s in (0.0, 0.5, 1.0)
+    ]
     for before, after, author in grid:
         name = f"before {before:g}, after {after:g}, author {author:g}"
-        rankers[name] = under(words, ranking, BEFORE_WEIGHT=before, AFTER_WEIGHT=after,
-                              AUTHOR_WEIGHT=author)  # fmt: skip
+        rankers[name] = under(
+            words, ranking, BEFORE_WEIGHT=before, AFTER_WEIGHT=after, AUTHOR_WEIGHT=author
+        )
     if hs.qvec:
         hybrid = message_rankers(hs)["lorebot words + vectors"]
         for weight in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9):
@@ -541,8 +576,9 @@ async def run_half(
     try:
         if ranks:
             for label, rankers in (("notes", note_rankers(hs)), ("messages", message_rankers(hs))):
-                report[f"{label} lower"] = await print_ranks(f"{label} ({half} half)", rankers,
-                                                             hs.questions)  # fmt: skip
+                report[f"{label} lower"] = await print_ranks(
+                    f"{label} ({half} half)", rankers, hs.questions
+                )
             return report
         if weights:
             results, other = await weight_grid(hs), await quality_grid(workdir)
@@ -634,22 +670,27 @@ async def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--half", choices=["first", "second", "both"], default="second")
     parser.add_argument("--sweep", action="store_true", help="the sweeps that chose the weights")
     parser.add_argument(
-        "--weight-grid", action="store_true",
+        "--weight-grid",
+        action="store_true",
         help="only the note column weights: a grid, on this half and on recall_quality.py's "
         "notes; those at or above plain BM25 on both first",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--ranks", action="store_true",
+        "--ranks",
+        action="store_true",
         help="only the rank of each question's first evidence turn, plain BM25 vs lorebot words",
-    )  # fmt: skip
+    )
     parser.add_argument("--no-vectors", action="store_true", help="skip MiniLM")
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--cache", type=Path, help="keep the MiniLM vectors in this file")
     args = parser.parse_args(argv)
     embedder = load_embedder(not (args.no_vectors or args.weight_grid or args.ranks), args.cache)
     halves = ["first", "second"] if args.half == "both" else [args.half]
-    report: dict[str, Any] = {"python": sys.version.split()[0], "cpus": os.cpu_count(),
-                              "load": os.getloadavg()[0]}  # fmt: skip
+    report: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "cpus": os.cpu_count(),
+        "load": os.getloadavg()[0],
+    }
     with tempfile.TemporaryDirectory(prefix="lorebot-eval-") as tmp:
         for half in halves:
             report[half] = await run_half(

@@ -145,7 +145,7 @@ async def build(path: Path, embedder: MiniLMEmbedder) -> EvalStore:
             category=Category(n["category"]),
             private=n["private"],
             author=n["author"],
-        )  # fmt: skip
+        )
         for n in notes
     ]
     await words.import_drafts(drafts, actor="bench")
@@ -284,16 +284,26 @@ async def note_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[str,
 
 
 async def message_rankers(es: EvalStore, qvec: dict[str, list[float]]) -> dict[str, Ranker]:
-    def words(context: float, author: float, vector: bool, method: ranking.Method = "weighted",
-              weight: float | None = None, after: float = 0.0) -> Ranker:  # fmt: skip
+    def words(
+        context: float,
+        author: float,
+        vector: bool,
+        method: ranking.Method = "weighted",
+        weight: float | None = None,
+        after: float = 0.0,
+    ) -> Ranker:
         async def rank(q: Question) -> list[str]:
             ranking.BEFORE_WEIGHT, ranking.AUTHOR_WEIGHT = context, author
             ranking.AFTER_WEIGHT = after
             ranking.MESSAGE_KEYWORD_WEIGHT = weight if weight is not None else MESSAGE_WEIGHT
             hits = await es.log.search(
-                q.text, q.visibility, k=K, vectors=es.vectors if vector else None,
-                vector=qvec[q.id] if vector else None, fusion=method,
-            )  # fmt: skip
+                q.text,
+                q.visibility,
+                k=K,
+                vectors=es.vectors if vector else None,
+                vector=qvec[q.id] if vector else None,
+                fusion=method,
+            )
             return [es.message_key[h.id] for h in hits]
 
         return rank
@@ -541,8 +551,10 @@ async def scale_latency(size: int, dim: int, workdir: Path) -> dict[str, Any]:
             for q, v in pairs
         ],
     }
-    print(f"\nretrieval at {size} notes ({dim}-dim vectors; import {imported:.1f} s, "
-          f"vectors stored in {stored:.1f} s):\n")  # fmt: skip
+    print(
+        f"\nretrieval at {size} notes ({dim}-dim vectors; import {imported:.1f} s, "
+        f"vectors stored in {stored:.1f} s):\n"
+    )
     print("| query | p50 ms | p99 ms |\n| --- | --- | --- |")
     report: dict[str, Any] = {"import_s": imported, "vectors_s": stored}
     for name, calls in rows_out.items():
@@ -576,13 +588,17 @@ async def main() -> None:
     best = notes[f"fusion: weighted, keyword weight {DEFAULT_WEIGHT}"]["hit10"]
     gain = best - fts
     verdict = "met" if gain >= TARGET_HIT10_GAIN else "NOT met"
-    print(f"\ntarget: fusion hit@10 {best:.1%} vs FTS5 {fts:.1%}: +{gain * 100:.1f} points "
-          f"(target +{TARGET_HIT10_GAIN * 100:.0f}): {verdict}")  # fmt: skip
+    print(
+        f"\ntarget: fusion hit@10 {best:.1%} vs FTS5 {fts:.1%}: +{gain * 100:.1f} points "
+        f"(target +{TARGET_HIT10_GAIN * 100:.0f}): {verdict}"
+    )
     if args.scale:
         p50 = report["scale"][TURN_RECALL]["p50_ms"]
         verdict = "met" if p50 < TARGET_P50_MS else "NOT met"
-        print(f"target: {TURN_RECALL} p50 at {args.scale} notes {p50:.2f} ms "
-              f"(target < {TARGET_P50_MS} ms): {verdict}")  # fmt: skip
+        print(
+            f"target: {TURN_RECALL} p50 at {args.scale} notes {p50:.2f} ms "
+            f"(target < {TARGET_P50_MS} ms): {verdict}"
+        )
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
     record_figures(report)

@@ -58,9 +58,16 @@ class Replica:
         self.folder.mkdir(exist_ok=True)
         log = (self.folder / "daemon.log").open("ab")
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli.main", "run", cwd=self.folder, env=self.env,
-            stdin=asyncio.subprocess.DEVNULL, stdout=log, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "bot.cli.main",
+            "run",
+            cwd=self.folder,
+            env=self.env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=asyncio.subprocess.STDOUT,
+        )
 
     async def signal(self, signum: int) -> int:
         assert self.process is not None
@@ -96,9 +103,12 @@ async def run(args: argparse.Namespace, url: str, ollama: str, workdir: Path) ->
                 sockets = max(1, len(slack._sockets))
                 with contextlib.suppress(TimeoutError, IndexError):
                     await slack.push(
-                        body, to=(i + attempt) % sockets, within=args.ack_s,
-                        retry_attempt=attempt or None, retry_reason="timeout" if attempt else None,
-                    )  # fmt: skip
+                        body,
+                        to=(i + attempt) % sockets,
+                        within=args.ack_s,
+                        retry_attempt=attempt or None,
+                        retry_reason="timeout" if attempt else None,
+                    )
                     return
             unacknowledged.add(body["event"]["ts"])
 
@@ -199,13 +209,17 @@ async def main(argv: Sequence[str] | None = None) -> int:
             args.server.stop()
     print("| sent | answered | of which: ask again, busy, storage down | twice | lost |")
     print("| --- | --- | --- | --- | --- |")
-    print(f"| {result['sent']} | {result['answered']} | {result['told_to_ask_again']}, "
-          f"{result['turned_away_busy']}, {result['told_storage_unavailable']} | "
-          f"{result['answered_twice']} | {result['lost']} |")  # fmt: skip
+    print(
+        f"| {result['sent']} | {result['answered']} | {result['told_to_ask_again']}, "
+        f"{result['turned_away_busy']}, {result['told_storage_unavailable']} | "
+        f"{result['answered_twice']} | {result['lost']} |"
+    )
     for fault in result["faults"]:
         print(f"- {fault['fault']} at {fault['at_s']} s")
-    print(f"- SIGTERM exit code {result['sigterm_exit']}; every event answered "
-          f"{result['all_answered_after_s']} s after the last was sent")  # fmt: skip
+    print(
+        f"- SIGTERM exit code {result['sigterm_exit']}; every event answered "
+        f"{result['all_answered_after_s']} s after the last was sent"
+    )
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     record_figures(result, args.rate)

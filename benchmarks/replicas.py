@@ -75,11 +75,19 @@ async def run_level(
             folder = workdir / f"r{replicas}-{n}"
             folder.mkdir()
             log = (folder / "daemon.log").open("wb")
-            processes.append(await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "bot.cli.main", "run", cwd=folder,
-                env=replica_env(folder, url, ollama, slack), stdin=asyncio.subprocess.DEVNULL,
-                stdout=log, stderr=asyncio.subprocess.STDOUT,
-            ))  # fmt: skip
+            processes.append(
+                await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    "bot.cli.main",
+                    "run",
+                    cwd=folder,
+                    env=replica_env(folder, url, ollama, slack),
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=asyncio.subprocess.STDOUT,
+                )
+            )
             await slack.wait_for(functools.partial(_connected, slack, n + 1), within=60)
         sent: dict[str, float] = {}
         answered: dict[str, float] = {}
@@ -107,12 +115,14 @@ async def run_level(
         waits = [(answered[ts] - sent[ts]) * 1000 for ts in sent]
         twice = len(slack.posts) - len(answered)
         return {
-            "replicas": replicas, "events": args.events, "seconds": round(elapsed, 2),
+            "replicas": replicas,
+            "events": args.events,
+            "seconds": round(elapsed, 2),
             "events_per_s": round(args.events / elapsed, 1),
             "p50_ms": round(statistics.median(waits), 1),
             "p95_ms": round(statistics.quantiles(waits, n=20)[18], 1),
             "answered_twice": twice,
-        }  # fmt: skip
+        }
     finally:
         for process in processes:
             if process.returncode is None:
@@ -152,8 +162,10 @@ async def main(argv: Sequence[str] | None = None) -> int:
     print("| replicas | events | seconds | events/s | sent → answered p50 ms | p95 ms | twice |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
-        print(f"| {r['replicas']} | {r['events']} | {r['seconds']} | {r['events_per_s']} | "
-              f"{r['p50_ms']} | {r['p95_ms']} | {r['answered_twice']} |")  # fmt: skip
+        print(
+            f"| {r['replicas']} | {r['events']} | {r['seconds']} | {r['events_per_s']} | "
+            f"{r['p50_ms']} | {r['p95_ms']} | {r['answered_twice']} |"
+        )
     one, two = (median_of(results, level) for level in (1, 2))
     ratio = two["events_per_s"] / one["events_per_s"]
     print(f"\n2 replicas / 1: {ratio:.2f}× the events per second (medians of {args.runs})")

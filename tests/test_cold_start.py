@@ -20,10 +20,23 @@ from tests.support.import_probe import PROBE
 
 # Each is tens to hundreds of milliseconds of imports, and none is needed to read notes.
 DAEMON_ONLY = (
-    "aiohttp", "discord", "slack_bolt", "slack_sdk", "mcp", "ollama", "httpx", "numpy",
-    "apscheduler", "prometheus_client", "jsonschema", "yaml", "tqdm", "sqlite_vec", "openai",
+    "aiohttp",
+    "discord",
+    "slack_bolt",
+    "slack_sdk",
+    "mcp",
+    "ollama",
+    "httpx",
+    "numpy",
+    "apscheduler",
+    "prometheus_client",
+    "jsonschema",
+    "yaml",
+    "tqdm",
+    "sqlite_vec",
+    "openai",
     "httpx2",
-)  # fmt: skip
+)
 
 
 def _imported(tmp_path: Path, *argv: str) -> tuple[int, str, set[str]]:

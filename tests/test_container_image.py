@@ -103,8 +103,10 @@ async def test_lorebot_run_in_the_image_answers_in_slack_and_stops_on_sigterm(
     # as `docker stop` sends it to the container's first process.
     process = await asyncio.create_subprocess_exec(
         *container.command("sh", "-c", "echo $$; exec lorebot run", env=env),
-        env=tool_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        env=tool_env(),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     assert process.stdout is not None
     try:
         pid = int(await asyncio.wait_for(process.stdout.readline(), 60))
@@ -132,9 +134,11 @@ async def _health_check(container: Container) -> int:
     test = image_config(container.image)["Healthcheck"]["Test"]
     assert test[0] == "CMD"
     check = await asyncio.create_subprocess_exec(
-        *container.command(*test[1:]), env=tool_env(),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+        *container.command(*test[1:]),
+        env=tool_env(),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     return await asyncio.wait_for(check.wait(), 30)
 
 
@@ -160,8 +164,10 @@ async def test_two_replicas_in_the_image_share_postgresql_as_the_ha_profile_runs
             command = "echo $$; exec lorebot run --replica"
             process = await asyncio.create_subprocess_exec(
                 *container.command("sh", "-c", command, env={**env, **listen}),
-                env=tool_env(), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            )  # fmt: skip
+                env=tool_env(),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
             assert process.stdout is not None
             pids.append(int(await asyncio.wait_for(process.stdout.readline(), 60)))
             processes.append(process)

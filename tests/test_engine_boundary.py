@@ -24,9 +24,10 @@ def sql_in(path: Path) -> list[str]:
     return [
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
         and STATEMENT.search(node.value)
-    ]  # fmt: skip
+    ]
 
 
 def test_the_check_sees_sql_where_it_is() -> None:

@@ -97,9 +97,10 @@ def test_the_test_folders_mirror_the_packages() -> None:
     folders = [
         path.relative_to(TESTS)
         for path in sorted(TESTS.rglob("*"))
-        if path.is_dir() and path.name != "__pycache__"
+        if path.is_dir()
+        and path.name != "__pycache__"
         and path.relative_to(TESTS).parts[0] not in SHARED
-    ]  # fmt: skip
+    ]
     assert Path("bot", "core") in folders
     strays = [str(f) for f in folders if not (ROOT / f / "__init__.py").is_file()]
     assert strays == [], "these test folders mirror no package: " + ", ".join(strays)

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 from adapters.diagnosis import Finding
 from bot.cli.common import print_json
 from bot.cli.doctor_replicas import fetch_replicas, replica_checks, replicas_json
+from bot.cli.doctor_storage import check_database, check_slips, check_vectors
 from memory.clock import utc_now
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
     from bot.daemon.platforms import Platform
-    from bot.storage import PostgresEngine
 
 Check = Finding
 
@@ -54,75 +54,15 @@ def print_json_report(checks: list[Check], **more: Any) -> None:
     """The checks as `doctor --json` prints them, one object for the whole run, with the
     `more` fields after them."""
     passed = sum(c.ok for c in checks)
-    print_json({
-        "ok": passed == len(checks),
-        "passed": passed,
-        "total": len(checks),
-        "checks": [_check_json(c) for c in checks],
-        **more,
-    })  # fmt: skip
-
-
-async def check_database(settings: Settings) -> list[Check]:
-    from bot.storage import PostgresEngine, engine_for, known_schema, open_database
-    from memory import StoreError
-
-    engine = engine_for(settings)
-    if isinstance(engine, PostgresEngine):
-        return await check_postgresql(engine)
-    path = settings.database.path
-    # Doctor only reads: without a database it checks the driver on a throwaway one.
-    exists = path.exists()
-    try:
-        db = await open_database(path if exists else ":memory:", create=False)
-    except StoreError as exc:
-        return [
-            Check(False, "database", str(exc), "point LOREBOT_DATABASE__PATH at a lorebot database")
-        ]
-    try:
-        health = await db.fetch_health()
-    finally:
-        await db.close()
-    integrity, version, notes = health.integrity, health.schema, health.notes
-    if not exists:
-        detail = (f"none yet at {path} (`lorebot chat` or `lorebot run` starts it; "
-                  "LOREBOT_DATABASE__PATH names another); FTS5 works")  # fmt: skip
-        return [Check(True, "database", detail)]
-    if integrity != "ok":
-        return [Check(False, "database", f"{path}: integrity check says {integrity}",
-                      "restore a backup with `lorebot restore SRC`")]  # fmt: skip
-    return [Check(True, "database", f"{path}: integrity ok, schema {version}/{known_schema()}, "
-                  f"FTS5 works, {notes} notes")]  # fmt: skip
-
-
-async def check_postgresql(engine: PostgresEngine) -> list[Check]:
-    """The PostgreSQL server: its version, lorebot's schema, the notes, the extensions."""
-    from bot.storage import known_schema
-    from memory import StoreError
-
-    where = engine.label
-    try:
-        db = await engine.open_database(create=False)
-    except StoreError as exc:
-        fix = "check LOREBOT_DATABASE__URL, and that the server runs and lets lorebot in"
-        if "there is no lorebot database" in str(exc):
-            fix = "`lorebot run` or `lorebot chat` creates lorebot's tables in it"
-        return [Check(False, "database", str(exc), fix)]
-    try:
-        health = await db.fetch_health()
-        server = db.engine
-        extensions = dict(getattr(db, "extensions", {}))
-    finally:
-        await db.close()
-    listed = ", ".join(f"{name} {version}" for name, version in sorted(extensions.items()))
-    checks = [Check(True, "database", f"{server} at {where}: schema "
-                    f"{health.schema}/{known_schema()}, full-text works, {health.notes} notes; "
-                    f"extensions: {listed or 'none'}")]  # fmt: skip
-    if "vector" not in extensions:
-        checks.append(Check(True, "pgvector", "not installed on this server: recall is by "
-                            "words alone (install pgvector and lorebot enables it at the "
-                            "next start)"))  # fmt: skip
-    return checks
+    print_json(
+        {
+            "ok": passed == len(checks),
+            "passed": passed,
+            "total": len(checks),
+            "checks": [_check_json(c) for c in checks],
+            **more,
+        }
+    )
 
 
 async def check_model(settings: Settings) -> list[Check]:
@@ -141,9 +81,14 @@ async def check_model(settings: Settings) -> list[Check]:
         return [Check(False, "model", str(exc), exc.fix)]
     finally:
         await client.close()
-    checks = [Check(True, "model", f"{server.model} at {server.url}, context "
-                    f"{info.context_length} tokens ({info.context_from}), thinking "
-                    f"{'yes' if info.supports_thinking else 'no'}")]  # fmt: skip
+    checks = [
+        Check(
+            True,
+            "model",
+            f"{server.model} at {server.url}, context {info.context_length} tokens "
+            f"({info.context_from}), thinking {'yes' if info.supports_thinking else 'no'}",
+        )
+    ]
     if server.backend == "openai":
         learnt = info.structured_output or (
             "not tried yet on this server (the first structured answer, such as a drafted "
@@ -151,82 +96,16 @@ async def check_model(settings: Settings) -> list[Check]:
         )
         checks.append(Check(True, "structured output", learnt))
     if not info.supports_tools:
-        checks.append(Check(False, "model tools", f"{server.model} does not support tools",
-                            "pick a model with tool support (e.g. qwen3:8b); without it lorebot "
-                            "answers with recall only"))  # fmt: skip
+        checks.append(
+            Check(
+                False,
+                "model tools",
+                f"{server.model} does not support tools",
+                "pick a model with tool support (e.g. qwen3:8b); without it lorebot "
+                "answers with recall only",
+            )
+        )
     return checks
-
-
-async def check_vectors(settings: Settings) -> list[Check]:
-    """The SQLite driver, and with an embedding model set: the model against the stored
-    vectors, and how many notes and messages wait for theirs."""
-    from bot.storage import engine_name, open_memory
-    from memory import StoreError
-    from memory.errors import EmbeddingMismatch
-
-    server = settings.model_server
-    if not server.embed_model:
-        return [Check(True, "vectors", f"off (no {server.backend}.embed_model); {engine_name()}")]
-    if not _database_exists(settings):
-        return [Check(True, "vectors", f"{server.embed_model}; no database yet")]
-    try:
-        memory = await open_memory(settings, create=False)
-    except EmbeddingMismatch as exc:
-        fix = f"lorebot notes reembed, or set {server.backend}.embed_model back"
-        return [Check(False, "vectors", str(exc).split(". ")[0], fix)]
-    except StoreError as exc:
-        return [Check(False, "vectors", str(exc), "pip install sqlite-vec pysqlite3-binary")]
-    try:
-        state, waiting = memory.vectors.state, await memory.vectors.pending()
-        unavailable: str | None = getattr(memory.vectors, "unavailable", None)
-    finally:
-        await memory.close()
-    if unavailable is not None:
-        return [Check(False, "vectors", f"{server.embed_model} is set, but {unavailable}",
-                      "install pgvector on the PostgreSQL server, or unset "
-                      f"{server.backend}.embed_model")]  # fmt: skip
-    if state is None:
-        fix = (f"ollama pull {server.embed_model}" if server.backend == "ollama"
-               else f"serve {server.embed_model} at {server.url}")  # fmt: skip
-        return [Check(False, "vectors", f"{server.embed_model} did not answer at "
-                      f"{server.url}; {waiting} notes and messages wait", fix)]  # fmt: skip
-    return [Check(True, "vectors", f"{state.describe()} with {engine_name()}; "
-                  f"{waiting} notes and messages wait for a vector")]  # fmt: skip
-
-
-async def check_slips(settings: Settings) -> list[Check]:
-    """How often the model slipped in the last day (empty answers, repeated calls, …): a
-    count, not a failure; many say the model is too small for the job."""
-    from datetime import timedelta
-
-    from bot.core.slips import KINDS
-    from bot.storage import open_memory
-    from memory import StoreError
-    from memory.clock import utc_now
-
-    if not _database_exists(settings):
-        return [Check(True, "model slips", "none yet (no database)")]
-    try:
-        memory = await open_memory(settings, create=False, prepare=False)
-    except StoreError as exc:
-        return [Check(False, "model slips", str(exc))]
-    try:
-        counts = await memory.slips.fetch_counts_since(utc_now() - timedelta(days=1))
-    finally:
-        await memory.close()
-    if not counts:
-        return [Check(True, "model slips", "none in the last day")]
-    known = [kind for kind in KINDS if kind in counts] + sorted(set(counts) - set(KINDS))
-    listed = ", ".join(f"{kind} {counts[kind]}" for kind in known)
-    return [Check(True, "model slips", f"in the last day: {listed} (a larger model slips "
-                  "less; `lorebot_model_slips_total` counts them live)")]  # fmt: skip
-
-
-def _database_exists(settings: Settings) -> bool:
-    """Whether there is a database to look into (on PostgreSQL, opening it tells)."""
-    from bot.storage import engine_for
-
-    return engine_for(settings).may_exist()
 
 
 async def check_skills(settings: Settings) -> list[Check]:
@@ -236,8 +115,14 @@ async def check_skills(settings: Settings) -> list[Check]:
     skills, skipped = catalog.all(), catalog.skipped
     checks = [Check(True, "skills", f"{len(skills)} skills loaded"), _check_scripts(settings)]
     for item in skipped:
-        checks.append(Check(False, "skill", f"{item.path} skipped: {item.reason}",
-                            f"lorebot skills validate {item.path.parent}"))  # fmt: skip
+        checks.append(
+            Check(
+                False,
+                "skill",
+                f"{item.path} skipped: {item.reason}",
+                f"lorebot skills validate {item.path.parent}",
+            )
+        )
     for skill in skills:
         for path in skill.shadows:
             checks.append(Check(True, "skill", f"{skill.name} from {skill.path} shadows {path}"))
@@ -253,8 +138,11 @@ def _check_scripts(settings: Settings) -> Check:
     problem = script_sandbox_problem(settings)
     if problem is not None:  # its own words end with the fix
         return Check(False, "scripts", problem)
-    detail = {"disabled": "disabled (skills.scripts)", "sandboxed": "sandboxed under bubblewrap",
-              "host": "run as lorebot's own user, unsandboxed (skills.scripts = host)"}  # fmt: skip
+    detail = {
+        "disabled": "disabled (skills.scripts)",
+        "sandboxed": "sandboxed under bubblewrap",
+        "host": "run as lorebot's own user, unsandboxed (skills.scripts = host)",
+    }
     return Check(True, "scripts", detail[mode])
 
 
@@ -273,14 +161,25 @@ async def check_mcp(settings: Settings) -> list[Check]:
             checks.append(Check(True, f"MCP {config.name}", detail))
             if server.refused:
                 refused = ", ".join(repr(name[:80]) for name in server.refused)
-                checks.append(Check(False, f"MCP {config.name}",
-                                    f"tools not offered, their names are not plain: {refused}",
-                                    "a tool name is letters, digits, _, . and -, at most 64; "
-                                    "ask the server's maintainers to rename them"))  # fmt: skip
+                checks.append(
+                    Check(
+                        False,
+                        f"MCP {config.name}",
+                        f"tools not offered, their names are not plain: {refused}",
+                        "a tool name is letters, digits, _, . and -, at most 64; "
+                        "ask the server's maintainers to rename them",
+                    )
+                )
         else:
-            checks.append(Check(False, f"MCP {config.name}", f"{where}: {problem}",
-                                f"run `{where}` by hand to see why, or fix [[mcp.servers]] "
-                                f"name = {config.name!r}"))  # fmt: skip
+            checks.append(
+                Check(
+                    False,
+                    f"MCP {config.name}",
+                    f"{where}: {problem}",
+                    f"run `{where}` by hand to see why, or fix [[mcp.servers]] "
+                    f"name = {config.name!r}",
+                )
+            )
     return checks
 
 

@@ -63,8 +63,9 @@ async def test_a_slack_message_with_a_lone_surrogate_gets_a_normal_reply(slack: 
     slack.ollama.reply("Noted, the cut emoji is harmless.")
 
     # The fake sends JSON with ensure_ascii, so the text arrives as the escape "\ud800".
-    await slack.push(fake.app_mention("<@UBOT> the deploy emoji got cut \ud800 here",
-                                      user="UMALLORY"))  # fmt: skip
+    await slack.push(
+        fake.app_mention("<@UBOT> the deploy emoji got cut \ud800 here", user="UMALLORY")
+    )
 
     [post] = fake.posts
     assert post.text == "Noted, the cut emoji is harmless."
@@ -80,8 +81,11 @@ async def test_a_slack_message_with_a_lone_surrogate_gets_a_normal_reply(slack: 
 async def test_a_discord_message_with_a_lone_surrogate_gets_a_normal_reply(
     tmp_path: Path, fake_discord: FakeDiscord, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
-    bot = Bot(make_settings(tmp_path / "bot.db", fake_ollama.url), [adapter_for(fake_discord)],
-              clock=clock)  # fmt: skip
+    bot = Bot(
+        make_settings(tmp_path / "bot.db", fake_ollama.url),
+        [adapter_for(fake_discord)],
+        clock=clock,
+    )
     await bot.start()
     try:
         fake_ollama.reply("Got it.")
@@ -90,9 +94,11 @@ async def test_a_discord_message_with_a_lone_surrogate_gets_a_normal_reply(
         assert reply.content == "Got it."
         assert chat_turns(fake_ollama)[-1].endswith(f"half an emoji {REPLACEMENT} here")
         here = visibility_for(
-            Viewer(Scope.parse(f"user:discord/{ALICE.id}"),
-                   Scope.parse(f"channel:discord/{CHANNEL_ID}"))
-        )  # fmt: skip
+            Viewer(
+                Scope.parse(f"user:discord/{ALICE.id}"),
+                Scope.parse(f"channel:discord/{CHANNEL_ID}"),
+            )
+        )
         [question, _reply] = await bot.log.search("half an emoji", here, k=2)
         assert question.content == f"half an emoji {REPLACEMENT} here"
     finally:

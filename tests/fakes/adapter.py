@@ -127,9 +127,12 @@ class RecordingAdapter:
     def reaction(self, card: Sent, emoji: str, *, user: str = "UALICE") -> ReactionEvent:
         event_id = f"re-{uuid.uuid4().hex[:8]}"
         return ReactionEvent(
-            card.conversation, UserRef(PLATFORM, user, user.lower()), emoji, card.message_id,
+            card.conversation,
+            UserRef(PLATFORM, user, user.lower()),
+            emoji,
+            card.message_id,
             event_id,
-        )  # fmt: skip
+        )
 
 
 class _RecordedStream:

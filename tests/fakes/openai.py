@@ -95,8 +95,12 @@ class FakeOpenAI:
             f"Incorrect API key provided: {given}. You can find your API key at "
             "https://platform.openai.com/account/api-keys."
         )
-        error = {"message": message, "type": "invalid_request_error", "param": None,
-                 "code": "invalid_api_key"}  # fmt: skip
+        error = {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_api_key",
+        }
         return web.json_response({"error": error}, status=401)
 
     async def _models(self, request: web.Request) -> web.Response:
@@ -117,8 +121,10 @@ class FakeOpenAI:
         self.requests.append((request.path, body))
         if self.embeddings is not None:
             return web.json_response(self.embeddings)
-        data = [{"object": "embedding", "index": n, "embedding": [1.0, 0.0]}
-                for n, _ in enumerate(body["input"])]  # fmt: skip
+        data = [
+            {"object": "embedding", "index": n, "embedding": [1.0, 0.0]}
+            for n, _ in enumerate(body["input"])
+        ]
         return web.json_response({"object": "list", "data": data, "model": body["model"]})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
@@ -154,10 +160,14 @@ class FakeOpenAI:
         )
 
     async def _stream(self, request: web.Request) -> web.StreamResponse:
-        chunks = self.answers.pop(0) if self.answers else [
-            {"choices": [{"index": 0, "delta": {"content": self.answer}}]},
-            {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-        ]  # fmt: skip
+        chunks = (
+            self.answers.pop(0)
+            if self.answers
+            else [
+                {"choices": [{"index": 0, "delta": {"content": self.answer}}]},
+                {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            ]
+        )
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         for chunk in chunks:

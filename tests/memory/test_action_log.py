@@ -30,9 +30,13 @@ async def actions(engine: str, database_at: Any, clock: FakeClock) -> Any:
 
 async def test_an_action_is_stored_redacted_and_runs_once(actions: Any, clock: FakeClock) -> None:
     asked = await actions.record(
-        "deploy", {"service": "web", "token": SECRET}, requester="user:slack/U1",
-        channel_scope=CHANNEL, conversation=WHERE, approval="card",
-    )  # fmt: skip
+        "deploy",
+        {"service": "web", "token": SECRET},
+        requester="user:slack/U1",
+        channel_scope=CHANNEL,
+        conversation=WHERE,
+        approval="card",
+    )
     assert (asked.outcome, asked.started_at, asked.created_at) == ("pending", None, clock())
     assert asked.arguments["service"] == "web" and SECRET not in repr(asked.arguments)
     assert asked.conversation == WHERE
@@ -41,8 +45,10 @@ async def test_an_action_is_stored_redacted_and_runs_once(actions: Any, clock: F
     clock.advance(seconds=5)
     running = await actions.start(asked.id, decided_by="user:slack/U2")
     assert (running.outcome, running.decided_by, running.started_at) == (
-        "running", "user:slack/U2", clock()
-    )  # fmt: skip
+        "running",
+        "user:slack/U2",
+        clock(),
+    )
     with pytest.raises(ValueError, match="already started"):
         await actions.start(asked.id)
     done = await actions.finish(asked.id, "ok", f"used {SECRET} " + "x" * 9000, 120)
@@ -56,13 +62,21 @@ async def test_an_action_is_stored_redacted_and_runs_once(actions: Any, clock: F
 
 async def test_only_a_pending_action_is_closed(actions: Any, clock: FakeClock) -> None:
     first = await actions.record(
-        "restart", {}, requester="user:slack/U1", channel_scope=CHANNEL, conversation=WHERE,
+        "restart",
+        {},
+        requester="user:slack/U1",
+        channel_scope=CHANNEL,
+        conversation=WHERE,
         approval="card",
-    )  # fmt: skip
+    )
     second = await actions.record(
-        "restart", {}, requester="user:slack/U1", channel_scope="channel:slack/T1/C2",
-        conversation=WHERE, approval="card",
-    )  # fmt: skip
+        "restart",
+        {},
+        requester="user:slack/U1",
+        channel_scope="channel:slack/T1/C2",
+        conversation=WHERE,
+        approval="card",
+    )
     assert (await actions.close(first.id, "declined", "user:slack/U9")).outcome == "declined"
     await actions.start(second.id)
     assert (await actions.close(second.id, "expired", None)).outcome == "running"

@@ -54,27 +54,27 @@ SLACK_DAYS: dict[str, list[dict[str, Any]]] = {
             replies=[{"user": "U02BOB", "ts": ts(3)}, {"user": "U02BOB", "ts": ts(5)}],
             is_locked=False,
             subscribed=False,
-        ),  # fmt: skip
+        ),
         {
             "type": "message",
             "subtype": "channel_join",
             "ts": ts(1),
             "user": "U03CY",
             "text": "<@U03CY> has joined the channel",
-        },  # fmt: skip
+        },
         said(
             "U02BOB",
             "In the wiki under ops/runbooks, ask <@U01ANN> for edit rights",
             ts(3),
             thread_ts=THREAD,
             parent_user_id="U01ANN",
-        ),  # fmt: skip
+        ),
         said(
             "U01ANN",
             "Rollback drill is moved to Thursday, see <https://wiki.example.com/drill|the plan>",
             ts(4),
             edited={"user": "U01ANN", "ts": ts(9)},
-        ),  # fmt: skip
+        ),
         {
             "type": "message",
             "subtype": "bot_message",
@@ -83,7 +83,7 @@ SLACK_DAYS: dict[str, list[dict[str, Any]]] = {
             "bot_id": "B0CI",
             "username": "ci-bot",
             "icons": {"image_48": "https://example.com/ci.png"},
-        },  # fmt: skip
+        },
         said(
             "U02BOB",
             "",
@@ -105,7 +105,7 @@ SLACK_DAYS: dict[str, list[dict[str, Any]]] = {
                     "url_private": "https://files.slack.com/files-pri/T0TEAM-F0PLAN/c.pdf",
                 }
             ],
-        ),  # fmt: skip
+        ),
         {
             "type": "message",
             "subtype": "tombstone",
@@ -115,7 +115,7 @@ SLACK_DAYS: dict[str, list[dict[str, Any]]] = {
             "ts": ts(8),
             "thread_ts": ts(8),
             "reply_count": 1,
-        },  # fmt: skip
+        },
     ],
     "general/2026-09-02.json": [
         said(
@@ -124,13 +124,13 @@ SLACK_DAYS: dict[str, list[dict[str, Any]]] = {
             ts(5),
             thread_ts=THREAD,
             parent_user_id="U01ANN",
-        ),  # fmt: skip
+        ),
         said(
             "U09GONE",
             "the old firewall rules live in the netops repo",
             ts(24 * 60),
             user_profile=None,
-        ),  # fmt: skip
+        ),
         said("U0APP", "nightly report: 3 flaky tests", ts(24 * 60 + 1), bot_id="B0APP"),
     ],
     "secret-ops/2026-09-01.json": [
@@ -152,11 +152,11 @@ def write_slack_export(root: Path) -> Path:
             user("U03CY", "cy", "Cy Twombly"),
             user("U0APP", "", "Nightly", is_bot=True),
             user("USLACKBOT", "", "Slackbot", is_bot=True),
-        ],  # fmt: skip
+        ],
         "channels.json": [
             channel("C0GENERAL", "general", ["U01ANN", "U02BOB", "U03CY"]),
             channel("C0EMPTY", "empty", ["U01ANN"]),
-        ],  # fmt: skip
+        ],
         "groups.json": [channel("G0SECRET", "secret-ops", ["U01ANN", "U02BOB"])],
         "dms.json": [{"id": "D0ANNBOB", "created": 1700000000, "members": ["U01ANN", "U02BOB"]}],
         "mpims.json": [],
@@ -264,10 +264,10 @@ def test_dms_and_private_channels_need_the_flag_and_stay_where_they_were(
     env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     export = write_slack_export(env / "export")
+    secret = ("--as", "user:slack/U01ANN", "--in", "channel:slack/G0SECRET")
     run(capsys, "history", "import", str(export))
     assert search(capsys, "salary review", "--as", "user:slack/U01ANN") == []
-    assert search(capsys, "acquisition", "--as", "user:slack/U01ANN",
-                  "--in", "channel:slack/G0SECRET") == []  # fmt: skip
+    assert search(capsys, "acquisition", *secret) == []
 
     code, out, _ = run(capsys, "history", "import", str(export), "--include-private")
     assert code == 0 and "imported 5 new messages" in out
@@ -279,10 +279,9 @@ def test_dms_and_private_channels_need_the_flag_and_stay_where_they_were(
         }
     assert search(capsys, "salary review", "--as", "user:slack/U03CY") == []
     assert search(capsys, "salary review", *ANN_IN_GENERAL) == []  # never in a channel
-    secret = ("--as", "user:slack/U01ANN", "--in", "channel:slack/G0SECRET")
     assert [h["author"] for h in search(capsys, "acquisition Initech", *secret)] == ["ann"]
-    assert search(capsys, "acquisition Initech", "--as", "user:slack/U01ANN",
-                  "--in", "channel:slack/G0OTHER") == []  # fmt: skip
+    other = ("--as", "user:slack/U01ANN", "--in", "channel:slack/G0OTHER")
+    assert search(capsys, "acquisition Initech", *other) == []
     assert search(capsys, "acquisition Initech", *ANN_IN_GENERAL) == []
     assert search(capsys, "acquisition Initech", "--as", "user:slack/U01ANN") == []
 
@@ -305,7 +304,7 @@ def write_discord(root: Path) -> Path:
                 "The VPN gateway moved to vpn-3.corp",
                 1,
                 timestampEdited="2026-09-03T10:05:00+02:00",
-            ),  # fmt: skip
+            ),
             post(
                 "700000000000000003",
                 MARCO,
@@ -317,7 +316,7 @@ def write_discord(root: Path) -> Path:
                     "channelId": "800000000000000001",
                     "guildId": guild[0],
                 },
-            ),  # fmt: skip
+            ),
             post("700000000000000004", DEPLOYBOT, "deployed api v2.4.1", 3),
             post(
                 "700000000000000005",
@@ -332,7 +331,7 @@ def write_discord(root: Path) -> Path:
                         "fileSizeBytes": 1234,
                     }
                 ],
-            ),  # fmt: skip
+            ),
         ],
         guild,
     )
@@ -373,14 +372,28 @@ def test_a_discord_chat_exporter_folder_imports_channels_and_dms_where_they_belo
 
 
 JSONL = [
-    {"conversation": "channel:slack/C0GENERAL", "author": "Priya", "author_id": "U04PRIYA",
-     "timestamp": "2026-10-02T14:03:00Z", "text": "the deploy freeze starts on the 14th",
-     "thread": "1790000000.000100"},
-    {"conversation": "slack/C0GENERAL", "author": "Marco", "timestamp": "2026-10-02T15:00:00+02:00",
-     "text": "staging db is pg-stage-2"},
-    {"conversation": "user:slack/U04PRIYA", "author": "Priya", "timestamp": "2026-10-03T08:00:00Z",
-     "text": "remind me to renew the TLS cert", "id": "dm-1"},
-]  # fmt: skip
+    {
+        "conversation": "channel:slack/C0GENERAL",
+        "author": "Priya",
+        "author_id": "U04PRIYA",
+        "timestamp": "2026-10-02T14:03:00Z",
+        "text": "the deploy freeze starts on the 14th",
+        "thread": "1790000000.000100",
+    },
+    {
+        "conversation": "slack/C0GENERAL",
+        "author": "Marco",
+        "timestamp": "2026-10-02T15:00:00+02:00",
+        "text": "staging db is pg-stage-2",
+    },
+    {
+        "conversation": "user:slack/U04PRIYA",
+        "author": "Priya",
+        "timestamp": "2026-10-03T08:00:00Z",
+        "text": "remind me to renew the TLS cert",
+        "id": "dm-1",
+    },
+]
 
 
 def test_json_lines_go_to_channels_threads_and_dms(
@@ -461,9 +474,15 @@ def break_zip(root: Path) -> tuple[Path, str]:
 
 @pytest.mark.parametrize(
     "broken",
-    [break_slack, break_slack_far_future, break_discord, break_jsonl, break_jsonl_encoding,
-     break_zip],
-)  # fmt: skip
+    [
+        break_slack,
+        break_slack_far_future,
+        break_discord,
+        break_jsonl,
+        break_jsonl_encoding,
+        break_zip,
+    ],
+)
 def test_a_malformed_file_is_a_one_line_error_and_nothing_is_imported(
     env: Path, capsys: pytest.CaptureFixture[str], broken: Any
 ) -> None:
@@ -484,11 +503,19 @@ def test_credentials_in_imported_messages_are_redacted(
     monkeypatch.setenv("LOREBOT_SLACK__BOT_TOKEN", "xoxb-1111-2222-own-bot-token")
     path = env / "leak.jsonl"
     lines = [
-        {"conversation": "slack/C0GENERAL", "author": "Bob", "timestamp": "2026-10-02T09:00:00Z",
-         "text": "new db creds: password=Sup3rSecretValue99 on pg-stage-2"},
-        {"conversation": "slack/C0GENERAL", "author": "Bob", "timestamp": "2026-10-02T09:01:00Z",
-         "text": "oops pasted the bot token xoxb-1111-2222-own-bot-token in chat"},
-    ]  # fmt: skip
+        {
+            "conversation": "slack/C0GENERAL",
+            "author": "Bob",
+            "timestamp": "2026-10-02T09:00:00Z",
+            "text": "new db creds: password=Sup3rSecretValue99 on pg-stage-2",
+        },
+        {
+            "conversation": "slack/C0GENERAL",
+            "author": "Bob",
+            "timestamp": "2026-10-02T09:01:00Z",
+            "text": "oops pasted the bot token xoxb-1111-2222-own-bot-token in chat",
+        },
+    ]
     path.write_text("\n".join(json.dumps(line) for line in lines))
     assert run(capsys, "history", "import", str(path))[0] == 0
     found = search(capsys, "creds pasted", *ANN_IN_GENERAL)
@@ -556,8 +583,9 @@ def test_a_message_is_found_by_its_neighbours_in_its_own_thread_only(
 
 def past(conversation: str, scope: str, minute: int, who: str, text: str) -> PastMessage:
     when = datetime(2026, 9, 1, 9, minute, tzinfo=UTC)
-    return PastMessage(f"slack/x/{minute}", conversation, scope, f"user:slack/{who}", who,
-                       text, when)  # fmt: skip
+    return PastMessage(
+        f"slack/x/{minute}", conversation, scope, f"user:slack/{who}", who, text, when
+    )
 
 
 async def test_imported_messages_are_indexed_exactly_as_live_ones(tmp_path: Path) -> None:
@@ -580,8 +608,11 @@ async def test_imported_messages_are_indexed_exactly_as_live_ones(tmp_path: Path
         try:
             log = SqlConversationLog(db, SqliteMessageSearch(db, import_batch=3))
             # A conversation that already has a message: it gets its new neighbour.
-            await log.append(general, [LogEntry("user", "deploying now", "user:slack/cy", "cy")],
-                             scope="channel:slack/C1")  # fmt: skip
+            await log.append(
+                general,
+                [LogEntry("user", "deploying now", "user:slack/cy", "cy")],
+                scope="channel:slack/C1",
+            )
             if bulk:
                 assert await log.import_messages(messages) == len(messages)
             for m in [] if bulk else messages:
@@ -622,8 +653,12 @@ def test_an_enterprise_grid_export_names_people_from_org_users(
     folder = write_slack_export(env / "grid")
     (folder / "users.json").rename(folder / "org_users.json")
     day = folder / "general/2026-09-03.json"
-    guest = said("U05DAN", "the offsite is in Lisbon", ts(3 * 24 * 60),
-                 user_profile=profile("dan", "Dan Brown"))  # fmt: skip
+    guest = said(
+        "U05DAN",
+        "the offsite is in Lisbon",
+        ts(3 * 24 * 60),
+        user_profile=profile("dan", "Dan Brown"),
+    )
     day.write_text(json.dumps([guest]))
     code, _, err = run(capsys, "history", "import", str(zip_folder(folder, env / "grid.zip")))
     assert code == 0, err

@@ -89,8 +89,9 @@ async def test_hybrid_search_lifts_the_nearest_note_above_a_weak_word_match(
     # B: every query word, vector a bit past right angles. C: one query word, vector at
     # right angles.
     # A: no query word, but its vector is the query's. D: neither, vector opposite.
-    await vs.note(C1, "gateway-certs", "gateway certificate rotation runs monthly",
-                  vector=at_angle(100))  # fmt: skip
+    await vs.note(
+        C1, "gateway-certs", "gateway certificate rotation runs monthly", vector=at_angle(100)
+    )
     await vs.note(C1, "edge-proxy", "the edge proxy sits behind the gateway", vector=unit(1))
     await vs.note(C1, "tls-renewal", "TLS renewal is automated by cert-manager", vector=unit(0))
     await vs.note(C1, "lunch", "lunch is at noon on fridays", vector=at_angle(180))

@@ -62,7 +62,9 @@ async def test_an_import_is_one_change_counting_its_notes(
     assert (result.created, result.updated, result.unchanged) == (4, 1, 0)
     history = await store.fetch_history()
     assert [(c.action, c.scope, c.topic, c.notes) for c in history] == [
-        ("import", None, None, 5), ("create", C1, "staging-db", None)]  # fmt: skip
+        ("import", None, None, 5),
+        ("create", C1, "staging-db", None),
+    ]
     assert history[0].id == result.change_id and history[0].actor == ACTOR
     assert (history[0].before, history[0].after) == (None, None)
     assert await store.fetch_change(history[0].id) == history[0]
@@ -89,7 +91,10 @@ async def test_reverting_an_import_removes_its_notes_and_restores_those_it_updat
     after = await store.fetch(C1, "staging-db")
     assert after is not None and before is not None
     assert (after.body, after.created_at, after.updated_at) == (
-        before.body, before.created_at, before.updated_at)  # fmt: skip
+        before.body,
+        before.created_at,
+        before.updated_at,
+    )
     viewer = visibility_for(Viewer(ALICE, C1))
     assert [h.note.topic for h in await store.search("zebra vpn", viewer)] == []
     assert [h.note.topic for h in await store.search("giraffe", viewer)] == ["staging-db"]
@@ -151,8 +156,9 @@ async def test_the_revert_of_an_import_leaves_notes_changed_after_it_as_they_are
     assert imported.change_id is not None
     await store.save(draft(C1, "staging-db", "staging moved to yak"), actor="alice")
     await store.forget(C1, "vpn", actor="alice")
-    later = await store.import_drafts([draft(C2, "deploys", "deploys freeze on thursdays")],
-                                      actor=ACTOR)  # fmt: skip
+    later = await store.import_drafts(
+        [draft(C2, "deploys", "deploys freeze on thursdays")], actor=ACTOR
+    )
 
     revert = await store.revert(imported.change_id, actor=ACTOR)
 
@@ -164,7 +170,8 @@ async def test_the_revert_of_an_import_leaves_notes_changed_after_it_as_they_are
     assert later.change_id is not None
     await store.revert(later.change_id, actor=ACTOR)
     assert (await summaries(store))[("channel:slack/C2", "deploys")] == (
-        "deploys freeze on fridays")  # fmt: skip
+        "deploys freeze on fridays"
+    )
 
 
 async def test_an_import_whose_notes_all_changed_since_is_not_reverted(
@@ -192,7 +199,12 @@ async def test_a_scopes_history_shows_the_import_counting_only_that_scopes_notes
     [between] = await store.fetch_changes_between(C1, start, clock.now)
 
     assert (in_c1.id, in_c1.action, in_c1.scope, in_c1.topic, in_c1.notes) == (
-        imported.change_id, "import", C1, None, 2)  # fmt: skip
+        imported.change_id,
+        "import",
+        C1,
+        None,
+        2,
+    )
     assert (in_c1.before, in_c1.after) == (None, None)  # nothing of the DM notes
     assert between == in_c1
     assert (in_alice.scope, in_alice.notes) == (ALICE, 2)
@@ -208,8 +220,11 @@ async def test_undo_in_a_conversation_reaches_an_import_only_when_it_sees_all_of
     """Undo in a channel never reverts notes it may not see: an import that touched a
     person's DM notes (or another channel) is out of its reach."""
     await store.import_drafts(batch(), actor=ACTOR)
-    for visibility in (visibility_for(Viewer(ALICE, C1)), visibility_for(Viewer(ALICE)),
-                       explicit((C1, C2))):  # fmt: skip
+    for visibility in (
+        visibility_for(Viewer(ALICE, C1)),
+        visibility_for(Viewer(ALICE)),
+        explicit((C1, C2)),
+    ):
         with pytest.raises(NotFound):
             await store.undo(ACTOR, visibility=visibility)
     assert len(await store.list_notes()) == 5
@@ -237,8 +252,11 @@ async def test_a_second_import_of_the_same_drafts_changes_nothing(
 async def test_a_topic_repeated_in_an_import_is_one_note_of_its_change(
     store: NoteStore,
 ) -> None:
-    drafts = [draft(C1, "vpn", "vpn-1"), draft(C1, "vpn", "vpn-2"),
-              draft(C1, "dns", "dns-1", expires_at=None)]  # fmt: skip
+    drafts = [
+        draft(C1, "vpn", "vpn-1"),
+        draft(C1, "vpn", "vpn-2"),
+        draft(C1, "dns", "dns-1", expires_at=None),
+    ]
     result = await store.import_drafts(drafts, actor=ACTOR)
     assert (result.created, result.updated) == (2, 1)
     [change] = await store.fetch_history()

@@ -52,11 +52,14 @@ def search(capsys: pytest.CaptureFixture[str], words: str) -> list[tuple[str, st
 def test_a_topic_repeated_in_one_file_is_created_then_updated_in_file_order(
     env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    source = write(env / "notes.jsonl", [
-        note("staging-db", "staging is on giraffe", body="old host giraffe.internal"),
-        note("vpn", "the VPN gateway is vpn-2"),
-        note("staging-db", "staging is on zebra", body="new host zebra.internal"),
-    ])  # fmt: skip
+    source = write(
+        env / "notes.jsonl",
+        [
+            note("staging-db", "staging is on giraffe", body="old host giraffe.internal"),
+            note("vpn", "the VPN gateway is vpn-2"),
+            note("staging-db", "staging is on zebra", body="new host zebra.internal"),
+        ],
+    )
 
     code, out, err = run(capsys, "notes", "import", str(source))
 
@@ -83,9 +86,13 @@ def test_repeats_across_write_chunks_keep_the_last_text_and_a_consistent_index(
     env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     filler = [note(f"filler-{n}", f"filler note {n}") for n in range(1100)]
-    lines = [note("runbook", "version alpha"), *filler,
-             note("runbook", "version bravo"), note("filler-3", "filler note three changed"),
-             note("runbook", "version charlie")]  # fmt: skip
+    lines = [
+        note("runbook", "version alpha"),
+        *filler,
+        note("runbook", "version bravo"),
+        note("filler-3", "filler note three changed"),
+        note("runbook", "version charlie"),
+    ]
     source = write(env / "notes.jsonl", lines)
 
     code, out, err = run(capsys, "notes", "import", str(source))
@@ -138,8 +145,10 @@ def test_hostile_json_is_an_input_error_naming_the_line(
 def test_a_line_separator_inside_a_json_string_is_not_a_line_break(
     env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = json.dumps({"scope": SCOPE, "topic": "sep", "summary": "one\u2028two",
-                       "body": "a\u2029b\x85c\x0cd"}, ensure_ascii=False)  # fmt: skip
+    text = json.dumps(
+        {"scope": SCOPE, "topic": "sep", "summary": "one\u2028two", "body": "a\u2029b\x85c\x0cd"},
+        ensure_ascii=False,
+    )
     source = write(env / "notes.jsonl", [text, note("next", "the next note")])
 
     code, out, err = run(capsys, "notes", "import", str(source))
@@ -178,9 +187,10 @@ def test_bytes_that_are_not_utf8_are_an_input_error_naming_the_line(
 ) -> None:
     source = env / "notes.jsonl"
     source.write_bytes(
-        note("fine", "a good note").encode() + b"\n"
+        note("fine", "a good note").encode()
+        + b"\n"
         + b'{"scope": "channel:slack/C1", "topic": "latin", "summary": "caf\xe9"}\n'
-    )  # fmt: skip
+    )
 
     code, _, err = run(capsys, "notes", "import", str(source))
 

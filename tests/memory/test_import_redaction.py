@@ -32,23 +32,33 @@ TOKEN = "xoxb-2048-1234567890-AbCdEfGhIjKlMnOp"
 # scan searches the text itself; a zero-width space hides the token until NFKC cleaning;
 # a near miss that must come back as it was.
 LEAKS = [
-    (f"deploy creds: password={PASSWORD} on pg-stage-2",
-     "deploy creds: password=[REDACTED] on pg-stage-2"),
-    (f"İzmir replica creds: password={PASSWORD} until friday",
-     "İzmir replica creds: password=[REDACTED] until friday"),
-    ("the chatops bot token is xoxb-2048-1234567890\u200b-AbCdEfGhIjKlMnOp",
-     "the chatops bot token is [REDACTED]"),
-    ("the password rotation runbook is in the wiki",
-     "the password rotation runbook is in the wiki"),
-]  # fmt: skip
+    (
+        f"deploy creds: password={PASSWORD} on pg-stage-2",
+        "deploy creds: password=[REDACTED] on pg-stage-2",
+    ),
+    (
+        f"İzmir replica creds: password={PASSWORD} until friday",
+        "İzmir replica creds: password=[REDACTED] until friday",
+    ),
+    (
+        "the chatops bot token is xoxb-2048-1234567890\u200b-AbCdEfGhIjKlMnOp",
+        "the chatops bot token is [REDACTED]",
+    ),
+    (
+        "the password rotation runbook is in the wiki",
+        "the password rotation runbook is in the wiki",
+    ),
+]
 QUERY = "creds token rotation"
 
 
 def slack_zip(root: Path) -> tuple[Path, tuple[str, ...]]:
     folder = root / "slack"
     (folder / "general").mkdir(parents=True)
-    lists = {"users.json": [user("U01ANN", "ann", "Ann Lee")],
-             "channels.json": [channel("C0GENERAL", "general", ["U01ANN"])]}  # fmt: skip
+    lists = {
+        "users.json": [user("U01ANN", "ann", "Ann Lee")],
+        "channels.json": [channel("C0GENERAL", "general", ["U01ANN"])],
+    }
     for name, value in lists.items():
         (folder / name).write_text(json.dumps(value, indent=4))
     day = [said("U01ANN", text, ts(n)) for n, (text, _) in enumerate(LEAKS)]
@@ -71,10 +81,14 @@ def jsonl_file(root: Path) -> tuple[Path, tuple[str, ...]]:
     root.mkdir(parents=True)
     path = root / "history.jsonl"
     lines = [
-        {"conversation": "slack/C0GENERAL", "author": "Bob", "text": text,
-         "timestamp": f"2026-10-02T09:0{n}:00Z"}
+        {
+            "conversation": "slack/C0GENERAL",
+            "author": "Bob",
+            "text": text,
+            "timestamp": f"2026-10-02T09:0{n}:00Z",
+        }
         for n, (text, _) in enumerate(LEAKS)
-    ]  # fmt: skip
+    ]
     path.write_text("\n".join(json.dumps(line) for line in lines))
     return path, ("--as", "user:slack/U01ANN", "--in", "channel:slack/C0GENERAL")
 

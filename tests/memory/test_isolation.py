@@ -75,8 +75,11 @@ async def check(
         readable = {(s.scope, s.topic) for s in specs if may_read(viewer, s.scope, s.private)}
 
         hits = await store.search(word, visibility, k=100)
-        expected = {key for key in readable if any(
-            s.word == word for s in specs if (s.scope, s.topic) == key)}  # fmt: skip
+        expected = {
+            key
+            for key in readable
+            if any(s.word == word for s in specs if (s.scope, s.topic) == key)
+        }
         assert {(h.note.scope, h.note.topic) for h in hits} == expected
 
         visible = await store.list_visible(visibility)

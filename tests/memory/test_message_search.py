@@ -101,8 +101,11 @@ async def test_a_reply_logged_later_is_found_by_the_question_before_it(
 
 
 async def test_context_reaches_only_the_message_after(log: ConversationLog) -> None:
-    await log.append(THREAD, [priya(QUESTION), marco(REPLY), priya("thanks"),
-                              marco("deploys freeze on friday")], scope=str(C1))  # fmt: skip
+    await log.append(
+        THREAD,
+        [priya(QUESTION), marco(REPLY), priya("thanks"), marco("deploys freeze on friday")],
+        scope=str(C1),
+    )
 
     hits = await log.search("gateway port", IN_C1)
 
@@ -110,8 +113,11 @@ async def test_context_reaches_only_the_message_after(log: ConversationLog) -> N
 
 
 async def test_what_did_marco_say_finds_his_message_by_author(log: ConversationLog) -> None:
-    await log.append(THREAD, [priya("the release is blocked on the migration"),
-                              priya("anyone know the new timeline?")], scope=str(C1))  # fmt: skip
+    await log.append(
+        THREAD,
+        [priya("the release is blocked on the migration"), priya("anyone know the new timeline?")],
+        scope=str(C1),
+    )
     await log.append("slack/C1/t2", [marco("ship it on thursday")], scope=str(C1), link=LINK_R)
 
     hits = await log.search("what did Marco say", IN_C1)
@@ -166,10 +172,12 @@ async def test_a_channel_never_reads_another_channel_or_any_dm(log: Conversation
     said = "the gateway port is 8443"
     await log.append("slack/C1/t", [priya(f"C1: {said}")], scope=str(C1))
     await log.append("slack/C2/t", [priya(f"C2: {said}")], scope=str(C2))
-    await log.append("dm:slack/DA/", [LogEntry("user", f"alice dm: {said}", str(ALICE))],
-                     scope=str(ALICE))  # fmt: skip
-    await log.append("dm:slack/DB/", [LogEntry("user", f"bob dm: {said}", str(BOB))],
-                     scope=str(BOB))  # fmt: skip
+    await log.append(
+        "dm:slack/DA/", [LogEntry("user", f"alice dm: {said}", str(ALICE))], scope=str(ALICE)
+    )
+    await log.append(
+        "dm:slack/DB/", [LogEntry("user", f"bob dm: {said}", str(BOB))], scope=str(BOB)
+    )
 
     def seen(hits: list[MessageHit]) -> set[str]:
         return {h.content.split(":")[0] for h in hits}
@@ -226,8 +234,9 @@ async def test_older_messages_are_indexed_once_after_the_upgrade(
         )
         assert await log.index_older_messages() == 0  # nothing left to do
         rows = await db.scalar("SELECT count(*) FROM messages_fts")
-        await log.append("slack/C1/1700000000.000100", [priya("and the admin port?")],
-                         scope=str(C1))  # fmt: skip
+        await log.append(
+            "slack/C1/1700000000.000100", [priya("and the admin port?")], scope=str(C1)
+        )
         assert await log.index_older_messages() == 0
         assert await db.scalar("SELECT count(*) FROM messages_fts") == rows + 1
     finally:
@@ -282,10 +291,14 @@ async def test_message_vectors_never_cross_channels_or_dms(
         }
         for name, (conversation, scope, person) in places.items():
             # The first matches the query by words too; the second only by its vector.
-            await log.append(conversation, [
-                LogEntry("user", f"{name}: rollback runbook {NEAR}", str(person), name),
-                LogEntry("assistant", f"{name}: quarterly planning {NEAR}"),
-            ], scope=str(scope))  # fmt: skip
+            await log.append(
+                conversation,
+                [
+                    LogEntry("user", f"{name}: rollback runbook {NEAR}", str(person), name),
+                    LogEntry("assistant", f"{name}: quarterly planning {NEAR}"),
+                ],
+                scope=str(scope),
+            )
         await vectors.backfill()
         assert await vectors.pending() == 0
 

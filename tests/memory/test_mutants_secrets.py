@@ -36,12 +36,18 @@ REDACTIONS: list[tuple[str, str]] = [
     ("DB_PASSWORD: correcthorse", "DB_PASSWORD: [REDACTED]"),
     ("\npassword: correcthorse", "\npassword: [REDACTED]"),
     ("users:\n  - password: correcthorse", "users:\n  - password: [REDACTED]"),
-    ("db:\n  password: correcthorse\n  user: app\n  port: 5432",
-     "db:\n  password: [REDACTED]\n  user: app\n  port: 5432"),
-    (f"app:\n{YAML_PREAMBLE}  DB_PASSWORD: correcthorse\n",
-     f"app:\n{YAML_PREAMBLE}  DB_PASSWORD: [REDACTED]\n"),
-    ("log in with password=correcthorse and user=bob",
-     "log in with password=[REDACTED] and user=bob"),
+    (
+        "db:\n  password: correcthorse\n  user: app\n  port: 5432",
+        "db:\n  password: [REDACTED]\n  user: app\n  port: 5432",
+    ),
+    (
+        f"app:\n{YAML_PREAMBLE}  DB_PASSWORD: correcthorse\n",
+        f"app:\n{YAML_PREAMBLE}  DB_PASSWORD: [REDACTED]\n",
+    ),
+    (
+        "log in with password=correcthorse and user=bob",
+        "log in with password=[REDACTED] and user=bob",
+    ),
     ("password=123456", "password=[REDACTED]"),
     ("password=hunter_22", "password=[REDACTED]"),
     ("db.pass=s3cr3t-v4lue", "db.pass=[REDACTED]"),
@@ -49,19 +55,28 @@ REDACTIONS: list[tuple[str, str]] = [
     # A key block among public ones: only the private key goes.
     (f"{PUBLIC_KEY}\n{PRIVATE_KEY}\n{CERTIFICATE}", f"{PUBLIC_KEY}\n{REDACTED}\n{CERTIFICATE}"),
     # A block pasted without its END line: its base64 lines go, the words after stay.
-    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n"
-     "AAAAC3NzaC1lZDI1NTE5AAAAIOrAbCd\nthat was the whole key",
-     f"{REDACTED}\nthat was the whole key"),
-    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n"
-     "AAAAC3NzaC1lZDI1NTE5AAAAIOrAbCd", REDACTED),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n"
+        "AAAAC3NzaC1lZDI1NTE5AAAAIOrAbCd\nthat was the whole key",
+        f"{REDACTED}\nthat was the whole key",
+    ),
+    (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n"
+        "AAAAC3NzaC1lZDI1NTE5AAAAIOrAbCd",
+        REDACTED,
+    ),
     # A cut-off END line: everything up to the cut goes, what comes after stays.
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\n-----END RSA PRI",
-     f"{REDACTED} RSA PRI"),
-    (f"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\n-----END RSA PRI\n"
-     f"{CUT_OFF_NOTE}\n{CERTIFICATE}",
-     f"{REDACTED} RSA PRI\n{CUT_OFF_NOTE}\n{CERTIFICATE}"),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\n-----END RSA PRI",
+        f"{REDACTED} RSA PRI",
+    ),
+    (
+        f"-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyu\n-----END RSA PRI\n"
+        f"{CUT_OFF_NOTE}\n{CERTIFICATE}",
+        f"{REDACTED} RSA PRI\n{CUT_OFF_NOTE}\n{CERTIFICATE}",
+    ),
     ("password=$ecureP4ss!", "password=[REDACTED]"),
-]  # fmt: skip
+]
 
 # Text that names a secret, or looks like an assignment to one, but holds none.
 NOT_SECRETS: list[str] = [
@@ -129,13 +144,21 @@ async def test_a_captured_action_keeps_no_secret_from_a_list_and_shows_empty_one
     try:
         events = SqlEventLog(db, clock=clock)
         arguments = {"password": ["hunter", "gatekeeper"], "token": "", "hosts": ["db1", "db2"]}
-        await events.capture("deploy", arguments, outcome="ok", conversation={},
-                             channel_scope=None, person="user:slack/U1")  # fmt: skip
+        await events.capture(
+            "deploy",
+            arguments,
+            outcome="ok",
+            conversation={},
+            channel_scope=None,
+            person="user:slack/U1",
+        )
         async with db.conn.execute("SELECT arguments_json FROM events") as cursor:
             [(stored,)] = await cursor.fetchall()
     finally:
         await db.close()
     assert json.loads(stored) == {
-        "password": [REDACTED, REDACTED], "token": "", "hosts": ["db1", "db2"]
-    }  # fmt: skip
+        "password": [REDACTED, REDACTED],
+        "token": "",
+        "hosts": ["db1", "db2"],
+    }
     assert redact_value(["db1", "password=hunter22"]) == ["db1", f"password={REDACTED}"]

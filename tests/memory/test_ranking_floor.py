@@ -50,7 +50,7 @@ NOTES = [
                 "Ines",
             )
         )
-    ],  # fmt: skip
+    ],
     ("pager-rotation", "Priya is on call for the platform this week, then Sam", ""),
     *[
         (f"vendor-call-{i}", f"{kind} call this week", "")
@@ -69,7 +69,7 @@ NOTES = [
                 "audit",
             )
         )
-    ],  # fmt: skip
+    ],
     (
         "staging-db-host",
         "the staging database is on pg-stage-2",
@@ -95,7 +95,7 @@ NOTES = [
                 "plan",
             )
         )
-    ],  # fmt: skip
+    ],
 ]
 # Notes past their expiry that the maintenance job has not purged yet: a search must not
 # return them, nor let them push a live answer out.
@@ -129,8 +129,9 @@ def write_import(path: Path) -> None:
     for topic, summary, body in [*NOTES, *padding()]:
         rows.append({"scope": SCOPE, "topic": topic, "summary": summary, "body": body})
     for topic, summary, body in EXPIRED:
-        rows.append({"scope": SCOPE, "topic": topic, "summary": summary, "body": body,
-                     "expires_at": PAST})  # fmt: skip
+        rows.append(
+            {"scope": SCOPE, "topic": topic, "summary": summary, "body": body, "expires_at": PAST}
+        )
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
 
 

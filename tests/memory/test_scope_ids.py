@@ -21,9 +21,20 @@ ALICE = "@alice:matrix.org"
 
 # Ids as Slack, Discord and the console spell them, and scope texts as databases hold them.
 TODAY = [
-    "C0123ABCD", "U024BE7LH", "T0001", "D024BE91L", "W012A3CDE", "E0KH3SHF0",
-    "1100223344556677889", "alice", "me", "john.doe", "ops@example.com", "D-UALICE", "a_b-c",
-]  # fmt: skip
+    "C0123ABCD",
+    "U024BE7LH",
+    "T0001",
+    "D024BE91L",
+    "W012A3CDE",
+    "E0KH3SHF0",
+    "1100223344556677889",
+    "alice",
+    "me",
+    "john.doe",
+    "ops@example.com",
+    "D-UALICE",
+    "a_b-c",
+]
 _OLD_ID = re.compile(r"[A-Za-z0-9_.@-]{1,128}")  # whole ids: `$` would allow a final "\n"
 
 

@@ -276,12 +276,22 @@ def test_configured_secrets_are_redacted_even_with_invisible_characters() -> Non
 @pytest.mark.parametrize(
     ("name", "secret"),
     [
-        ("password", True), ("DB_PASS", True), ("client_secret", True), ("x-api-key", True),
-        ("aws_secret_access_key", True), ("refresh_token", True), ("MYSQL_PWD", True),
-        ("token_ttl", False), ("max_tokens", False), ("password_policy", False),
-        ("keys", False), ("bypass", False), ("compass", False), ("name", False),
+        ("password", True),
+        ("DB_PASS", True),
+        ("client_secret", True),
+        ("x-api-key", True),
+        ("aws_secret_access_key", True),
+        ("refresh_token", True),
+        ("MYSQL_PWD", True),
+        ("token_ttl", False),
+        ("max_tokens", False),
+        ("password_policy", False),
+        ("keys", False),
+        ("bypass", False),
+        ("compass", False),
+        ("name", False),
     ],
-)  # fmt: skip
+)
 def test_secret_field_names(name: str, secret: bool) -> None:
     assert is_secret_name(name) is secret
 

@@ -73,8 +73,11 @@ async def test_revert_restores_exactly_and_forget_is_revertible(store: NoteStore
     restored = await store.fetch(CHANNEL, "staging-db")
     assert restored is not None and original is not None
     assert (restored.summary, restored.body, restored.category, restored.pinned) == (
-        "staging DB is pg-stage-2", "v1 body", Category.DECISION, True,
-    )  # fmt: skip
+        "staging DB is pg-stage-2",
+        "v1 body",
+        Category.DECISION,
+        True,
+    )
     assert restored.created_at == original.created_at
 
     forgotten = await store.forget(CHANNEL, "staging-db", actor="a")

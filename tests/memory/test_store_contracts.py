@@ -75,8 +75,9 @@ async def test_daily_logs_and_active_skills_read_back_as_last_written(
     await logs.write("slack/T1/C2", date(2026, 11, 2), "another channel")
     days = [date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)]
     assert await logs.fetch("slack/T1/C1", days) == {
-        date(2026, 11, 1): "replaced", date(2026, 11, 2): "second"
-    }  # fmt: skip
+        date(2026, 11, 1): "replaced",
+        date(2026, 11, 2): "second",
+    }
     skills = engine_stores.active_skills
     await skills.activate("slack/T1/C1", "weather", "a" * 64, "user:slack/U1")
     await skills.activate("slack/T1/C1", "deploy", "b" * 64, "user:slack/U1")
@@ -109,8 +110,10 @@ async def test_a_live_reply_reads_back_until_it_is_done(engine_stores: Any) -> N
     await replies.record("discord", {"channel_id": "9"}, "42", "Hi")
     [row] = await replies.fetch_unfinished("slack")
     assert (row.conversation, row.message_id, row.shown) == (
-        where, "1700000003.000003", "The staging DB is db-2"
-    )  # fmt: skip
+        where,
+        "1700000003.000003",
+        "The staging DB is db-2",
+    )
     await replies.done("slack", "1700000003.000003")
     assert await replies.fetch_unfinished("slack") == []
     assert len(await replies.fetch_unfinished("discord")) == 1
@@ -130,13 +133,21 @@ async def test_captured_events_are_stored_once_without_their_secrets(
         arguments = {"service": "web", "token": "sk-live-0123456789"}
         where = {"platform": "slack", "channel_id": "C1"}
         kept = await events.capture(
-            "deploy_service", arguments, outcome="deployed with sk-live-0123456789",
-            conversation=where, channel_scope="channel:slack/T1/C1", person="user:slack/U1",
-        )  # fmt: skip
+            "deploy_service",
+            arguments,
+            outcome="deployed with sk-live-0123456789",
+            conversation=where,
+            channel_scope="channel:slack/T1/C1",
+            person="user:slack/U1",
+        )
         again = await events.capture(
-            "deploy_service", arguments, outcome="deployed", conversation=where,
-            channel_scope="channel:slack/T1/C1", person="user:slack/U2",
-        )  # fmt: skip
+            "deploy_service",
+            arguments,
+            outcome="deployed",
+            conversation=where,
+            channel_scope="channel:slack/T1/C1",
+            person="user:slack/U2",
+        )
         assert (kept, again) == (True, False)
         [event] = await events.fetch_since(clock() - timedelta(minutes=1))
         assert event.arguments["service"] == "web"

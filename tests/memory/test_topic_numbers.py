@@ -22,10 +22,16 @@ ANSWER = ("deploys-2026-02-03-0042", "Dana: api-gateway 6.2.15 is out, I deploye
 DISTRACTORS = [
     (f"deploys-2026-0{month}-{day}-00{turn:02d}", f"Sam: api-gateway {version} is out")
     for month, day, turn, version in [
-        (6, 15, 2, "6.3.1"), (2, 15, 6, "6.1.9"), (6, 2, 15, "6.4.0"), (2, 6, 15, "6.0.7"),
-        (6, 15, 15, "5.9.2"), (2, 2, 6, "6.1.8"), (6, 6, 2, "6.3.4"), (2, 15, 15, "6.0.1"),
+        (6, 15, 2, "6.3.1"),
+        (2, 15, 6, "6.1.9"),
+        (6, 2, 15, "6.4.0"),
+        (2, 6, 15, "6.0.7"),
+        (6, 15, 15, "5.9.2"),
+        (2, 2, 6, "6.1.8"),
+        (6, 6, 2, "6.3.4"),
+        (2, 15, 15, "6.0.1"),
     ]
-]  # fmt: skip
+]
 OWNER = ("billing-owner", "Marco, with Priya as his backup")
 
 

@@ -13,13 +13,30 @@ from memory.sqlite.notes import SqliteNoteStore
 from memory.transfer import import_notes, read_source
 
 LINES = [
-    {"scope": "channel:slack/C1", "topic": "staging-db", "summary": "pg-stage-2",
-     "body": "host pg-stage-2.internal\nport 5432\n", "category": "fact"},
-    {"scope": "user:slack/U1", "topic": "editor", "summary": "prefers vim", "body": "",
-     "category": "preference", "private": True},
-    {"scope": "team:slack/T1", "topic": "deploys", "summary": "deploys on tuesdays",
-     "body": "Never on Fridays: «ünïcödé» ✅", "category": "convention", "pinned": True},
-]  # fmt: skip
+    {
+        "scope": "channel:slack/C1",
+        "topic": "staging-db",
+        "summary": "pg-stage-2",
+        "body": "host pg-stage-2.internal\nport 5432\n",
+        "category": "fact",
+    },
+    {
+        "scope": "user:slack/U1",
+        "topic": "editor",
+        "summary": "prefers vim",
+        "body": "",
+        "category": "preference",
+        "private": True,
+    },
+    {
+        "scope": "team:slack/T1",
+        "topic": "deploys",
+        "summary": "deploys on tuesdays",
+        "body": "Never on Fridays: «ünïcödé» ✅",
+        "category": "convention",
+        "pinned": True,
+    },
+]
 
 
 def write_jsonl(path: Path, rows: list[dict[str, object]]) -> Path:

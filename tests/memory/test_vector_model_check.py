@@ -34,8 +34,11 @@ async def fill(vs: VectorStores) -> int:
     (its id returned)."""
     for n in range(3):
         await vs.note(C1, f"note-{n}", f"summary {n}")
-    await vs.log.append("slack/C1/t1", [LogEntry("user", "hello", "user:slack/UALICE", "Alice"),
-                                        LogEntry("assistant", "hi")], scope=str(C1))  # fmt: skip
+    await vs.log.append(
+        "slack/C1/t1",
+        [LogEntry("user", "hello", "user:slack/UALICE", "Alice"), LogEntry("assistant", "hi")],
+        scope=str(C1),
+    )
     await vs.vectors.backfill()
     return await vs.note(C1, "queued", "saved after the backfill")
 
@@ -57,8 +60,9 @@ async def test_another_embedding_model_stops_with_the_database_untouched(
     before = await vs.snapshot()
     assert before["schema_version"] > 0 and before["queue"] == [("note", queued)]
     assert {name: len(rows) for name, rows in before["vectors"].items()} == {
-        "vec_notes_1": 3, "vec_messages_1": 2,
-    }  # fmt: skip
+        "vec_notes_1": 3,
+        "vec_messages_1": 2,
+    }
     vs.fake.embedding_dim = dim
     probes = len(vs.fake.requests_to("/api/embed"))
 

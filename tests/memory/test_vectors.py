@@ -106,18 +106,24 @@ async def test_saves_while_ollama_is_down_are_kept_then_embedded_by_backfill(
     await vs.fake.down()
 
     saved = [
-        await vs.note(C1, "escalation-path", "Dana is the primary contact",
-                      body="ten minutes without acknowledgement: Dana", vector=unit(3)),
+        await vs.note(
+            C1,
+            "escalation-path",
+            "Dana is the primary contact",
+            body="ten minutes without acknowledgement: Dana",
+            vector=unit(3),
+        ),
         await vs.note(C1, "deploy-window", "deploys happen on tuesday"),
         await vs.note(ALICE, "editor", "vim for tuesday deploys"),
-    ]  # fmt: skip
+    ]
 
     assert sorted(n.id for n in await vs.notes.list_notes()) == sorted(saved)
     assert await vs.vectors.pending() == 3
     # Words alone still find what was saved.
     assert set(topics(await vs.notes.search("tuesday deploys", view))) == {
-        "deploy-window", "editor",
-    }  # fmt: skip
+        "deploy-window",
+        "editor",
+    }
     assert await vs.notes.search(vector_query, view) == []
 
     await vs.fake.up()
@@ -136,9 +142,15 @@ QUERY = "rollback procedure"
 # Every note says the query words and embeds exactly as the query; each scope also has a
 # note that only the vector finds. (scope, private) pairs:
 PLACES = [
-    (C1, False), (C2, False), (ALICE, False), (ALICE, True),
-    (BOB, False), (BOB, True), (T1, False), (T2, False),
-]  # fmt: skip
+    (C1, False),
+    (C2, False),
+    (ALICE, False),
+    (ALICE, True),
+    (BOB, False),
+    (BOB, True),
+    (T1, False),
+    (T2, False),
+]
 
 VIEWERS = [
     pytest.param(Viewer(ALICE, C1, T1), id="alice-in-c1-with-team"),
@@ -158,8 +170,10 @@ async def test_vector_hits_never_cross_what_the_conversation_may_read(
     vs.fake.vectors_containing[NEAR] = unit(2)
     expected: set[int] = set()
     for number, (scope, private) in enumerate(PLACES):
-        for topic, summary in ((f"rollback-{number}", f"{QUERY} number {number}"),
-                               (f"quiet-{number}", f"quarterly planning {number}")):  # fmt: skip
+        for topic, summary in (
+            (f"rollback-{number}", f"{QUERY} number {number}"),
+            (f"quiet-{number}", f"quarterly planning {number}"),
+        ):
             note_id = await vs.note(scope, topic, summary, body=NEAR, private=private)
             if may_read(viewer, scope, private):
                 expected.add(note_id)
@@ -197,12 +211,19 @@ async def test_messages_are_found_only_in_the_conversations_own_scopes(
 ) -> None:
     vs = vector_stores
     vs.fake.vectors_containing["gateway"] = unit(4)
-    await vs.log.append("slack/C1/t", [LogEntry("user", "the gateway moved", "user:slack/UALICE",
-                                                 "Alice")], scope=str(C1))  # fmt: skip
-    await vs.log.append("slack/C2/t", [LogEntry("user", "our gateway too", "user:slack/UBOB",
-                                                 "Bob")], scope=str(C2))  # fmt: skip
-    await vs.log.append("dm/UALICE", [LogEntry("user", "gateway in a DM", "user:slack/UALICE",
-                                                "Alice")], scope=str(ALICE))  # fmt: skip
+    await vs.log.append(
+        "slack/C1/t",
+        [LogEntry("user", "the gateway moved", "user:slack/UALICE", "Alice")],
+        scope=str(C1),
+    )
+    await vs.log.append(
+        "slack/C2/t", [LogEntry("user", "our gateway too", "user:slack/UBOB", "Bob")], scope=str(C2)
+    )
+    await vs.log.append(
+        "dm/UALICE",
+        [LogEntry("user", "gateway in a DM", "user:slack/UALICE", "Alice")],
+        scope=str(ALICE),
+    )
     await vs.log.append("unscoped", [LogEntry("user", "gateway, unscoped")])
     assert await vs.vectors.coverage(MESSAGE) == Coverage(0, 3)  # the unscoped one never counts
     await vs.vectors.backfill()

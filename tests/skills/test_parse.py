@@ -29,8 +29,11 @@ STRICT_CASES = [
     ("hello", "---\nname: hello\n---\nbody\n", "`description` is missing"),
     ("hello", "---\nname: hello\ndescription: ''\n---\n", "`description` is missing"),
     ("hello", f"---\nname: hello\ndescription: {'d' * 1025}\n---\n", "at most 1024"),
-    ("hello", "---\nname: hello\ndescription: x\ncompatibility: " + "c" * 501 + "\n---\n",
-     "`compatibility`"),
+    (
+        "hello",
+        "---\nname: hello\ndescription: x\ncompatibility: " + "c" * 501 + "\n---\n",
+        "`compatibility`",
+    ),
     ("hello", "---\nname: hello\ndescription: x\ncolour: red\n---\n", "unknown front matter keys"),
     ("hello", "---\nname: hello\ndescription: x\nname: hello\n---\n", "duplicate key 'name'"),
     ("hello", "name: hello\ndescription: x\n", "must start with a `---`"),
@@ -40,7 +43,7 @@ STRICT_CASES = [
     ("hello", "", "must start with a `---`"),
     ("hello", "\ufeff" + GOOD.format(name="hello"), "byte-order mark"),
     ("hello", "---\nname: hello\ndescription: x\nmetadata: [1]\n---\n", "`metadata` must be"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("folder", "content", "problem"), STRICT_CASES)

@@ -40,9 +40,13 @@ def tool_env() -> dict[str, str]:
 
 def buildah(*args: str, timeout: float = 120, check: bool = True) -> str:
     done = subprocess.run(
-        ["buildah", *args], env=tool_env(), capture_output=True, text=True,
-        timeout=timeout, check=False,
-    )  # fmt: skip
+        ["buildah", *args],
+        env=tool_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     if check and done.returncode != 0:
         raise AssertionError(f"buildah {' '.join(args[:2])} failed:\n{done.stderr[-4000:]}")
     return done.stdout
@@ -59,9 +63,14 @@ class Container:
         self, *command: str, env: dict[str, str] | None = None, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            self.command(*command, env=env), env=tool_env(), input=stdin,
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
+            self.command(*command, env=env),
+            env=tool_env(),
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
     def command(self, *command: str, env: dict[str, str] | None = None) -> list[str]:
         """The host's command line that runs `command` in this container."""
@@ -93,14 +102,28 @@ def lorebot_image() -> str:
         pytest.skip(f"cannot build the image here: {why}")
     subprocess.run(
         [str(ROOT / "tests" / "support" / "make_container_base.sh"), BASE],
-        env=tool_env(), check=True, capture_output=True, timeout=BUILD_TIMEOUT_S,
-    )  # fmt: skip
+        env=tool_env(),
+        check=True,
+        capture_output=True,
+        timeout=BUILD_TIMEOUT_S,
+    )
     # The docker format keeps HEALTHCHECK, which the OCI format has no field for.
     buildah(
-        "bud", "--format", "docker", "--isolation", "chroot", "--layers",
-        "--build-arg", f"BASE={BASE}", "-t", IMAGE, "-f", str(ROOT / "Containerfile"),
-        str(ROOT), timeout=BUILD_TIMEOUT_S,
-    )  # fmt: skip
+        "bud",
+        "--format",
+        "docker",
+        "--isolation",
+        "chroot",
+        "--layers",
+        "--build-arg",
+        f"BASE={BASE}",
+        "-t",
+        IMAGE,
+        "-f",
+        str(ROOT / "Containerfile"),
+        str(ROOT),
+        timeout=BUILD_TIMEOUT_S,
+    )
     return IMAGE
 
 

@@ -37,10 +37,18 @@ async def daemon(
     """`lorebot [args] run [run_args]` in `tmp_path`, its output in `daemon.log` there."""
     log = (tmp_path / "daemon.log").open("wb")
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli.main", *args, "run", *run_args,
-        cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=log, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "bot.cli.main",
+        *args,
+        "run",
+        *run_args,
+        cwd=tmp_path,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=log,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     try:
         yield process
     finally:

@@ -43,9 +43,13 @@ class Shell:
     def run(self, *argv: str) -> Result:
         """`lorebot ARGV` as a subprocess in the working folder."""
         done = subprocess.run(
-            [sys.executable, "-m", "bot.cli.main", *argv], cwd=self.cwd, env=self.env,
-            capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
+            [sys.executable, "-m", "bot.cli.main", *argv],
+            cwd=self.cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         return Result(done.returncode, done.stdout, done.stderr)
 
     def main(self, *argv: str) -> Result:

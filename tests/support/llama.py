@@ -66,11 +66,26 @@ class LlamaServer:
     def start(self, log: Path) -> LlamaServer:
         self.log = log
         command = [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(model_file()),
-            "--model_alias", MODEL, "--host", "127.0.0.1", "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx), "--chat_format", self.chat_format,
-            "--n_threads", "2", "--verbose", "true",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model_file()),
+            "--model_alias",
+            MODEL,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--chat_format",
+            self.chat_format,
+            "--n_threads",
+            "2",
+            "--verbose",
+            "true",
+        ]
         if self.embedding:
             command += ["--embedding", "true"]
         with log.open("wb") as out:
@@ -244,9 +259,12 @@ def scripted_stream(content: str = "", calls: Sequence[tuple[str, Any]] = ()) ->
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         body = {
-            "id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 0,
-            "model": MODEL, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }  # fmt: skip
+            "id": "chatcmpl-scripted",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": MODEL,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
         return f"data: {json.dumps(body)}\n\n".encode()
 
     half = len(content) // 2
@@ -254,7 +272,17 @@ def scripted_stream(content: str = "", calls: Sequence[tuple[str, Any]] = ()) ->
     out += chunk({"content": content[half:]})
     for index, (name, arguments) in enumerate(calls):
         function = {"name": name, "arguments": json.dumps(arguments)}
-        out += chunk({"tool_calls": [{"index": index, "id": f"call_{index}", "type": "function",
-                                      "function": function}]})  # fmt: skip
+        out += chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": index,
+                        "id": f"call_{index}",
+                        "type": "function",
+                        "function": function,
+                    }
+                ]
+            }
+        )
     out += chunk({}, "tool_calls" if calls else "stop")
     return out + b"data: [DONE]\n\n"

@@ -62,9 +62,18 @@ class PostgresServer:
     def _ctl(self, action: str) -> None:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
         self._run(
-            str(self.pg_ctl), "-D", str(self.data), "-o", options, "-l",
-            str(self.root / "log"), "-w", "-m", "fast", action,
-        )  # fmt: skip
+            str(self.pg_ctl),
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "log"),
+            "-w",
+            "-m",
+            "fast",
+            action,
+        )
 
     def stop(self) -> None:
         self._ctl("stop")
@@ -110,10 +119,23 @@ class PostgresServer:
     def sql(self, statement: str, database: str = "postgres") -> str:
         """Run one statement with psql; what it printed."""
         done = subprocess.run(
-            ["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", statement,
-             self.url(database)],
-            check=True, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                "psql",
+                "-X",
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                statement,
+                self.url(database),
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         return done.stdout.strip()
 
 
@@ -123,8 +145,12 @@ def _refused_without_password(url: str) -> bool:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
     done = subprocess.run(
         ["psql", "-X", "-w", "-c", "SELECT 1", url],
-        capture_output=True, text=True, timeout=60, env=env, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
     return done.returncode != 0 and "password" in done.stderr
 
 

@@ -15,8 +15,10 @@ def plain_bm25_over(docs: list[tuple[str, str]], question: str, k: int) -> list[
     they are left), with the porter tokenizer."""
     db = sqlite3.connect(":memory:")
     try:
-        db.execute("CREATE VIRTUAL TABLE ref USING fts5(topic UNINDEXED, text, "
-                   "tokenize = 'porter unicode61')")  # fmt: skip
+        db.execute(
+            "CREATE VIRTUAL TABLE ref USING fts5(topic UNINDEXED, text, "
+            "tokenize = 'porter unicode61')"
+        )
         db.executemany("INSERT INTO ref (topic, text) VALUES (?, ?)", docs)
         words = list(dict.fromkeys(w.lower() for w in re.findall(r"\w+", question)))
         words = [w for w in words if w not in ENGLISH_STOPWORDS] or words

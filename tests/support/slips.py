@@ -58,8 +58,8 @@ SLIPS = [
     pytest.param(Slip(_intent, lambda r: r == ANSWER), id="intent"),
     pytest.param(
         Slip(_round_limit, lambda r: r.startswith(f"{GAVE_UP} was still")), id="round limit"
-    ),  # fmt: skip
+    ),
     pytest.param(
         Slip(_same_mistake, lambda r: r.startswith(f"{GAVE_UP} made the same")), id="same mistake"
-    ),  # fmt: skip
+    ),
 ]

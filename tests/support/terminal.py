@@ -203,10 +203,21 @@ async def start_chat(
     url = fake if isinstance(fake, str) else fake.url
     try:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli.main", "chat", "--user", "alice", *argv,
-            cwd=home, env=chat_env(home, url), stdin=slave, stdout=slave, stderr=slave,
-            start_new_session=True, preexec_fn=_take_terminal,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "bot.cli.main",
+            "chat",
+            "--user",
+            "alice",
+            *argv,
+            cwd=home,
+            env=chat_env(home, url),
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,
+            preexec_fn=_take_terminal,
+        )
     finally:
         os.close(slave)
     terminal = Terminal(master, process)

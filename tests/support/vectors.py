@@ -32,10 +32,14 @@ async def fill(path: Path, fake: FakeOllama, *, embed: int) -> None:
         store = SqliteNoteStore(db, vectors=vectors)
         for n in range(NOTES):
             await store.save(NoteDraft(C1, f"gateway-{n}", f"gateway fact {n}"), actor="test")
-        await SqlConversationLog(db, SqliteMessageSearch(db)).append("slack/C1/t", [
-            LogEntry("user", f"the gateway moved, part {n}", "user:slack/UP", "Priya")
-            for n in range(3)
-        ], scope=str(C1))  # fmt: skip
+        await SqlConversationLog(db, SqliteMessageSearch(db)).append(
+            "slack/C1/t",
+            [
+                LogEntry("user", f"the gateway moved, part {n}", "user:slack/UP", "Priya")
+                for n in range(3)
+            ],
+            scope=str(C1),
+        )
         await vectors.backfill(batch_size=1, limit=embed)
     finally:
         await db.close()

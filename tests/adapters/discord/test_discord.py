@@ -162,9 +162,11 @@ async def test_a_question_is_found_later_in_the_channels_history_with_its_discor
     )
     await running.discord.wait_for_posts(1)
     here = visibility_for(
-        Viewer(Scope.parse(f"user:discord/{asked['author']['id']}"),
-               Scope.parse(f"channel:discord/{CHANNEL_ID}"))
-    )  # fmt: skip
+        Viewer(
+            Scope.parse(f"user:discord/{asked['author']['id']}"),
+            Scope.parse(f"channel:discord/{CHANNEL_ID}"),
+        )
+    )
     [question, reply] = await running.bot.log.search("when does the freeze start", here, k=2)
     assert question.content == "the deploy freeze starts on friday at noon"
     link = f"https://discord.com/channels/{GUILD_ID}/{CHANNEL_ID}/{asked['id']}"
@@ -475,12 +477,16 @@ class Daemon:
 
 async def start_daemon(env: dict[str, str], cwd: Path) -> Daemon:
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli.main", "run",
-        env=env, cwd=cwd,
+        sys.executable,
+        "-m",
+        "bot.cli.main",
+        "run",
+        env=env,
+        cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    )
     return Daemon(process)
 
 

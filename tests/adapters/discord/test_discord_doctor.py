@@ -19,9 +19,12 @@ async def doctor(capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 
 
 async def test_doctor_checks_discord(
-    env: Path, fake_ollama: FakeOllama, fake_discord: FakeDiscord,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+    env: Path,
+    fake_ollama: FakeOllama,
+    fake_discord: FakeDiscord,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.setenv("LOREBOT_OLLAMA__HOST", fake_ollama.url)
     monkeypatch.setenv("LOREBOT_DISCORD__TOKEN", TOKEN)
     monkeypatch.setenv("LOREBOT_DISCORD__API_BASE_URL", fake_discord.api_base_url)

@@ -25,9 +25,12 @@ REAL_MODEL_GUARD_S = 600.0
 
 
 async def test_a_real_models_reply_is_posted_edited_and_ends_as_history_keeps_it(
-    tmp_path: Path, fake_discord: FakeDiscord, fake_ollama: FakeOllama, clock: FakeClock,
+    tmp_path: Path,
+    fake_discord: FakeDiscord,
+    fake_ollama: FakeOllama,
+    clock: FakeClock,
     llama_chat: LlamaServer,
-) -> None:  # fmt: skip
+) -> None:
     adapter = adapter_for(fake_discord)
     settings = make_settings(
         tmp_path / "bot.db", fake_ollama.url, **openai_sections(llama_chat.base_url)

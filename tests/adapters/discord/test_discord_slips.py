@@ -26,11 +26,17 @@ ONE_DAY = timedelta(days=1)
 
 @pytest.mark.parametrize("slip", SLIPS)
 async def test_a_slip_ends_the_posted_message_as_the_history_keeps_it(
-    tmp_path: Path, fake_discord: FakeDiscord, fake_ollama: FakeOllama, clock: FakeClock,
+    tmp_path: Path,
+    fake_discord: FakeDiscord,
+    fake_ollama: FakeOllama,
+    clock: FakeClock,
     slip: Slip,
-) -> None:  # fmt: skip
-    bot = Bot(make_settings(tmp_path / "bot.db", fake_ollama.url), [adapter_for(fake_discord)],
-              clock=clock)  # fmt: skip
+) -> None:
+    bot = Bot(
+        make_settings(tmp_path / "bot.db", fake_ollama.url),
+        [adapter_for(fake_discord)],
+        clock=clock,
+    )
     await bot.start()
     try:
         slip.script(fake_ollama)

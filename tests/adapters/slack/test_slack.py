@@ -324,9 +324,14 @@ async def test_http_mode_checks_signatures_and_answers_signed_events(
     tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack, clock: FakeClock
 ) -> None:
     run = await start_bot(
-        tmp_path, fake_ollama, fake_slack, clock,
-        app_token=None, signing_secret=SECRET, listen="127.0.0.1:0",
-    )  # fmt: skip
+        tmp_path,
+        fake_ollama,
+        fake_slack,
+        clock,
+        app_token=None,
+        signing_secret=SECRET,
+        listen="127.0.0.1:0",
+    )
     try:
         assert run.adapter.bound_address is not None and run.adapter.connected
         url = f"http://127.0.0.1:{run.adapter.bound_address[1]}/slack/events"
@@ -370,9 +375,10 @@ async def test_start_identifies_the_bot_and_names_missing_scopes(
 ) -> None:
     fake_slack.scopes = "app_mentions:read,chat:write,im:history,channels:history"
     adapter = SlackAdapter(
-        bot_token=fake_slack.bot_token, app_token=fake_slack.app_token,
+        bot_token=fake_slack.bot_token,
+        app_token=fake_slack.app_token,
         api_base_url=fake_slack.api_url,
-    )  # fmt: skip
+    )
 
     async def sink(event: object) -> None:
         pass
@@ -446,16 +452,20 @@ async def test_http_mode_on_a_busy_port_says_which_setting_to_change(
         pass
 
     first = SlackAdapter(
-        bot_token=fake_slack.bot_token, signing_secret=SECRET, listen="127.0.0.1:0",
+        bot_token=fake_slack.bot_token,
+        signing_secret=SECRET,
+        listen="127.0.0.1:0",
         api_base_url=fake_slack.api_url,
-    )  # fmt: skip
+    )
     await first.start(sink)
     try:
         assert first.bound_address is not None
         second = SlackAdapter(
-            bot_token=fake_slack.bot_token, signing_secret=SECRET,
-            listen=f"127.0.0.1:{first.bound_address[1]}", api_base_url=fake_slack.api_url,
-        )  # fmt: skip
+            bot_token=fake_slack.bot_token,
+            signing_secret=SECRET,
+            listen=f"127.0.0.1:{first.bound_address[1]}",
+            api_base_url=fake_slack.api_url,
+        )
         with pytest.raises(ConfigError, match="LOREBOT_SLACK__LISTEN"):
             await second.start(sink)
         await second.close()
@@ -480,9 +490,10 @@ async def test_a_refused_post_is_one_readable_log_line(
     advice: str,
 ) -> None:
     adapter = SlackAdapter(
-        bot_token=fake_slack.bot_token, app_token=fake_slack.app_token,
+        bot_token=fake_slack.bot_token,
+        app_token=fake_slack.app_token,
         api_base_url=fake_slack.api_url,
-    )  # fmt: skip
+    )
 
     async def sink(event: object) -> None:
         pass
@@ -524,10 +535,16 @@ async def test_the_daemon_answers_a_mention_and_stops_on_sigterm(
     log_path = tmp_path / "daemon.log"
     with log_path.open("wb") as log:
         daemon = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bot.cli.main", "run",
-            cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
-            stdout=log, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "bot.cli.main",
+            "run",
+            cwd=tmp_path,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=asyncio.subprocess.STDOUT,
+        )
         try:
             await fake_slack.wait_for(lambda: fake_slack.connections, within=30)
             body = fake_slack.app_mention("<@UBOT> are you there?")

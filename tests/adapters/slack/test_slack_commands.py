@@ -165,9 +165,10 @@ async def test_a_missing_commands_scope_is_named_at_start(
 ) -> None:
     fake_slack.scopes = ALL_SCOPES.replace("commands,", "")
     slack = SlackAdapter(
-        bot_token=fake_slack.bot_token, app_token=fake_slack.app_token,
+        bot_token=fake_slack.bot_token,
+        app_token=fake_slack.app_token,
         api_base_url=fake_slack.api_url,
-    )  # fmt: skip
+    )
     with caplog.at_level(logging.WARNING, logger="adapters.slack.connection"):
         await slack.start(Sink())
         await slack.close()
@@ -219,13 +220,21 @@ async def test_a_repeated_command_delivery_is_answered_once(bot: Running) -> Non
     ("channel", "error", "told"),
     [
         # A DM between two people: Slack sends the command, but lorebot cannot post there.
-        ("D0PEOPLE", "channel_not_found", "I cannot post in this conversation, so nothing "
-         "was proposed: use /lorebot in a DM with me or in a channel I am in."),
-        ("C2", "not_in_channel", "I could not post the card here, so nothing was proposed: "
-         "Slack chat.postMessage failed (not_in_channel): @lorebot is not a member of "
-         "channel C2: invite it there with /invite @lorebot"),
+        (
+            "D0PEOPLE",
+            "channel_not_found",
+            "I cannot post in this conversation, so nothing "
+            "was proposed: use /lorebot in a DM with me or in a channel I am in.",
+        ),
+        (
+            "C2",
+            "not_in_channel",
+            "I could not post the card here, so nothing was proposed: "
+            "Slack chat.postMessage failed (not_in_channel): @lorebot is not a member of "
+            "channel C2: invite it there with /invite @lorebot",
+        ),
     ],
-)  # fmt: skip
+)
 async def test_a_card_that_cannot_be_posted_is_explained_to_the_person_and_closed(
     bot: Running, channel: str, error: str, told: str
 ) -> None:
@@ -241,5 +250,6 @@ async def test_a_card_that_cannot_be_posted_is_explained_to_the_person_and_close
     assert slack.posts == []
     [proposal] = await bot.bot.proposals.fetch_recent()
     assert proposal.status == "failed" and proposal.decided_by == "lorebot"
-    assert proposal.outcome.startswith(f"its card could not be posted: Slack chat.postMessage "
-                                       f"failed ({error})")  # fmt: skip
+    assert proposal.outcome.startswith(
+        f"its card could not be posted: Slack chat.postMessage failed ({error})"
+    )

@@ -19,9 +19,12 @@ async def doctor(capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
 
 
 async def test_doctor_checks_slack(
-    env: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+    env: Path,
+    fake_ollama: FakeOllama,
+    fake_slack: FakeSlack,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.setenv("LOREBOT_OLLAMA__HOST", fake_ollama.url)
     monkeypatch.setenv("LOREBOT_SLACK__BOT_TOKEN", BOT_TOKEN)
     monkeypatch.setenv("LOREBOT_SLACK__APP_TOKEN", APP_TOKEN)

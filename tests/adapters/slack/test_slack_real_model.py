@@ -21,9 +21,12 @@ ONE_DAY = timedelta(days=1)
 
 
 async def test_a_real_models_reply_streams_into_its_thread_and_ends_as_history_keeps_it(
-    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack, clock: FakeClock,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    fake_slack: FakeSlack,
+    clock: FakeClock,
     llama_chat: LlamaServer,
-) -> None:  # fmt: skip
+) -> None:
     run = await start_bot(
         tmp_path, fake_ollama, fake_slack, clock, sections=openai_sections(llama_chat.base_url)
     )

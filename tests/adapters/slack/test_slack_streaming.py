@@ -219,9 +219,10 @@ THREAD = ConversationRef("slack", "C1", thread_id="1690000000.000100", team_id="
 @pytest.fixture
 async def adapter(fake_slack: FakeSlack) -> AsyncIterator[SlackAdapter]:
     slack = SlackAdapter(
-        bot_token=fake_slack.bot_token, app_token=fake_slack.app_token,
+        bot_token=fake_slack.bot_token,
+        app_token=fake_slack.app_token,
         api_base_url=fake_slack.api_url,
-    )  # fmt: skip
+    )
 
     async def sink(event: object) -> None:
         pass

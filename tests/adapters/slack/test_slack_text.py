@@ -133,7 +133,7 @@ def test_plain_broadcast_words_cannot_ping(word: str) -> None:
         ("> quoted line", "&gt; quoted line"),
         ("✅ Saved `staging-db`: pg <2>", "✅ Saved `staging-db`: pg &lt;2&gt;"),
     ],
-)  # fmt: skip
+)
 def test_markdown_becomes_mrkdwn(markdown: str, mrkdwn: str) -> None:
     assert to_mrkdwn(markdown) == mrkdwn
 

@@ -74,9 +74,12 @@ async def test_a_server_that_stays_away_leaves_the_action_recorded_as_not_run(
     first = await card_before_restart(tmp_path, fake_ollama, clock, gated_server(gate))
     gate.unlink()  # the same server, which now never starts
     h = await start_harness(
-        tmp_path, fake_ollama, clock, first.adapter,
+        tmp_path,
+        fake_ollama,
+        clock,
+        first.adapter,
         mcp={"servers": [gated_server(gate)], "connect_timeout_s": 0.5},
-    )  # fmt: skip
+    )
     try:
         h.ollama.reply("I could not restart web: its tools are not available.")
         await h.react(first.adapter.cards[-1], APPROVE)
@@ -93,9 +96,12 @@ async def test_an_action_whose_tool_its_connected_server_dropped_is_not_run_at_o
     first = await card_before_restart(tmp_path, fake_ollama, clock, stdio_server())
     upgraded = stdio_server(env={"OPS_WITHOUT": "restart"})  # back without that tool
     h = await start_harness(
-        tmp_path, fake_ollama, clock, first.adapter,
+        tmp_path,
+        fake_ollama,
+        clock,
+        first.adapter,
         mcp={"servers": [upgraded], "connect_timeout_s": 60},
-    )  # fmt: skip
+    )
     try:
         assert await h.bot.mcp.servers["ops"].wait_connected(20)
         h.ollama.reply("I could not restart web: its tool is gone.")

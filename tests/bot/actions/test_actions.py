@@ -172,9 +172,10 @@ async def test_the_model_sees_a_flat_schema_with_defaults_in_words(
     h.ollama.reply("hello")
     await h.say("hi")
     [restart] = [
-        t["function"] for t in h.ollama.chat_requests[-1]["tools"]
+        t["function"]
+        for t in h.ollama.chat_requests[-1]["tools"]
         if t["function"]["name"] == "ops__restart"
-    ]  # fmt: skip
+    ]
     force = restart["parameters"]["properties"]["force"]
     assert force["type"] == "boolean" and "default false" in force["description"]
     assert restart["parameters"]["required"] == ["service"]
@@ -356,9 +357,13 @@ async def test_a_card_decided_after_a_restart_runs_and_the_turn_resumes(
 
     ops, ran = make_server()
     second = await start_harness(
-        tmp_path, fake_ollama, clock, first.adapter, mcp_targets={"ops": ops},
+        tmp_path,
+        fake_ollama,
+        clock,
+        first.adapter,
+        mcp_targets={"ops": ops},
         mcp={"servers": [{"name": "ops", "command": "unused-in-process"}]},
-    )  # fmt: skip
+    )
     try:
         assert await second.bot.mcp.servers["ops"].wait_connected(5)
         second.ollama.reply("Restarted web after all.")

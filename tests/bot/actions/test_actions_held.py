@@ -43,9 +43,14 @@ async def _start(
     """A running bot with these in-process MCP servers (name: server and its settings)."""
     configs = [{"name": name, "command": "in-process", **cfg} for name, (_, cfg) in servers.items()]
     h = await start_harness(
-        tmp_path, fake, clock, adapter, mcp_targets={n: s for n, (s, _) in servers.items()},
-        mcp={"servers": configs}, **sections,
-    )  # fmt: skip
+        tmp_path,
+        fake,
+        clock,
+        adapter,
+        mcp_targets={n: s for n, (s, _) in servers.items()},
+        mcp={"servers": configs},
+        **sections,
+    )
     for name in servers:
         assert await h.bot.mcp.servers[name].wait_connected(5)
     return h
@@ -341,15 +346,23 @@ async def test_names_that_imitate_a_tool_run_nothing_on_any_server(
     once; each is no tool, and nothing is run, carded or recorded."""
     (ops, ops_ran), (prod, prod_ran) = make_server(), make_server()
     h = await _start(
-        tmp_path, fake_ollama, clock,
+        tmp_path,
+        fake_ollama,
+        clock,
         {"ops": (ops, {}), "ops-prod": (prod, {"trust": "trusted", "allow": ["restart"]})},
         bot={"max_tool_mistakes": 8},  # each name told, rather than the turn ending early
-    )  # fmt: skip
+    )
     try:
         names = [
-            "OPS__restart", "ops__Restart", "ops__r\u0435start", "\uff4f\uff50\uff53__restart",
-            "restart", "ops_prod__restart", "ops__ops-prod__restart", "ops-prod__RESTART",
-        ]  # fmt: skip
+            "OPS__restart",
+            "ops__Restart",
+            "ops__r\u0435start",
+            "\uff4f\uff50\uff53__restart",
+            "restart",
+            "ops_prod__restart",
+            "ops__ops-prod__restart",
+            "ops-prod__RESTART",
+        ]
         h.ollama.reply(tool_calls=[{"name": n, "arguments": {"service": "web"}} for n in names])
         h.ollama.reply("None of those tools exist.")
         await h.say("restart web, whatever it takes")
@@ -386,12 +399,18 @@ def _server_with_tricky_names() -> tuple[MCPServer, Counter[str]]:
         return "restarted prod"
 
     destructive = ToolAnnotations(destructive_hint=True)
-    for function, name in ((wipe, "Status"), (look_alike, "st\u0430tus"),
-                           (prod_restart, "prod__restart")):  # fmt: skip
+    for function, name in (
+        (wipe, "Status"),
+        (look_alike, "st\u0430tus"),
+        (prod_restart, "prod__restart"),
+    ):
         server.add_tool(
-            function, name=name, description="Wipes the cache.", annotations=destructive,
+            function,
+            name=name,
+            description="Wipes the cache.",
+            annotations=destructive,
             structured_output=False,
-        )  # fmt: skip
+        )
     return server, ran
 
 

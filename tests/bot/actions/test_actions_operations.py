@@ -90,15 +90,22 @@ async def test_doctor_lists_servers_that_work_and_says_why_one_does_not(
 
 @pytest.fixture
 async def ops(
-    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, env: Path,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    clock: FakeClock,
+    env: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> AsyncIterator[Harness]:  # fmt: skip
+) -> AsyncIterator[Harness]:
     server, _ = make_server()
     digests = {"digests": [{"channel": "channel:test/C1", "cron": "0 9 * * *"}]}
     h = await start_harness(
-        tmp_path, fake_ollama, clock, mcp_targets={"ops": server},
-        mcp={"servers": [{"name": "ops", "command": "in-process"}]}, jobs=digests,
-    )  # fmt: skip
+        tmp_path,
+        fake_ollama,
+        clock,
+        mcp_targets={"ops": server},
+        mcp={"servers": [{"name": "ops", "command": "in-process"}]},
+        jobs=digests,
+    )
     monkeypatch.setenv("LOREBOT_DATABASE__PATH", str(h.bot.settings.database.path))
     try:
         assert await h.bot.mcp.servers["ops"].wait_connected(5)

@@ -26,9 +26,10 @@ async def test_a_slack_mention_runs_a_restart_after_the_requesters_reaction(
 ) -> None:
     server, ran = make_server()
     adapter = SlackAdapter(
-        bot_token=fake_slack.bot_token, api_base_url=fake_slack.api_url,
+        bot_token=fake_slack.bot_token,
+        api_base_url=fake_slack.api_url,
         app_token=fake_slack.app_token,
-    )  # fmt: skip
+    )
     settings = make_settings(
         tmp_path / "bot.db", fake_ollama.url, bot={"admins": ["user:slack/UADMIN"]}, mcp=OPS
     )
@@ -50,8 +51,9 @@ async def test_a_slack_mention_runs_a_restart_after_the_requesters_reaction(
 
         fake_ollama.reply("Restarted web for you.")
         await fake_slack.push(fake_slack.reaction(card, "white_check_mark", user="UALICE"))
-        await fake_slack.wait_for(lambda: any(p.text == "Restarted web for you." for p in
-                                              fake_slack.posts))  # fmt: skip
+        await fake_slack.wait_for(
+            lambda: any(p.text == "Restarted web for you." for p in fake_slack.posts)
+        )
         assert ran["restart"] == 1
         assert card.current.startswith("✅ Ran `restart` on `ops`")
         result = fake_ollama.chat_requests[-1]["messages"][-1]
@@ -81,8 +83,9 @@ async def test_a_discord_mention_runs_a_restart_after_the_requesters_reaction(
 
         fake_ollama.reply("Restarted web.")
         await fake_discord.react(card.id, "✅", user=ALICE)
-        await fake_discord.wait_until(lambda: any(p.content == "Restarted web." for p in
-                                                  fake_discord.posted))  # fmt: skip
+        await fake_discord.wait_until(
+            lambda: any(p.content == "Restarted web." for p in fake_discord.posted)
+        )
         assert ran["restart"] == 1
         await fake_discord.wait_until(lambda: card.current.startswith("✅ Ran `restart`"))
     finally:

@@ -423,9 +423,13 @@ def test_a_host_fork_bomb_of_an_ordinary_user_is_stopped() -> None:
     command = [*(drop if os.geteuid() == 0 else []), sys.executable, "-c", RUN_AS_USER]
     done = subprocess.run(
         [*command, FORK_BOMB.format(cap=BOMB_CAP)],
-        cwd=REPO, capture_output=True, text=True, timeout=120, check=False,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
         env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"},
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     started, failed = done.stdout.split()
     assert int(started) < BOMB_CAP // 2 and failed == "BlockingIOError", done.stdout

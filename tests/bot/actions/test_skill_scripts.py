@@ -92,7 +92,10 @@ async def test_an_approved_script_runs_and_the_model_gets_its_output(
         assert ": done in " in card.current
         [action] = await h.bot.actions.fetch_recent()
         assert (action.outcome, action.approval, action.decided_by) == (
-            "ok", "card", "user:test/UALICE")  # fmt: skip
+            "ok",
+            "card",
+            "user:test/UALICE",
+        )
         assert "hello from the script" in action.output
     finally:
         await h.bot.stop()

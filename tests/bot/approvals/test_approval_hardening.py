@@ -209,9 +209,13 @@ async def test_a_reaction_removed_and_added_again_is_a_new_decision(harness: Har
     await harness.send(reaction)  # Mallory may not decide: ignored, but seen
     removed = harness.adapter.reaction(card, APPROVE, user="UMALLORY")
     removal = type(removed)(
-        removed.conversation, removed.user, removed.emoji, removed.target_message_id,
-        reaction.event_id, added=False,
-    )  # fmt: skip
+        removed.conversation,
+        removed.user,
+        removed.emoji,
+        removed.target_message_id,
+        reaction.event_id,
+        added=False,
+    )
     await harness.send(removal)
     assert not await harness.bot.seen.seen(f"test:{reaction.event_id}")
 
@@ -281,9 +285,11 @@ async def test_approving_a_skill_load_from_the_shell_activates_it_and_resumes_th
     live: Harness, capsys: pytest.CaptureFixture[str]
 ) -> None:
     write_skill(
-        live.bot.settings.skills.user_root, "incident-triage",
-        description="Triage an incident. Use when something is down.", body="1. Page the owner.\n",
-    )  # fmt: skip
+        live.bot.settings.skills.user_root,
+        "incident-triage",
+        description="Triage an incident. Use when something is down.",
+        body="1. Page the owner.\n",
+    )
     live.ollama.tool_call("load_skill", {"name": "incident-triage"})
     await live.say("the API is down")
     [card] = live.adapter.cards
@@ -304,9 +310,12 @@ async def test_approving_a_skill_creation_from_the_shell_writes_it(
 ) -> None:
     live.ollama.tool_call(
         "propose_skill",
-        {"name": "release-notes", "description": "Write release notes. Use when asked.",
-         "body": "1. List the merged changes.\n"},
-    )  # fmt: skip
+        {
+            "name": "release-notes",
+            "description": "Write release notes. Use when asked.",
+            "body": "1. List the merged changes.\n",
+        },
+    )
     live.ollama.reply("I proposed the skill.")
     await live.say("make a skill for release notes")
     card = live.adapter.cards[-1]

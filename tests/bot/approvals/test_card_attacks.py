@@ -39,9 +39,10 @@ async def slack_bot(
 ) -> AsyncIterator[Bot]:
     """lorebot on the real Slack adapter, with the ops server connected."""
     adapter = SlackAdapter(
-        bot_token=fake_slack.bot_token, api_base_url=fake_slack.api_url,
+        bot_token=fake_slack.bot_token,
+        api_base_url=fake_slack.api_url,
         app_token=fake_slack.app_token,
-    )  # fmt: skip
+    )
     settings = make_settings(tmp_path / "bot.db", fake_ollama.url, mcp=OPS)
     bot = Bot(settings, [adapter], mcp_targets={"ops": make_server()[0]})
     await bot.start()
@@ -136,9 +137,8 @@ async def test_arguments_that_outgrow_a_slack_card_once_escaped_are_refused(
     fake_ollama.reply("Those arguments are too long for a card.")
     await fake_slack.push(fake_slack.app_mention("<@UBOT> echo a thousand ampersands"))
     await fake_slack.wait_for(
-        lambda: any(p.text == "Those arguments are too long for a card." for p in
-                    fake_slack.posts)
-    )  # fmt: skip
+        lambda: any(p.text == "Those arguments are too long for a card." for p in fake_slack.posts)
+    )
     assert not [p for p in fake_slack.posts if p.reactions]  # no card, cut or whole
     told = fake_ollama.chat_requests[-1]["messages"][-1]["content"]
     assert told.startswith("error: the arguments are too long to show on a card")

@@ -122,10 +122,11 @@ async def test_a_skill_load_card_starts_with_its_question_and_ends_with_how_to_d
     harness: Harness,
 ) -> None:
     write_skill(
-        harness.bot.settings.skills.user_root, "incident-triage",
+        harness.bot.settings.skills.user_root,
+        "incident-triage",
         description="Triage a production incident. Use when something is down.",
         body="1. Check the dashboards.",
-    )  # fmt: skip
+    )
     harness.ollama.tool_call("load_skill", {"name": "incident-triage"})
     await harness.say("the API is down, what do I do?")
     lines = harness.adapter.cards[-1].text.splitlines()

@@ -29,20 +29,38 @@ def test_version_and_help(env: Path, capsys: pytest.CaptureFixture[str]) -> None
 def test_walkthrough_add_search_isolation_undo_export_import(
     env: Path, cli_database: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run(capsys, "notes", "add", "channel:slack/C1", "staging-db",
-                       "staging DB is pg-stage-2", "--body", "pg-stage-2.internal")  # fmt: skip
+    code, out, _ = run(
+        capsys,
+        "notes",
+        "add",
+        "channel:slack/C1",
+        "staging-db",
+        "staging DB is pg-stage-2",
+        "--body",
+        "pg-stage-2.internal",
+    )
     assert code == 0 and "saved channel:slack/C1 / staging-db" in out
     run(capsys, "notes", "add", "user:slack/U1", "editor", "prefers vim", "--private")
     run(capsys, "notes", "add", "channel:slack/C2", "other", "staging lives elsewhere")
 
-    code, out, _ = run(capsys, "notes", "search", "staging", "--as", "user:slack/U1",
-                       "--in", "channel:slack/C1", "--json")  # fmt: skip
+    code, out, _ = run(
+        capsys,
+        "notes",
+        "search",
+        "staging",
+        "--as",
+        "user:slack/U1",
+        "--in",
+        "channel:slack/C1",
+        "--json",
+    )
     hits = json.loads(out)
     assert [(h["scope"], h["topic"]) for h in hits] == [("channel:slack/C1", "staging-db")]
     assert set(hits[0]) == {"scope", "topic", "summary", "score", "snippet"}
 
-    _, out, _ = run(capsys, "notes", "search", "vim", "--as", "user:slack/U1",
-                    "--in", "channel:slack/C1")  # fmt: skip
+    _, out, _ = run(
+        capsys, "notes", "search", "vim", "--as", "user:slack/U1", "--in", "channel:slack/C1"
+    )
     assert "nothing found" in out  # a private note stays out of channels
     _, out, _ = run(capsys, "notes", "search", "vim", "--as", "user:slack/U1")
     assert "editor" in out  # ...and shows in the person's DM
@@ -67,8 +85,9 @@ def test_user_errors_exit_1_with_one_line_and_no_traceback(
     run(capsys, "notes", "add", "channel:slack/C1", "other", "another note")
     code, _, err = run(capsys, "notes", "show", "channel:slack/C1", "nope")
     assert code == 1 and err.strip() == "lorebot: there is no note 'nope' in channel:slack/C1"
-    code, _, err = run(capsys, "notes", "add", "channel:slack/C1", "creds", "x",
-                       "--body", "password=hunter22")  # fmt: skip
+    code, _, err = run(
+        capsys, "notes", "add", "channel:slack/C1", "creds", "x", "--body", "password=hunter22"
+    )
     assert code == 1 and "Traceback" not in err and "password" in err
     code, _, err = run(capsys, "notes", "revert", "12345")
     assert code == 1 and "no change 12345" in err

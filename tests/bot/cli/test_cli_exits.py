@@ -20,10 +20,13 @@ def lorebot(*argv: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     """`lorebot ARGV` as a process of its own; a test failure when it does not end."""
     try:
         return subprocess.run(
-            [sys.executable, "-m", "bot.cli.main", *argv], input=stdin,
-            env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+            [sys.executable, "-m", "bot.cli.main", *argv],
+            input=stdin,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
             timeout=60,
-        )  # fmt: skip
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"`lorebot {' '.join(argv)}` did not exit")
 

@@ -38,8 +38,10 @@ def fill(env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtu
     assert run(capsys, *add, "user:slack/UALICE", "editor", "prefers vim", "--private")[0] == 0
     assert run(capsys, *add, "channel:slack/C2", "lunch", "lunch at noon")[0] == 0
     assert run(capsys, "notes", "forget", "channel:slack/C2", "lunch")[0] == 0
-    lines = [{"scope": "channel:slack/C1", "topic": f"runbook-{n}", "summary": f"step {n}"}
-             for n in range(30)]  # fmt: skip
+    lines = [
+        {"scope": "channel:slack/C1", "topic": f"runbook-{n}", "summary": f"step {n}"}
+        for n in range(30)
+    ]
     (env / "notes.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     assert run(capsys, "notes", "import", str(env / "notes.jsonl"))[0] == 0
     monkeypatch.setattr(
@@ -120,20 +122,32 @@ async def test_a_copy_killed_halfway_leaves_nothing_and_the_next_one_finishes(
     notes = env / "many.jsonl"
     with notes.open("w") as out:
         for n in range(60_000):
-            out.write(json.dumps({"scope": f"channel:slack/C{n % 50}", "topic": f"t-{n}",
-                                  "summary": f"fact number {n}"}) + "\n")  # fmt: skip
+            summary = f"fact number {n}"
+            note = {"scope": f"channel:slack/C{n % 50}", "topic": f"t-{n}", "summary": summary}
+            out.write(json.dumps(note) + "\n")
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     lorebot = [sys.executable, "-m", "bot.cli.main"]
     imported = await asyncio.create_subprocess_exec(
-        *lorebot, "notes", "import", str(notes), env=environment,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+        *lorebot,
+        "notes",
+        "import",
+        str(notes),
+        env=environment,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     assert await imported.wait() == 0
 
     copy = await asyncio.create_subprocess_exec(
-        *lorebot, "db", "copy", "--to", pg_url, env=environment,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        *lorebot,
+        "db",
+        "copy",
+        "--to",
+        pg_url,
+        env=environment,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     assert copy.stderr is not None
     line = await asyncio.wait_for(copy.stderr.readline(), 120)
     assert line.startswith(b"  notes: 5,000 rows"), line  # halfway through the notes
@@ -143,9 +157,15 @@ async def test_a_copy_killed_halfway_leaves_nothing_and_the_next_one_finishes(
     database = pg_url.rsplit("/", 1)[1]
     assert postgres_server.sql("SELECT count(*) FROM notes", database) == "0"
     again = await asyncio.create_subprocess_exec(
-        *lorebot, "db", "copy", "--to", pg_url, env=environment,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+        *lorebot,
+        "db",
+        "copy",
+        "--to",
+        pg_url,
+        env=environment,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     out, _ = await again.communicate()
     assert again.returncode == 0 and b"every table holds as many rows" in out
     assert postgres_server.sql("SELECT count(*) FROM notes", database) == "60000"

@@ -29,9 +29,13 @@ def write_notes(path: Path) -> Path:
     lines = [
         {"scope": "channel:slack/C1", "topic": "staging-db", "summary": "staging is on zebra"},
         {"scope": "channel:slack/C1", "topic": "vpn", "summary": "the VPN gateway is vpn-2"},
-        {"scope": "user:slack/U1", "topic": "salary", "summary": "asked for a raise",
-         "private": True},
-    ]  # fmt: skip
+        {
+            "scope": "user:slack/U1",
+            "topic": "salary",
+            "summary": "asked for a raise",
+            "private": True,
+        },
+    ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path
 

@@ -57,8 +57,17 @@ def strings(value: Any) -> Iterator[str]:
 def test_notes_list_gives_each_note_with_its_flags(
     env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run(capsys, "notes", "add", "channel:slack/C1", "staging-db", "staging DB is pg-stage-2",
-        "--category", "convention", "--pinned")  # fmt: skip
+    run(
+        capsys,
+        "notes",
+        "add",
+        "channel:slack/C1",
+        "staging-db",
+        "staging DB is pg-stage-2",
+        "--category",
+        "convention",
+        "--pinned",
+    )
     run(capsys, "notes", "add", "user:slack/U1", "editor", "prefers vim", "--private")
 
     notes = {n["topic"]: n for n in run_json(capsys, "notes", "list")}
@@ -68,7 +77,10 @@ def test_notes_list_gives_each_note_with_its_flags(
     assert staging["scope"] == "channel:slack/C1"
     assert staging["summary"] == "staging DB is pg-stage-2"
     assert (staging["category"], staging["pinned"], staging["private"]) == (
-        "convention", True, False)  # fmt: skip
+        "convention",
+        True,
+        False,
+    )
     assert (editor["private"], editor["pinned"]) == (True, False)
     assert editor["author"] == cli_actor() and editor["source"] == "cli"
     assert editor["in_index"] is True and editor["expires_at"] is None
@@ -104,16 +116,22 @@ def test_notes_history_gives_each_change_with_the_summaries_before_and_after(
     changes = run_json(capsys, "notes", "history")
 
     assert [(c["id"], c["action"]) for c in changes] == [
-        (4, "revert"), (3, "forget"), (2, "update"), (1, "create")]  # fmt: skip
+        (4, "revert"),
+        (3, "forget"),
+        (2, "update"),
+        (1, "create"),
+    ]
     revert, forget, update, create = changes
     assert (update["summary_before"], update["summary_after"]) == (
-        "staging DB is pg-stage-1", "staging DB is pg-stage-2")  # fmt: skip
-    assert (create["summary_before"], create["summary_after"]) == (
-        None, "staging DB is pg-stage-1")  # fmt: skip
+        "staging DB is pg-stage-1",
+        "staging DB is pg-stage-2",
+    )
+    assert (create["summary_before"], create["summary_after"]) == (None, "staging DB is pg-stage-1")
     assert forget["summary_after"] is None and forget["reverted_by"] == 4
     assert revert["summary_after"] == "staging DB is pg-stage-2"
     assert {(c["scope"], c["topic"], c["by"]) for c in changes} == {
-        ("channel:slack/C1", "staging-db", cli_actor())}  # fmt: skip
+        ("channel:slack/C1", "staging-db", cli_actor())
+    }
     assert utc(revert["at"]) >= utc(create["at"])
     assert run_json(capsys, "notes", "history", "-n", "1")[0]["id"] == 4
 
@@ -133,7 +151,10 @@ def test_proposals_list_shows_status_decider_and_card(
     assert [p["id"] for p in pending] == [2]
     decided, waiting = every[1], every[2]
     assert (decided["status"], decided["decided_by"], decided["outcome"]) == (
-        "approved", cli_actor(), "created")  # fmt: skip
+        "approved",
+        cli_actor(),
+        "created",
+    )
     assert (waiting["status"], waiting["decided_by"], waiting["outcome"]) == ("pending", None, "")
     assert decided["kind"] == "note_save" and decided["requester"] == "user:console/bob"
     assert decided["scope"] == "user:console/bob" and decided["topic"]
@@ -221,8 +242,11 @@ def test_doctor_reports_a_failing_check_and_exits_1(
     assert checks["model"]["detail"] == f"unreachable at {NOWHERE} (cannot connect)"
     assert "ollama serve" in checks["model"]["fix"]
     assert checks["config"] == {
-        "name": "config", "ok": True, "detail": "loaded from the environment and defaults",
-        "fix": None}  # fmt: skip
+        "name": "config",
+        "ok": True,
+        "detail": "loaded from the environment and defaults",
+        "fix": None,
+    }
     assert report["total"] == len(report["checks"])
     assert report["passed"] == sum(c["ok"] for c in report["checks"]) == report["total"] - 1
 
@@ -259,14 +283,21 @@ def test_json_values_carry_no_markdown_the_text_form_shows(
 
 
 async def test_actions_allowances_gives_each_allowance(
-    env: Path, tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock,
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+    env: Path,
+    tmp_path: Path,
+    fake_ollama: FakeOllama,
+    clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     server, _ = make_server()
     h = await start_harness(
-        tmp_path, fake_ollama, clock, mcp_targets={"ops": server},
+        tmp_path,
+        fake_ollama,
+        clock,
+        mcp_targets={"ops": server},
         mcp={"servers": [{"name": "ops", "command": "in-process"}]},
-    )  # fmt: skip
+    )
     monkeypatch.setenv("LOREBOT_DATABASE__PATH", str(h.bot.settings.database.path))
     try:
         assert await h.bot.mcp.servers["ops"].wait_connected(5)
@@ -280,6 +311,9 @@ async def test_actions_allowances_gives_each_allowance(
 
     [allowance] = json.loads(capsys.readouterr().out)
     assert allowance == {
-        "id": allowance["id"], "tool": "ops__restart", "channel": "channel:test/C1",
-        "granted_by": "user:test/UADMIN", "created_at": "2026-11-02T09:00:00Z",
-    }  # fmt: skip
+        "id": allowance["id"],
+        "tool": "ops__restart",
+        "channel": "channel:test/C1",
+        "granted_by": "user:test/UADMIN",
+        "created_at": "2026-11-02T09:00:00Z",
+    }

@@ -72,11 +72,19 @@ def test_the_password_is_not_in_any_output_or_log_line(
 ) -> None:
     for argv in (
         ("--debug", "notes", "add", "channel:slack/C1", "staging-db", "db-2"),
-        ("--debug", "notes", "search", "staging", "--as", "user:slack/U1", "--in",
-         "channel:slack/C1"),
+        (
+            "--debug",
+            "notes",
+            "search",
+            "staging",
+            "--as",
+            "user:slack/U1",
+            "--in",
+            "channel:slack/C1",
+        ),
         ("config", "show"),
         ("config", "show", "--json"),
-    ):  # fmt: skip
+    ):
         code, out, err = run(capsys, *argv)
         assert code == 0, err
         assert PASSWORD not in out + err, argv
@@ -103,10 +111,16 @@ def test_a_statement_timeout_is_one_clear_line_and_changes_nothing(
     assert run(capsys, "notes", "add", "channel:slack/C1", "vpn", "the gateway is vpn-2")[0] == 0
     monkeypatch.setenv("LOREBOT_DATABASE__URL", f"{pg_url}?options=-c%20statement_timeout%3D300")
     holder = subprocess.Popen(
-        ["psql", "-X", "-q", pg_url, "-c",
-         "BEGIN; LOCK TABLE notes IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;"],
+        [
+            "psql",
+            "-X",
+            "-q",
+            pg_url,
+            "-c",
+            "BEGIN; LOCK TABLE notes IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;",
+        ],
         stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     try:
         time.sleep(0.5)  # the lock is taken
         code, out, err = run(capsys, "notes", "forget", "channel:slack/C1", "vpn")

@@ -49,28 +49,49 @@ class Form:
 
 
 FORMS = [
-    Form("bad escape in the user information",
-         "postgresql://{role}:Esc%zzHunter-41a@{host}/{db}", "Hunter-41a",
-         "its password has a % that is not followed by two hex digits"),
-    Form("a wrong password with ? and # in the user information",
-         "postgresql://{role}:Wrong?Hunter#41b@{host}/{db}", "Hunter#41b",
-         "password authentication failed"),
-    Form("wrong password= in the query",
-         "postgresql://{role}@{host}/{db}?password=Query-Hunter-41c", "Hunter-41c",
-         "password authentication failed"),
-    Form("an @ in the password",
-         "postgresql://{role}:At@Hunter-41d@{host}/{db}", "Hunter-41d",
-         "an @ that is not the one before the host"),
-    Form("a host typo that libpq quotes the whole URL for",
-         "postgresql://{role}:Typo-Hunter-41e@[127.0.0.1:{port}/{db}", "Hunter-41e",
-         'looking for matching "]"'),
-    Form("a host typo with password= in the query",
-         "postgresql://{role}@127.0.0.l:{port}/{db}?password=Host-Hunter-41f", "Hunter-41f",
-         "failed to resolve host '127.0.0.l'"),
-    Form("a keyword/value string with a quoted password",
-         "host=127.0.0.1 port={port} user={role} password='KV Hunter-41g' dbname={db}",
-         "Hunter-41g", "not a keyword/value connection string"),
-]  # fmt: skip
+    Form(
+        "bad escape in the user information",
+        "postgresql://{role}:Esc%zzHunter-41a@{host}/{db}",
+        "Hunter-41a",
+        "its password has a % that is not followed by two hex digits",
+    ),
+    Form(
+        "a wrong password with ? and # in the user information",
+        "postgresql://{role}:Wrong?Hunter#41b@{host}/{db}",
+        "Hunter#41b",
+        "password authentication failed",
+    ),
+    Form(
+        "wrong password= in the query",
+        "postgresql://{role}@{host}/{db}?password=Query-Hunter-41c",
+        "Hunter-41c",
+        "password authentication failed",
+    ),
+    Form(
+        "an @ in the password",
+        "postgresql://{role}:At@Hunter-41d@{host}/{db}",
+        "Hunter-41d",
+        "an @ that is not the one before the host",
+    ),
+    Form(
+        "a host typo that libpq quotes the whole URL for",
+        "postgresql://{role}:Typo-Hunter-41e@[127.0.0.1:{port}/{db}",
+        "Hunter-41e",
+        'looking for matching "]"',
+    ),
+    Form(
+        "a host typo with password= in the query",
+        "postgresql://{role}@127.0.0.l:{port}/{db}?password=Host-Hunter-41f",
+        "Hunter-41f",
+        "failed to resolve host '127.0.0.l'",
+    ),
+    Form(
+        "a keyword/value string with a quoted password",
+        "host=127.0.0.1 port={port} user={role} password='KV Hunter-41g' dbname={db}",
+        "Hunter-41g",
+        "not a keyword/value connection string",
+    ),
+]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -118,8 +139,12 @@ def test_no_command_shows_the_password_and_each_says_what_is_wrong(
     assert_hidden(form.secret, text, argv)
 
     monkeypatch.setenv("LOREBOT_DATABASE__URL", url)
-    for argv in (("doctor",), ("doctor", "--json"), ("notes", "list"),
-                 ("--debug", "notes", "list")):  # fmt: skip
+    for argv in (
+        ("doctor",),
+        ("doctor", "--json"),
+        ("notes", "list"),
+        ("--debug", "notes", "list"),
+    ):
         code, text = run(capsys, *argv)
         assert code == 1 and form.said in text.replace('\\"', '"'), (argv, text)
         assert_hidden(form.secret, text, argv)
@@ -172,10 +197,18 @@ async def test_a_replica_that_cannot_connect_says_why_without_the_password(
         "LOREBOT_DATABASE__URL": form.url(role_url),
     }
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli.main", "--debug", "run", "--replica",
-        cwd=tmp_path, env=env, stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "bot.cli.main",
+        "--debug",
+        "run",
+        "--replica",
+        cwd=tmp_path,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     try:
         async with asyncio.timeout(60):
             output, _ = await process.communicate()
@@ -201,8 +234,13 @@ def test_the_log_filter_knows_the_password_in_every_form(
 ) -> None:
     monkeypatch.setenv("LOREBOT_DATABASE__URL", url)
     record = logging.LogRecord(
-        "psycopg.pool", logging.WARNING, __file__, 1, "error connecting: %s",
-        (f'bad password "{password}"',), None,
-    )  # fmt: skip
+        "psycopg.pool",
+        logging.WARNING,
+        __file__,
+        1,
+        "error connecting: %s",
+        (f'bad password "{password}"',),
+        None,
+    )
     SecretFilter(load_settings().secrets()).filter(record)
     assert "Hunter" not in record.getMessage()

@@ -59,9 +59,15 @@ def cli_env(fake: FakeOllama, model: str | None) -> dict[str, str]:
 
 async def start_cli(environment: dict[str, str], *argv: str) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli.main", *argv, cwd=ROOT, env=environment,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "bot.cli.main",
+        *argv,
+        cwd=ROOT,
+        env=environment,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
 
 
 async def finish(process: asyncio.subprocess.Process, within: float = 120.0) -> Run:
@@ -100,23 +106,47 @@ async def fill(path: Path, fake: FakeOllama, clock: FakeClock, *, model: str | N
         store = SqliteNoteStore(db, clock=clock, vectors=vectors)
         for n in range(NOTES):
             scope = ALICE if n % 5 == 4 else C1
-            await store.save(NoteDraft(scope, f"note-{n:02d}", f"summary of item n{n:02d}",
-                                       body=f"body of n{n:02d}"), actor="test")  # fmt: skip
+            await store.save(
+                NoteDraft(
+                    scope, f"note-{n:02d}", f"summary of item n{n:02d}", body=f"body of n{n:02d}"
+                ),
+                actor="test",
+            )
         log = SqlConversationLog(db, SqliteMessageSearch(db), clock=clock)
-        await log.append("slack/C1/1700000000.000100", [
-            LogEntry("user", "m00 which port does the gateway listen on?", "user:slack/UP",
-                     "Priya"),
-        ], scope=str(C1))  # fmt: skip
-        await log.append("slack/C1/1700000000.000100", [
-            LogEntry("user", "m01 yep, 8443", "user:slack/UMARCO", "Marco"),
-            LogEntry("assistant", "m02 noted"),
-        ], scope=str(C1), link=LINK)  # fmt: skip
-        await log.append("slack/C2/t", [LogEntry("user", f"m{n:02d} channel two says {n}",
-                                                 "user:slack/UP", "Priya") for n in (3, 4, 5)],
-                         scope=str(C2))  # fmt: skip
-        await log.append("dm:slack/DA/", [LogEntry("user", "m06 the gateway in my dm", str(ALICE),
-                                                   "Alice"), LogEntry("assistant", "m07 ok")],
-                         scope=str(ALICE))  # fmt: skip
+        await log.append(
+            "slack/C1/1700000000.000100",
+            [
+                LogEntry(
+                    "user", "m00 which port does the gateway listen on?", "user:slack/UP", "Priya"
+                ),
+            ],
+            scope=str(C1),
+        )
+        await log.append(
+            "slack/C1/1700000000.000100",
+            [
+                LogEntry("user", "m01 yep, 8443", "user:slack/UMARCO", "Marco"),
+                LogEntry("assistant", "m02 noted"),
+            ],
+            scope=str(C1),
+            link=LINK,
+        )
+        await log.append(
+            "slack/C2/t",
+            [
+                LogEntry("user", f"m{n:02d} channel two says {n}", "user:slack/UP", "Priya")
+                for n in (3, 4, 5)
+            ],
+            scope=str(C2),
+        )
+        await log.append(
+            "dm:slack/DA/",
+            [
+                LogEntry("user", "m06 the gateway in my dm", str(ALICE), "Alice"),
+                LogEntry("assistant", "m07 ok"),
+            ],
+            scope=str(ALICE),
+        )
         await log.append("slack/C9/t", [LogEntry("user", "m08 history only, no scope")])
         if model is not None:
             await vectors.backfill()
@@ -172,8 +202,17 @@ async def test_history_search_prints_the_matching_message_with_its_link(
     await fill(env / "cli.db", fake_ollama, clock, model=None)
     environment = cli_env(fake_ollama, None)
 
-    found = await run_cli(environment, "notes", "search", "gateway port", "--history",
-                          "--as", str(ALICE), "--in", str(C1))  # fmt: skip
+    found = await run_cli(
+        environment,
+        "notes",
+        "search",
+        "gateway port",
+        "--history",
+        "--as",
+        str(ALICE),
+        "--in",
+        str(C1),
+    )
 
     assert found.code == 0, found.err
     lines = found.out.splitlines()
@@ -181,8 +220,7 @@ async def test_history_search_prints_the_matching_message_with_its_link(
     assert lines[reply - 1].endswith(f"Marco  ({C1})  {LINK}")
     assert lines[reply - 1].startswith("2026-11-02 09:00  ")
     assert "m06 the gateway in my dm" not in found.out  # Alice's DM is not this channel's
-    nothing = await run_cli(environment, "notes", "search", "8443", "--history",
-                            "--scope", str(C2))  # fmt: skip
+    nothing = await run_cli(environment, "notes", "search", "8443", "--history", "--scope", str(C2))
     assert (nothing.code, nothing.out) == (0, "nothing found\n")
     assert fake_ollama.requests_to("/api/embed") == []  # no embedding model: words alone
 
@@ -214,8 +252,9 @@ async def test_search_with_another_embedding_model_stops_with_one_line(
     before = await snapshot(env / "cli.db", fake_ollama)
     fake_ollama.embedding_dim = dim
 
-    result = await run_cli(cli_env(fake_ollama, model), "notes", "search", "gateway",
-                           "--scope", str(C1))  # fmt: skip
+    result = await run_cli(
+        cli_env(fake_ollama, model), "notes", "search", "gateway", "--scope", str(C1)
+    )
 
     assert result.code == 1 and result.out == ""
     [line] = result.err.splitlines()
@@ -276,12 +315,17 @@ async def test_reembed_killed_midway_resumes_where_it_stopped(
     # Until the switch, the old model's vectors are the ones in use.
     halfway = await snapshot(path, fake_ollama)
     assert {k: v for k, v in halfway["state"].items() if not k.startswith("next_")} == {
-        "model": "old-embed:latest", "dim": "8", "generation": "1"}  # fmt: skip
+        "model": "old-embed:latest",
+        "dim": "8",
+        "generation": "1",
+    }
     assert halfway["state"]["next_model"] == "new-embed:latest"
     assert {n: len(v) for n, v in halfway["vectors"].items()} == {
-        "vec_notes_1": NOTES, "vec_messages_1": SCOPED_MESSAGES,
-        "vec_notes_2": 10, "vec_messages_2": 0,
-    }  # fmt: skip
+        "vec_notes_1": NOTES,
+        "vec_messages_1": SCOPED_MESSAGES,
+        "vec_notes_2": 10,
+        "vec_messages_2": 0,
+    }
     assert halfway["vectors"]["vec_notes_1"] == before["vectors"]["vec_notes_1"]
     new_generation = EmbeddingState(f"{NEW}:latest", 12, 2)
     committed_ids = await ids_with_vectors(path, fake_ollama, new_generation)
@@ -306,12 +350,14 @@ async def test_reembed_killed_midway_resumes_where_it_stopped(
     after = await snapshot(path, fake_ollama)
     assert after["state"] == {"model": "new-embed:latest", "dim": "12", "generation": "2"}
     assert {n: len(v) for n, v in after["vectors"].items()} == {
-        "vec_notes_2": NOTES, "vec_messages_2": SCOPED_MESSAGES,
-    }  # fmt: skip
+        "vec_notes_2": NOTES,
+        "vec_messages_2": SCOPED_MESSAGES,
+    }
     scoped = {r[0] for r in await message_rows(path, fake_ollama) if r[1] != ""}
     assert await ids_with_vectors(path, fake_ollama, new_generation) == {
-        NOTE: {r[0] for r in after["notes"]}, MESSAGE: scoped,
-    }  # fmt: skip
+        NOTE: {r[0] for r in after["notes"]},
+        MESSAGE: scoped,
+    }
     assert (after["notes"], after["messages"]) == (before["notes"], before["messages"])
     assert after["queue"] == []
     await check_model_in_use(path, fake_ollama, NEW, dim=12, refused=OLD)
@@ -355,8 +401,9 @@ async def test_history_search_with_vectors_after_a_reembed(
     fake_ollama.embedding_dim = 12
 
     done = await run_cli(environment, "notes", "reembed")
-    found = await run_cli(environment, "notes", "search", "gateway port", "--history",
-                          "--scope", str(C1), "--json")  # fmt: skip
+    found = await run_cli(
+        environment, "notes", "search", "gateway port", "--history", "--scope", str(C1), "--json"
+    )
 
     assert done.code == 0, done.err
     assert done.out.startswith("re-embedding finished: 30 notes, 8 messages now use new-embed")
@@ -377,8 +424,16 @@ async def test_a_search_makes_one_embedding_call_its_querys(
     await fill(env / "cli.db", fake_ollama, clock)
     fake_ollama.requests.clear()
     where = ["--history"] if history else []
-    found = await run_cli(cli_env(fake_ollama, OLD), "notes", "search", "gateway port",
-                          *where, "--scope", str(C1), "--json")  # fmt: skip
+    found = await run_cli(
+        cli_env(fake_ollama, OLD),
+        "notes",
+        "search",
+        "gateway port",
+        *where,
+        "--scope",
+        str(C1),
+        "--json",
+    )
     assert found.code == 0, found.err
     assert [r["input"] for r in fake_ollama.requests_to("/api/embed")] == [["gateway port"]], (
         found.out + found.err

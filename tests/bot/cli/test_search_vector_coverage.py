@@ -25,12 +25,21 @@ class Run:
 
 async def lorebot(fake: FakeOllama, *argv: str) -> Run:
     """`lorebot ARGV…` with the embedding model set, while this loop serves the fake."""
-    environment = {**os.environ, "LOREBOT_OLLAMA__HOST": fake.url,
-                   "LOREBOT_OLLAMA__EMBED_MODEL": MODEL}  # fmt: skip
+    environment = {
+        **os.environ,
+        "LOREBOT_OLLAMA__HOST": fake.url,
+        "LOREBOT_OLLAMA__EMBED_MODEL": MODEL,
+    }
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli.main", *argv, cwd=ROOT, env=environment,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "bot.cli.main",
+        *argv,
+        cwd=ROOT,
+        env=environment,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     async with asyncio.timeout(120):
         out, err = await process.communicate()
     assert process.returncode is not None
@@ -41,10 +50,10 @@ async def test_partial_vectors_are_counted_on_stderr(env: Path, fake_ollama: Fak
     fake_ollama.models = [MODEL]
     await fill(env / "cli.db", fake_ollama, embed=3)
 
-    notes = await lorebot(fake_ollama, "notes", "search", "gateway", "--scope", str(C1),
-                          "--json")  # fmt: skip
-    history = await lorebot(fake_ollama, "notes", "search", "gateway", "--scope", str(C1),
-                            "--history")  # fmt: skip
+    notes = await lorebot(fake_ollama, "notes", "search", "gateway", "--scope", str(C1), "--json")
+    history = await lorebot(
+        fake_ollama, "notes", "search", "gateway", "--scope", str(C1), "--history"
+    )
 
     assert notes.code == 0, notes.err
     assert len(json.loads(notes.out)) == NOTES  # stdout stays JSON

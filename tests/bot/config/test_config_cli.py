@@ -64,26 +64,41 @@ def test_an_unknown_key_in_the_config_file_is_named_with_the_nearest(shell: Shel
 
 
 INVALID = [
-    ({"LOREBOT_JOBS__TIMEZONE": "Mars/Olympus"}, None,
-     "jobs.timezone (LOREBOT_JOBS__TIMEZONE in the environment): unknown time zone "
-     "'Mars/Olympus': use an IANA name such as 'UTC' or 'Europe/Berlin'"),
-    ({"LOREBOT_JOBS__REFLECTION_CRON": "30 25 * * *"}, None,
-     "jobs.reflection_cron (LOREBOT_JOBS__REFLECTION_CRON in the environment): '30 25 * * *' "
-     "is not a cron expression (Error validating expression '25': the last value (25) is "
-     "higher than the maximum value (23)): write five fields, minute hour day month weekday, "
-     "e.g. '30 23 * * *'"),
-    ({}, '[[jobs.digests]]\nchannel = "channel:slack/C1"\ncron = "every morning"\n',
-     "jobs.digests.0.cron ({config}): 'every morning' is not a cron expression (wrong number "
-     "of fields: got 2, expected 5): write five fields, minute hour day month weekday, "
-     "e.g. '30 23 * * *'"),
-    ({"LOREBOT_SKILLS__CHANNELS": "channel:slack/C1=deploy"}, None,
-     "LOREBOT_SKILLS__CHANNELS in the environment is not valid JSON (Expecting value: line 1 "
-     "column 1 (char 0)): write it as JSON, e.g. '[\"a\", \"b\"]' for a list or "
-     "'{\"key\": \"value\"}' for a table"),
-    ({"LOREBOT_OBSERVABILITY__LISTEN": "9464"}, None,
-     "observability.listen (LOREBOT_OBSERVABILITY__LISTEN in the environment): should be "
-     "host:port for /healthz and /metrics, not '9464'"),
-]  # fmt: skip
+    (
+        {"LOREBOT_JOBS__TIMEZONE": "Mars/Olympus"},
+        None,
+        "jobs.timezone (LOREBOT_JOBS__TIMEZONE in the environment): unknown time zone "
+        "'Mars/Olympus': use an IANA name such as 'UTC' or 'Europe/Berlin'",
+    ),
+    (
+        {"LOREBOT_JOBS__REFLECTION_CRON": "30 25 * * *"},
+        None,
+        "jobs.reflection_cron (LOREBOT_JOBS__REFLECTION_CRON in the environment): '30 25 * * *' "
+        "is not a cron expression (Error validating expression '25': the last value (25) is "
+        "higher than the maximum value (23)): write five fields, minute hour day month weekday, "
+        "e.g. '30 23 * * *'",
+    ),
+    (
+        {},
+        '[[jobs.digests]]\nchannel = "channel:slack/C1"\ncron = "every morning"\n',
+        "jobs.digests.0.cron ({config}): 'every morning' is not a cron expression (wrong number "
+        "of fields: got 2, expected 5): write five fields, minute hour day month weekday, "
+        "e.g. '30 23 * * *'",
+    ),
+    (
+        {"LOREBOT_SKILLS__CHANNELS": "channel:slack/C1=deploy"},
+        None,
+        "LOREBOT_SKILLS__CHANNELS in the environment is not valid JSON (Expecting value: line 1 "
+        'column 1 (char 0)): write it as JSON, e.g. \'["a", "b"]\' for a list or '
+        '\'{"key": "value"}\' for a table',
+    ),
+    (
+        {"LOREBOT_OBSERVABILITY__LISTEN": "9464"},
+        None,
+        "observability.listen (LOREBOT_OBSERVABILITY__LISTEN in the environment): should be "
+        "host:port for /healthz and /metrics, not '9464'",
+    ),
+]
 
 
 @pytest.mark.parametrize(("variables", "toml", "expected"), INVALID)
@@ -145,8 +160,11 @@ def test_config_show_says_where_each_setting_came_from_and_masks_secrets(shell: 
     as_json = json.loads(shell.main("config", "show", "--json").out)
     assert as_json["config_file"] == str(config)
     assert as_json["settings"]["memory.recall_k"] == {
-        "value": 9, "source": ".env", "variable": "LOREBOT_MEMORY__RECALL_K", "file": None
-    }  # fmt: skip
+        "value": 9,
+        "source": ".env",
+        "variable": "LOREBOT_MEMORY__RECALL_K",
+        "file": None,
+    }
     assert as_json["settings"]["ollama.model"]["file"] == str(config)
     assert as_json["settings"]["slack.bot_token"]["value"] == "********"
 
@@ -222,9 +240,11 @@ def test_the_environment_file_lists_every_setting_and_loads_back(shell: Shell) -
     dotenv.write_text(re.sub(r"^#(LOREBOT_\w+=.+)$", r"\1", dotenv.read_text(), flags=re.M))
     shown = json.loads(shell.main("config", "show", "--json").out)["settings"]
     assert shown["jobs.reflection_cron"] == {
-        "value": "30 23 * * *", "source": ".env",
-        "variable": "LOREBOT_JOBS__REFLECTION_CRON", "file": None,
-    }  # fmt: skip
+        "value": "30 23 * * *",
+        "source": ".env",
+        "variable": "LOREBOT_JOBS__REFLECTION_CRON",
+        "file": None,
+    }
     assert shown["skills.channels"]["value"] == {} and shown["mcp.servers"]["value"] == []
     assert {k: v["value"] for k, v in shown.items()} == {k: v["value"] for k, v in keys.items()}
 
@@ -244,9 +264,13 @@ def test_options_work_after_the_subcommand_too(shell: Shell) -> None:
 def closed_pipe(shell: Shell, *argv: str) -> subprocess.CompletedProcess[str]:
     """`lorebot ARGV | head -0`: the reader is gone before lorebot writes."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli.main", *argv], cwd=shell.cwd, env=shell.env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", "bot.cli.main", *argv],
+        cwd=shell.cwd,
+        env=shell.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout is not None and child.stderr is not None
     child.stdout.close()
     err = child.stderr.read()

@@ -16,8 +16,12 @@ from tests.support.harness import Harness, start_harness
 CHANNEL = Scope.parse("channel:test/C1")
 
 
-async def seed(h: Harness, topic: str = "staging-db", summary: str = "staging DB is pg-stage-2",
-               body: str = "host pg-stage-2.internal port 5432") -> None:  # fmt: skip
+async def seed(
+    h: Harness,
+    topic: str = "staging-db",
+    summary: str = "staging DB is pg-stage-2",
+    body: str = "host pg-stage-2.internal port 5432",
+) -> None:
     await h.bot.notes.save(NoteDraft(CHANNEL, topic, summary, body), actor="seed")
 
 
@@ -78,8 +82,10 @@ async def test_model_proposals_go_through_a_card(harness: Harness) -> None:
     await harness.react(card, APPROVE)
     [note] = await harness.bot.notes.list_notes()
     assert (note.scope, note.topic, note.body) == (CHANNEL, "vpn", "vpn-2.corp")
-    assert card.current == "✅ Saved `vpn` in this channel (channel:test/C1): VPN is vpn-2\n" \
-        "Say `undo` to revert it."  # fmt: skip
+    assert (
+        card.current == "✅ Saved `vpn` in this channel (channel:test/C1): VPN is vpn-2\n"
+        "Say `undo` to revert it."
+    )
 
 
 async def test_a_model_proposal_with_a_secret_is_refused_to_the_model(harness: Harness) -> None:
@@ -241,9 +247,11 @@ async def test_bots_and_strangers_are_ignored(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
     h = await start_harness(
-        tmp_path, fake_ollama, clock,
+        tmp_path,
+        fake_ollama,
+        clock,
         bot={"allowed_users": ["user:test/UALICE"], "allowed_channels": ["channel:test/C1"]},
-    )  # fmt: skip
+    )
     try:
         await h.say("help", is_bot=True)
         await h.say("help", user="USTRANGER")

@@ -57,8 +57,13 @@ async def bot(
 
 
 def said(conversation: str, author: str, when: str, text: str, **extra: Any) -> dict[str, Any]:
-    return {"conversation": conversation, "author": author, "timestamp": when, "text": text,
-            **extra}  # fmt: skip
+    return {
+        "conversation": conversation,
+        "author": author,
+        "timestamp": when,
+        "text": text,
+        **extra,
+    }
 
 
 def memories(h: Harness) -> str:
@@ -69,8 +74,13 @@ def memories(h: Harness) -> str:
     return tail[: tail.index("</relevant-memories>") + len("</relevant-memories>")]
 
 
-FREEZE = said("channel:test/C1", "Priya", "2026-10-02T14:03:00Z",
-              "the deploy freeze starts on the 14th", thread="1790000000.1")  # fmt: skip
+FREEZE = said(
+    "channel:test/C1",
+    "Priya",
+    "2026-10-02T14:03:00Z",
+    "the deploy freeze starts on the 14th",
+    thread="1790000000.1",
+)
 
 
 async def test_a_message_from_last_month_is_recalled_next_to_the_question(
@@ -173,9 +183,17 @@ async def test_notes_and_past_messages_share_the_memory_budget(
 ) -> None:
     text = "rotation day {}: the on-call rotation moves to follow-the-sun"
     await import_history(
-        [said("channel:test/C1", "Priya", f"2026-10-0{day}T09:00:00Z", text.format(day),
-              thread=f"1790000000.{day}") for day in (1, 2, 3)]
-    )  # fmt: skip
+        [
+            said(
+                "channel:test/C1",
+                "Priya",
+                f"2026-10-0{day}T09:00:00Z",
+                text.format(day),
+                thread=f"1790000000.{day}",
+            )
+            for day in (1, 2, 3)
+        ]
+    )
     h = await bot(memory={"token_budget": 100})
     body = "The on-call rotation is weekly, handed over on Mondays. " * 20
     await h.bot.notes.save(
@@ -204,8 +222,17 @@ async def test_history_imported_after_lorebot_ran_there_stays_out_of_its_dialogu
         said("channel:test/C1", "Sam", f"2026-10-0{day}T09:00:00Z", f"lunch plans for day {day}")
         for day in range(1, 8)
     ]
-    await import_history([*chatter, said("channel:test/C1", "Priya", "2026-10-02T14:03:00Z",
-                                         "the deploy freeze starts on the 14th")])  # fmt: skip
+    await import_history(
+        [
+            *chatter,
+            said(
+                "channel:test/C1",
+                "Priya",
+                "2026-10-02T14:03:00Z",
+                "the deploy freeze starts on the 14th",
+            ),
+        ]
+    )
     h = await bot()
     h.ollama.reply("It starts on the 14th.")
     await h.say("so when does the deploy freeze start?")

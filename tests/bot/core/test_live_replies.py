@@ -206,10 +206,11 @@ async def test_a_turn_waiting_for_a_card_says_so_and_shows_its_work_again_when_r
     h, adapter = await streaming(tmp_path, fake_ollama, clock)
     try:
         write_skill(
-            h.bot.settings.skills.user_root, "incident-triage",
+            h.bot.settings.skills.user_root,
+            "incident-triage",
             description="Triage a production incident. Use when something is down.",
             body="# Triage\n1. Check the dashboards.\n",
-        )  # fmt: skip
+        )
         fake_ollama.tool_call(
             "load_skill", {"name": "incident-triage"}, content="I will load the triage skill."
         )

@@ -122,8 +122,10 @@ async def test_a_nul_byte_in_a_tool_argument_is_refused_to_the_model(
 
 
 async def test_tool_calls_past_the_per_round_cap_get_an_error(harness: Harness) -> None:
-    searches = [{"function": {"name": "memory_search", "arguments": {"query": f"vpn {n}"}}}
-                for n in range(12)]  # fmt: skip
+    searches = [
+        {"function": {"name": "memory_search", "arguments": {"query": f"vpn {n}"}}}
+        for n in range(12)
+    ]
     harness.ollama.reply(tool_calls=searches)
     harness.ollama.reply("Done searching.")
     await harness.say("search a lot")
@@ -136,10 +138,14 @@ async def test_tool_calls_past_the_per_round_cap_get_an_error(harness: Harness) 
 
 async def test_cards_per_turn_are_capped_across_rounds(harness: Harness) -> None:
     notes = [
-        {"function": {"name": "propose_note",
-                      "arguments": {"topic": f"vpn-{n}", "summary": f"VPN {n} is vpn-{n}"}}}
+        {
+            "function": {
+                "name": "propose_note",
+                "arguments": {"topic": f"vpn-{n}", "summary": f"VPN {n} is vpn-{n}"},
+            }
+        }
         for n in range(200)
-    ]  # fmt: skip
+    ]
     harness.ollama.reply(tool_calls=notes)
     harness.ollama.reply(tool_calls=calls("propose_forget", {"topic": "vpn"}, 1))
     harness.ollama.reply("I proposed what I could.")

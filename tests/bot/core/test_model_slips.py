@@ -47,8 +47,10 @@ async def test_an_empty_answer_is_asked_again_once_and_the_second_answer_is_post
         await h.say("which VPN gateway?")
         assert h.adapter.replies == ["The VPN gateway is vpn-2."]
         assert h.last_prompt()[-1] == {"role": "user", "content": EMPTY_NUDGE}
-        assert await stored(h) == [("user", "which VPN gateway?"),
-                                   ("assistant", "The VPN gateway is vpn-2.")]  # fmt: skip
+        assert await stored(h) == [
+            ("user", "which VPN gateway?"),
+            ("assistant", "The VPN gateway is vpn-2."),
+        ]
         assert slips("empty") == before + 1
     finally:
         await h.bot.stop()
@@ -122,7 +124,7 @@ async def test_a_streamed_empty_answer_ends_as_the_answer_the_second_try_gave(
         ("Web may be down. I’m going to run the check:", "I'm going to run the check"),
         ("Okay, now I will look that up.", "I will look that up"),
     ],
-)  # fmt: skip
+)
 def test_an_announced_action_is_found_at_the_end_of_an_answer(answer: str, intent: str) -> None:
     assert announced_intent(answer) == intent
 
@@ -161,8 +163,10 @@ async def test_an_action_announced_without_a_call_is_nudged_once_and_the_next_an
         assert "tools" in turns[1]  # the nudged request still offers the tools
         # The streamed announcement gave way to the answer, and history keeps only that.
         assert adapter.sent[-1].current == "I found nothing about the VPN."
-        assert await stored(h) == [("user", "which VPN gateway?"),
-                                   ("assistant", "I found nothing about the VPN.")]  # fmt: skip
+        assert await stored(h) == [
+            ("user", "which VPN gateway?"),
+            ("assistant", "I found nothing about the VPN."),
+        ]
         assert slips("intent") == before + 1
     finally:
         await h.bot.stop()

@@ -83,9 +83,12 @@ async def test_the_bots_own_configured_secrets_said_in_chat_are_not_stored(
 async def test_a_note_with_a_secret_in_its_summary_is_refused(harness: Harness) -> None:
     harness.ollama.tool_call(
         "propose_note",
-        {"topic": "staging-login", "summary": 'staging login {"password": "hunter2"}',
-         "body": "ask #ops for access"},
-    )  # fmt: skip
+        {
+            "topic": "staging-login",
+            "summary": 'staging login {"password": "hunter2"}',
+            "body": "ask #ops for access",
+        },
+    )
     harness.ollama.reply("I cannot keep passwords in notes.")
     await harness.say("keep a note of the staging login")
     assert harness.adapter.cards == []
@@ -112,11 +115,17 @@ async def test_remembering_a_connection_string_keeps_it_without_its_password(
 async def test_captured_actions_are_stored_without_credentials(harness: Harness) -> None:
     await harness.bot.events.capture(
         "deploy_service",
-        {"name": "api", "password": "hunter2", "dsn": "postgres://admin:S3cret@db/app",
-         "config": '{"aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}'},
-        outcome='deployed with {"api_key": "abc123def456"}', conversation={},
-        channel_scope=None, person="user:test/UALICE",
-    )  # fmt: skip
+        {
+            "name": "api",
+            "password": "hunter2",
+            "dsn": "postgres://admin:S3cret@db/app",
+            "config": '{"aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}',
+        },
+        outcome='deployed with {"api_key": "abc123def456"}',
+        conversation={},
+        channel_scope=None,
+        person="user:test/UALICE",
+    )
     [event] = await harness.bot.events.fetch_since(harness.clock.now - timedelta(days=1))
     stored = json.dumps(event.arguments) + event.outcome
     for secret in ("hunter2", "S3cret", "wJalrXUtnFEMI", "abc123def456"):

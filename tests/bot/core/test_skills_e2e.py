@@ -22,9 +22,11 @@ def user_root(h: Harness) -> Path:
 
 def add_triage(h: Harness, body: str = BODY) -> Path:
     return write_skill(
-        user_root(h), "incident-triage",
-        description="Triage a production incident. Use when something is down.", body=body,
-    )  # fmt: skip
+        user_root(h),
+        "incident-triage",
+        description="Triage a production incident. Use when something is down.",
+        body=body,
+    )
 
 
 def touch(path: Path, mtime_ns: int) -> None:
@@ -43,8 +45,10 @@ async def test_catalog_is_in_the_prefix_and_stable_until_a_skill_changes(harness
     write_skill(user_root(harness), "incident-triage", description="Changed. Use when x.")
     touch(folder / "SKILL.md", 10**18)
     await harness.say("third")
-    assert "- incident-triage: Changed. Use when x." in harness.ollama.chat_requests[-1][
-        "messages"][0]["content"]  # fmt: skip
+    assert (
+        "- incident-triage: Changed. Use when x."
+        in harness.ollama.chat_requests[-1]["messages"][0]["content"]
+    )
 
 
 async def test_model_load_shows_a_card_and_the_turn_resumes_on_approval(harness: Harness) -> None:
@@ -121,8 +125,12 @@ async def test_an_edited_skill_asks_again(harness: Harness) -> None:
 
 
 async def test_a_person_activates_a_skill_by_name_without_a_card(harness: Harness) -> None:
-    write_skill(user_root(harness), "release", extra="disable-model-invocation: true\n",
-                body="Release steps: tag, build, announce.")  # fmt: skip
+    write_skill(
+        user_root(harness),
+        "release",
+        extra="disable-model-invocation: true\n",
+        body="Release steps: tag, build, announce.",
+    )
     await harness.say("hello")
     assert "- release:" not in harness.ollama.chat_requests[-1]["messages"][0]["content"]
 
@@ -153,10 +161,14 @@ async def test_unknown_skill_command_is_a_clear_message(harness: Harness) -> Non
 
 
 async def test_skill_creation_through_a_card(harness: Harness) -> None:
-    harness.ollama.tool_call("propose_skill", {
-        "name": "db-failover", "description": "Fail the DB over. Use when the primary is down.",
-        "body": "1. Promote the replica.\n2. Update DNS.",
-    })  # fmt: skip
+    harness.ollama.tool_call(
+        "propose_skill",
+        {
+            "name": "db-failover",
+            "description": "Fail the DB over. Use when the primary is down.",
+            "body": "1. Promote the replica.\n2. Update DNS.",
+        },
+    )
     harness.ollama.reply("I proposed the skill.")
     await harness.say("make a skill for DB failover")
     [card] = harness.adapter.cards
@@ -170,17 +182,24 @@ async def test_skill_creation_through_a_card(harness: Harness) -> None:
     assert written.exists() and "requested-by: user:test/UALICE" in written.read_text()
     assert card.current.startswith("✅ Created the skill `db-failover`")
     await harness.say("next turn")
-    assert "- db-failover: Fail the DB over." in harness.ollama.chat_requests[-1][
-        "messages"][0]["content"]  # fmt: skip
+    assert (
+        "- db-failover: Fail the DB over."
+        in harness.ollama.chat_requests[-1]["messages"][0]["content"]
+    )
 
 
 async def test_skill_creation_never_overwrites_a_skill_lorebot_did_not_write(
     harness: Harness,
 ) -> None:
     add_triage(harness)
-    harness.ollama.tool_call("propose_skill", {
-        "name": "incident-triage", "description": "Mine now. Use when hijacking.", "body": "x",
-    })  # fmt: skip
+    harness.ollama.tool_call(
+        "propose_skill",
+        {
+            "name": "incident-triage",
+            "description": "Mine now. Use when hijacking.",
+            "body": "x",
+        },
+    )
     harness.ollama.reply("Could not.")
     await harness.say("replace the triage skill")
     assert harness.adapter.cards == []

@@ -158,9 +158,11 @@ async def test_resources_of_a_skill_not_active_here_are_refused(harness: Harness
     user_root = harness.bot.settings.skills.user_root
     add_triage(user_root)
     people_only = write_skill(
-        user_root, "release", description="Release. Use when releasing.",
+        user_root,
+        "release",
+        description="Release. Use when releasing.",
         extra="disable-model-invocation: true\n",
-    )  # fmt: skip
+    )
     (people_only / "references").mkdir()
     (people_only / "references" / "keys.md").write_text("signing key: hunter2\n")
     harness.ollama.tool_call(
@@ -213,9 +215,14 @@ UNWRITABLE_NAMES = ["../escape", "../../outside", ".", "", "/tmp/abs", "Upper", 
 async def test_propose_skill_with_an_unwritable_name_posts_no_card(
     harness: Harness, tmp_path: Path, name: str
 ) -> None:
-    harness.ollama.tool_call("propose_skill", {
-        "name": name, "description": "Escape. Use when escaping.", "body": "1. Escape.",
-    })  # fmt: skip
+    harness.ollama.tool_call(
+        "propose_skill",
+        {
+            "name": name,
+            "description": "Escape. Use when escaping.",
+            "body": "1. Escape.",
+        },
+    )
     harness.ollama.reply("That name is not allowed.")
     await harness.say("make a skill")
     assert harness.adapter.cards == []

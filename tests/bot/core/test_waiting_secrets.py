@@ -119,9 +119,12 @@ async def stored_copies(bot: Bot, engine: str, tmp_path: Path, name: str) -> dic
     url = bot.settings.database.url
     assert url is not None
     dump = await asyncio.create_subprocess_exec(
-        str(programs / "pg_dump"), "--format=plain", f"--dbname={url.get_secret_value()}",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        str(programs / "pg_dump"),
+        "--format=plain",
+        f"--dbname={url.get_secret_value()}",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await dump.communicate()
     assert dump.returncode == 0, err
     return {"pg_dump": out}

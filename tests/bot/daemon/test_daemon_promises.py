@@ -189,9 +189,11 @@ async def test_healthz_is_503_while_an_adapter_stays_disconnected_and_200_once_i
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
 ) -> None:
     settings = make_settings(
-        tmp_path / "bot.db", fake_ollama.url,
-        bot={"adapter_grace_s": 0.01}, observability={"listen": "127.0.0.1:0"},
-    )  # fmt: skip
+        tmp_path / "bot.db",
+        fake_ollama.url,
+        bot={"adapter_grace_s": 0.01},
+        observability={"listen": "127.0.0.1:0"},
+    )
     adapter = RecordingAdapter()
     bot = Bot(settings, [adapter], clock=clock)
     await bot.start()
@@ -270,9 +272,11 @@ async def test_a_slow_tool_call_times_out_and_the_model_is_told(
 ) -> None:
     gated_ollama.models = ["qwen3:8b", "nomic-embed-text"]
     settings = make_settings(
-        tmp_path / "bot.db", gated_ollama.url,
-        ollama={"embed_model": "nomic-embed-text"}, bot={"tool_timeout_s": 0.2},
-    )  # fmt: skip
+        tmp_path / "bot.db",
+        gated_ollama.url,
+        ollama={"embed_model": "nomic-embed-text"},
+        bot={"tool_timeout_s": 0.2},
+    )
     # With the embedding task running: stopping just after a commit must not hang.
     adapter = RecordingAdapter()
     bot = Bot(settings, [adapter], clock=clock)
@@ -449,9 +453,10 @@ async def test_a_slack_rate_limit_waits_as_long_as_retry_after_says(
     monkeypatch.setattr(builtin_async_handlers, "asyncio", SimpleNamespace(sleep=sleep))
     monkeypatch.setattr(builtin_async_handlers, "random", random.Random(18))
     adapter = SlackAdapter(
-        bot_token=fake_slack.bot_token, app_token=fake_slack.app_token,
+        bot_token=fake_slack.bot_token,
+        app_token=fake_slack.app_token,
         api_base_url=fake_slack.api_url,
-    )  # fmt: skip
+    )
     bot = Bot(make_settings(tmp_path / "bot.db", fake_ollama.url), [adapter], clock=clock)
     await bot.start()
     try:

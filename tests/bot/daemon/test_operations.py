@@ -223,9 +223,11 @@ def test_doctor_reports_each_check_with_a_fix(
 
 
 async def test_doctor_passes_against_a_working_model(
-    env: Path, fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch,
+    env: Path,
+    fake_ollama: FakeOllama,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("LOREBOT_OLLAMA__HOST", fake_ollama.url)
     code = await asyncio.to_thread(main, ["doctor"])
     out = capsys.readouterr().out
@@ -239,8 +241,15 @@ async def test_doctor_passes_against_a_working_model(
 def test_logs_never_contain_secrets(caplog: pytest.LogCaptureFixture) -> None:
     token = "xoxb-1111-2222-SECRETSECRET"
     scrub = SecretFilter([token, "discord-token-value"])
-    record = logging.LogRecord("x", logging.INFO, __file__, 1, "auth %s and %s", (
-        f"Bearer {token}", "discord-token-value"), None)  # fmt: skip
+    record = logging.LogRecord(
+        "x",
+        logging.INFO,
+        __file__,
+        1,
+        "auth %s and %s",
+        (f"Bearer {token}", "discord-token-value"),
+        None,
+    )
     scrub.filter(record)
     assert "SECRET" not in record.getMessage() and "discord-token-value" not in record.getMessage()
 
@@ -287,8 +296,10 @@ def test_sigkill_never_loses_a_confirmed_note(tmp_path: Path) -> None:
     for attempt in range(8):
         child = subprocess.Popen(
             [sys.executable, "-c", CHILD, str(path), str(attempt * 100_000)],
-            stdout=subprocess.PIPE, text=True, cwd=ROOT,
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
         assert child.stdout is not None
         stop_after = rng.randint(3, 80)
         for count, line in enumerate(child.stdout, start=1):
@@ -316,7 +327,15 @@ def test_the_systemd_unit_verifies(tmp_path: Path) -> None:
         [analyze, "verify", str(tmp_path / "lorebot.service")], capture_output=True, text=True
     )
     assert result.returncode == 0, result.stderr
-    for setting in ("Type=notify", "WatchdogSec=", "DynamicUser=yes", "StateDirectory=lorebot",
-                    "EnvironmentFile=", "NoNewPrivileges=yes", "ProtectSystem=strict",
-                    "CapabilityBoundingSet=\n", "SystemCallFilter=@system-service"):  # fmt: skip
+    for setting in (
+        "Type=notify",
+        "WatchdogSec=",
+        "DynamicUser=yes",
+        "StateDirectory=lorebot",
+        "EnvironmentFile=",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "CapabilityBoundingSet=\n",
+        "SystemCallFilter=@system-service",
+    ):
         assert setting in unit

@@ -53,11 +53,14 @@ async def test_the_standby_takes_discord_within_15_s_of_the_leader_being_killed(
 ) -> None:
     fake_ollama.default_reply = lambda body: "Answered."
     folders, envs = _two_replicas(
-        tmp_path, fake_ollama, fake_slack, pg_url,
+        tmp_path,
+        fake_ollama,
+        fake_slack,
+        pg_url,
         LOREBOT_DISCORD__TOKEN=DISCORD_TOKEN,
         LOREBOT_DISCORD__API_BASE_URL=fake_discord.api_base_url,
         LOREBOT_DISCORD__GATEWAY_URL=fake_discord.gateway_url,
-    )  # fmt: skip
+    )
 
     async with daemon(folders[0], envs[0]) as leader:
         await fake_discord.wait_until(lambda: fake_discord.identifies, within=30)

@@ -90,9 +90,11 @@ async def replicas(
 
 
 async def test_one_replica_leads_and_a_standby_takes_over_when_it_stops(
-    replicas: Callable[..., Bot], pg_url: str, monkeypatch: pytest.MonkeyPatch,
+    replicas: Callable[..., Bot],
+    pg_url: str,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     gateway = Gateway()
     first, second = replicas("a", gateway), replicas("b", gateway)
     await first.start()
@@ -160,8 +162,10 @@ def digests(bot: Bot) -> list[str]:
 
 
 async def test_a_leader_cut_off_from_postgresql_stops_before_a_standby_takes_over(
-    replicas: Callable[..., Bot], pg_url: str, monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+    replicas: Callable[..., Bot],
+    pg_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(replica_module, "LEASE_S", 1.0)
     gateway = Gateway()
     async with StallingProxy.to(pg_url) as proxy:
@@ -183,8 +187,10 @@ async def test_a_leader_cut_off_from_postgresql_stops_before_a_standby_takes_ove
 
 
 async def test_after_postgresql_restarts_one_replica_leads_and_both_answer(
-    replicas: Callable[..., Bot], postgres_server: PostgresServer, fake_ollama: FakeOllama,
-) -> None:  # fmt: skip
+    replicas: Callable[..., Bot],
+    postgres_server: PostgresServer,
+    fake_ollama: FakeOllama,
+) -> None:
     gateway = Gateway()
     bots = [replicas("a", gateway), replicas("b", gateway)]
     for bot in bots:
@@ -211,9 +217,11 @@ async def test_a_card_approved_at_another_replica_resumes_the_waiting_turn_there
     bots = [replicas("a", gateway), replicas("b", gateway)]
     for bot in bots:
         write_skill(
-            bot.settings.skills.user_root, "incident-triage",
-            description="Triage an incident. Use when something is down.", body="1. Page.\n",
-        )  # fmt: skip
+            bot.settings.skills.user_root,
+            "incident-triage",
+            description="Triage an incident. Use when something is down.",
+            body="1. Page.\n",
+        )
         await bot.start()
     first, second = (bot.adapters["test"] for bot in bots)
     assert isinstance(first, RecordingAdapter) and isinstance(second, RecordingAdapter)

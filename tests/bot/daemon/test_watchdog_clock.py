@@ -80,10 +80,16 @@ async def supervisors(tmp_path: Path, fake_ollama: FakeOllama) -> AsyncIterator[
         adapter.connected = True
         settings = make_settings(tmp_path / "bot.db", fake_ollama.url, bot={"adapter_grace_s": 5})
         systemd = SystemdEnvironment(str(tmp_path / "notify.sock"), watchdog_usec=30_000_000)
-        made.append(Supervisor(
-            settings, systemd, {"test": adapter}, Model(settings.ollama),
-            monotonic=time.monotonic, sleep=time.sleep,
-        ))  # fmt: skip
+        made.append(
+            Supervisor(
+                settings,
+                systemd,
+                {"test": adapter},
+                Model(settings.ollama),
+                monotonic=time.monotonic,
+                sleep=time.sleep,
+            )
+        )
         return made[-1]
 
     yield supervisor_for

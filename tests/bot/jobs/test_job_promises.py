@@ -107,8 +107,11 @@ async def test_a_lesson_is_recalled_only_when_it_shares_most_of_its_words_with_t
     try:
         fake_ollama.reply("Use the green pipeline.")
         await h.say("how do we release the billing service?")
-        reflection_reply(fake_ollama, "Alice asked how billing is released.",
-                         ["Billing releases go through the green pipeline"])  # fmt: skip
+        reflection_reply(
+            fake_ollama,
+            "Alice asked how billing is released.",
+            ["Billing releases go through the green pipeline"],
+        )
         [result] = await reflect(h, at("2026-11-02T23:30:00"))
         assert result.status == "succeeded"
         clock.advance(hours=10)
@@ -486,8 +489,11 @@ async def test_the_scheduler_fires_every_job_on_its_cron_and_retries_a_failed_ru
             )
             assert maintenance.status == "succeeded"
 
-            reflection_reply(fake_ollama, "Alice saved the VPN host and the wiki.",
-                             ["Billing releases go through the green pipeline"])  # fmt: skip
+            reflection_reply(
+                fake_ollama,
+                "Alice saved the VPN host and the wiki.",
+                ["Billing releases go through the green pipeline"],
+            )
             runs = await step(
                 "2026-11-02T23:30:00",
                 ("reflection", "test/C1/", "2026-11-02T23:30Z"),

@@ -27,9 +27,12 @@ def at(text: str) -> datetime:
 
 
 async def jobs_harness(
-    tmp_path: Path, fake: FakeOllama, clock: FakeClock, adapter: RecordingAdapter | None = None,
+    tmp_path: Path,
+    fake: FakeOllama,
+    clock: FakeClock,
+    adapter: RecordingAdapter | None = None,
     **jobs: Any,
-) -> Harness:  # fmt: skip
+) -> Harness:
     return await start_harness(tmp_path, fake, clock, adapter, jobs={**DIGESTS, **jobs})
 
 
@@ -177,13 +180,21 @@ async def test_approved_changes_are_captured_once_with_secrets_redacted(harness:
     assert event.channel_scope == "channel:test/C1" and event.outcome == "created"
 
     stored = await harness.bot.events.capture(
-        "deploy_service", {"name": "api", "env": "DB_PASSWORD=hunter22"},
-        outcome="ok", conversation={}, channel_scope=None, person="user:test/UALICE",
-    )  # fmt: skip
+        "deploy_service",
+        {"name": "api", "env": "DB_PASSWORD=hunter22"},
+        outcome="ok",
+        conversation={},
+        channel_scope=None,
+        person="user:test/UALICE",
+    )
     again = await harness.bot.events.capture(
-        "deploy_service", {"name": "api", "env": "DB_PASSWORD=hunter22"},
-        outcome="ok", conversation={}, channel_scope=None, person="user:test/UALICE",
-    )  # fmt: skip
+        "deploy_service",
+        {"name": "api", "env": "DB_PASSWORD=hunter22"},
+        outcome="ok",
+        conversation={},
+        channel_scope=None,
+        person="user:test/UALICE",
+    )
     assert (stored, again) == (True, False)
     events = await harness.bot.events.fetch_since(harness.clock.now - timedelta(days=1))
     assert "hunter22" not in json.dumps([e.arguments for e in events])
@@ -205,8 +216,11 @@ async def test_reflection_writes_the_daily_log_and_expiring_lessons(
         fire = at("2026-11-02T23:30:00")
         scopes = await reflection.scopes("all", fire)
         assert scopes == ["test/C1/"]
-        reflection_reply(fake_ollama, "Alice asked how to release billing.",
-                         ["Billing releases go through the green pipeline"])  # fmt: skip
+        reflection_reply(
+            fake_ollama,
+            "Alice asked how to release billing.",
+            ["Billing releases go through the green pipeline"],
+        )
         clock.now = fire
         [result] = await h.bot.jobs.run_period(reflection, "all", fire)
         assert result.status == "succeeded"
@@ -258,14 +272,22 @@ async def test_reflection_with_the_model_down_or_confused_changes_nothing_and_re
 
 
 async def capture_many(h: Harness, count: int) -> None:
-    conversation = {"platform": PLATFORM, "channel_id": "C1", "is_dm": False,
-                    "thread_id": None, "team_id": "T1"}  # fmt: skip
+    conversation = {
+        "platform": PLATFORM,
+        "channel_id": "C1",
+        "is_dm": False,
+        "thread_id": None,
+        "team_id": "T1",
+    }
     for n in range(count):
         await h.bot.events.capture(
-            "register_service", {"name": f"svc-{n}", "port": 8000 + n},
-            outcome="ok", conversation=conversation, channel_scope=str(CHANNEL),
+            "register_service",
+            {"name": f"svc-{n}", "port": 8000 + n},
+            outcome="ok",
+            conversation=conversation,
+            channel_scope=str(CHANNEL),
             person="user:test/UALICE",
-        )  # fmt: skip
+        )
 
 
 async def test_patterns_need_min_samples_then_become_an_approved_channel_note(
@@ -279,10 +301,15 @@ async def test_patterns_need_min_samples_then_become_an_approved_channel_note(
         assert result.detail == "nothing new" and h.adapter.cards == []
 
         await capture_many(h, 6)  # two more distinct events
-        fake_ollama.reply(json.dumps({
-            "topic": "service registration", "summary": "services are named svc-N on port 8000+N",
-            "details": "- name: svc-N\n- port: 8000 + N",
-        }))  # fmt: skip
+        fake_ollama.reply(
+            json.dumps(
+                {
+                    "topic": "service registration",
+                    "summary": "services are named svc-N on port 8000+N",
+                    "details": "- name: svc-N\n- port: 8000 + N",
+                }
+            )
+        )
         clock.advance(hours=1)
         [result] = await h.bot.jobs.run_period(patterns, "all", clock.now)
         [card] = h.adapter.cards

@@ -157,8 +157,9 @@ async def test_a_digest_names_each_kind_of_change(
         changed = await notes.save(NoteDraft(here, "oncall", "oncall is bob"), actor=who)
         assert changed.change_id is not None
         await notes.revert(changed.change_id, actor=who)
-        pattern = NoteDraft(here, "pattern-deploys", "deploys go out on tuesdays",
-                            category=Category.PATTERN)  # fmt: skip
+        pattern = NoteDraft(
+            here, "pattern-deploys", "deploys go out on tuesdays", category=Category.PATTERN
+        )
         await notes.save(pattern, actor=who)
         fake_ollama.reply("Several changes.")
         await _digest_at(h, "2026-11-02T09:00:00")
@@ -309,10 +310,12 @@ async def test_a_pattern_card_shows_its_evidence_in_the_channel_it_came_from(
         ]:
             h.script_title(topic, fact)
             await h.say(f"remember that {fact}")
-            await h.react(h.adapter.cards[-1], APPROVE)  # fmt: skip
-        fake_ollama.reply(json.dumps(
-            {"topic": "note keeping", "summary": "how we keep notes", "details": "- short"}
-        ))  # fmt: skip
+            await h.react(h.adapter.cards[-1], APPROVE)
+        fake_ollama.reply(
+            json.dumps(
+                {"topic": "note keeping", "summary": "how we keep notes", "details": "- short"}
+            )
+        )
         clock.advance(hours=1)
         await h.bot.jobs.run_period(h.bot.jobs.jobs["patterns"], "all", clock.now)
         prompt = [r for r in fake_ollama.chat_requests if "format" in r][-1]["messages"][-1]

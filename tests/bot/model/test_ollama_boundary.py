@@ -123,10 +123,16 @@ async def run_cli(environment: dict[str, str], *argv: str, stdin: str = "") -> R
     """Run `lorebot ARGV…` as a person would, failing the test past `DEADLINE_S`."""
     started = time.monotonic()
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "bot.cli.main", *argv, cwd=ROOT, env=environment,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "bot.cli.main",
+        *argv,
+        cwd=ROOT,
+        env=environment,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+    )
     try:
         async with asyncio.timeout(DEADLINE_S):
             out, err = await process.communicate(stdin.encode())
@@ -195,10 +201,11 @@ async def test_turns_and_health_answer_while_the_probe_gets_no_answer(
     tmp_path: Path, hanging: HangingOllama, clock: FakeClock
 ) -> None:
     settings = make_settings(
-        tmp_path / "bot.db", hanging.url,
+        tmp_path / "bot.db",
+        hanging.url,
         ollama={"timeout_s": 3600, "probe_timeout_s": 0.2},
         observability={"listen": "127.0.0.1:0"},
-    )  # fmt: skip
+    )
     adapter = RecordingAdapter()
     bot = Bot(settings, [adapter], clock=clock)
     await bot.start()
@@ -282,9 +289,11 @@ async def doctor(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 
 
 async def test_ollama_host_is_used_when_lorebot_has_no_host_setting(
-    env: Path, fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch,
+    env: Path,
+    fake_ollama: FakeOllama,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("OLLAMA_HOST", fake_ollama.url.removeprefix("http://"))  # as Ollama's
     out = await doctor(capsys)
     assert f"✓ model: qwen3:8b at {fake_ollama.url}," in out
@@ -293,9 +302,12 @@ async def test_ollama_host_is_used_when_lorebot_has_no_host_setting(
 
 @pytest.mark.parametrize("where", ["environment", "config file"])
 async def test_ollama_host_is_ignored_when_lorebot_has_a_host_setting(
-    env: Path, fake_ollama: FakeOllama, monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str], where: str,
-) -> None:  # fmt: skip
+    env: Path,
+    fake_ollama: FakeOllama,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    where: str,
+) -> None:
     monkeypatch.setenv("OLLAMA_HOST", fake_ollama.url)
     nowhere = "http://127.0.0.1:9"  # nothing listens there
     argv: list[str] = []
@@ -383,9 +395,13 @@ async def fail(harness: Harness, failure: str) -> None:
     ],
 )
 async def test_each_failure_of_ollama_becomes_an_offline_answer_and_its_own_error(
-    harness: Harness, caplog: pytest.LogCaptureFixture,
-    failure: str, kind: str, detail: str, reachable: bool,
-) -> None:  # fmt: skip
+    harness: Harness,
+    caplog: pytest.LogCaptureFixture,
+    failure: str,
+    kind: str,
+    detail: str,
+    reachable: bool,
+) -> None:
     await harness.bot.model.probe()
     await fail(harness, failure)
     with caplog.at_level(logging.INFO, logger="bot.core.agent"):
@@ -410,11 +426,14 @@ async def test_each_failure_of_ollama_becomes_an_offline_answer_and_its_own_erro
 @pytest.mark.parametrize(
     ("failure", "detail"),
     [
-        ("404", "no embeddings from embed-test:latest: embed-test:latest is not installed at "
-                "{url}: run `ollama pull embed-test:latest`"),
+        (
+            "404",
+            "no embeddings from embed-test:latest: embed-test:latest is not installed at "
+            "{url}: run `ollama pull embed-test:latest`",
+        ),
         ("refused", "no embeddings from embed-test:latest: unreachable at {url} (cannot connect)"),
     ],
-)  # fmt: skip
+)
 async def test_embeddings_fail_through_the_same_mapping_and_say_when_to_retry(
     fake_ollama: FakeOllama, failure: str, detail: str
 ) -> None:
@@ -440,14 +459,15 @@ async def test_embeddings_fail_through_the_same_mapping_and_say_when_to_retry(
 # a malformed call goes back to the model to correct, an answer with no message in it is an
 # empty one, and the model is asked again either way; none reaches the generic apology.
 WRONG_SHAPES: dict[str, Any] = {
-    "arguments as a JSON string": {"tool_calls": [
-        {"function": {"name": "memory_search", "arguments": '{"query": "staging"}'}}]},
+    "arguments as a JSON string": {
+        "tool_calls": [{"function": {"name": "memory_search", "arguments": '{"query": "staging"}'}}]
+    },
     "tool_calls an object": {"tool_calls": {"function": {"name": "memory_search"}}},
     "a function name that is a number": {"tool_calls": [{"function": {"name": 7}}]},
     "a function that is text": {"tool_calls": [{"function": "memory_search"}]},
     "content that is a number": {"content": 42},
     "the message as text": "On pg-stage-2.",
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("shape", [*WRONG_SHAPES, "a body that is a list"])

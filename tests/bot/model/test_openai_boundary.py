@@ -35,13 +35,23 @@ KEY = "local-key-7f3a9b2c"  # no shape the credential patterns know
 
 
 def completion(message: Any) -> dict[str, Any]:
-    return {"id": "c1", "object": "chat.completion", "created": 0, "model": "qwen3",
-            "choices": [{"index": 0, "finish_reason": "stop", "message": message}]}  # fmt: skip
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "qwen3",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+    }
 
 
 def chunk(delta: Any, finish: str | None = None) -> dict[str, Any]:
-    return {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "qwen3",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "qwen3",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def answer(message: Any, *, streamed: bool) -> Any:
@@ -128,16 +138,28 @@ async def test_pieces_without_an_index_belong_to_the_latest_call_unless_they_nam
     fake: FakeOpenAI,
 ) -> None:
     first = call({"name": "memory_search", "arguments": '{"query": '}, index=0)
-    fake.answers.append([
-        chunk({"tool_calls": [first]}),
-        chunk({"tool_calls": [{"function": {"arguments": '"staging"}'}}]}),  # no index
-        # Whole calls without an index, each with its own id (as Ollama's /v1 sends them).
-        chunk({"tool_calls": [{"id": "call_2", "function": {"name": "memory_read",
-                                                            "arguments": {"topic": "a"}}},
-                              {"id": "call_3", "function": {"name": "memory_read",
-                                                            "arguments": {"topic": "b"}}}]}),
-        chunk({}, "tool_calls"),
-    ])  # fmt: skip
+    fake.answers.append(
+        [
+            chunk({"tool_calls": [first]}),
+            chunk({"tool_calls": [{"function": {"arguments": '"staging"}'}}]}),  # no index
+            # Whole calls without an index, each with its own id (as Ollama's /v1 sends them).
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "id": "call_2",
+                            "function": {"name": "memory_read", "arguments": {"topic": "a"}},
+                        },
+                        {
+                            "id": "call_3",
+                            "function": {"name": "memory_read", "arguments": {"topic": "b"}},
+                        },
+                    ]
+                }
+            ),
+            chunk({}, "tool_calls"),
+        ]
+    )
     async with client(fake) as c:
         result = parse_chat_reply(await ask(c, streamed=True))
     assert result.tool_calls == (
@@ -193,8 +215,7 @@ async def test_embeddings_of_another_shape_are_unreadable(
         with pytest.raises(ModelUnavailable) as failed:
             await c.fetch_embeddings("embed", ["staging"])
     assert failed.value.kind == "unreadable"
-    embedder = OpenAIEmbedder(fake.url, "embed", api_key=None, timeout_s=30.0,
-                              probe_timeout_s=30.0)  # fmt: skip
+    embedder = OpenAIEmbedder(fake.url, "embed", api_key=None, timeout_s=30.0, probe_timeout_s=30.0)
     try:
         with pytest.raises(EmbedderUnavailable):  # recall falls back to words alone
             await embedder.embed(["staging"])
@@ -212,8 +233,10 @@ async def turns(
     """The real bot with the OpenAI backend at `fake`, streaming its replies or not, with
     a note on the staging database."""
     adapter = StreamingAdapter() if streamed else RecordingAdapter()
-    sections = {"model": {"backend": "openai"},
-                "openai": {"base_url": fake.url, "model": "qwen3", "timeout_s": 30.0}}  # fmt: skip
+    sections = {
+        "model": {"backend": "openai"},
+        "openai": {"base_url": fake.url, "model": "qwen3", "timeout_s": 30.0},
+    }
     h = await start_harness(tmp_path, fake_ollama, clock, adapter=adapter, **sections)
     try:
         note = NoteDraft(Scope.parse("channel:test/C1"), "staging-db", "pg-stage-2:5432")

@@ -28,9 +28,12 @@ URL = "http://127.0.0.1:8000/v1"
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {
-        "id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "m",
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }  # fmt: skip
+    }
 
 
 def call_piece(arguments: str, name: str | None = "memory_search") -> dict[str, Any]:
@@ -43,17 +46,23 @@ def call_piece(arguments: str, name: str | None = "memory_search") -> dict[str, 
 def test_a_turns_tool_results_answer_the_calls_they_follow_by_id() -> None:
     messages = [
         {"role": "user", "content": "find the proxy"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"function": {"name": "memory_search", "arguments": {"query": "proxy"}}},
-            {"function": {"name": "memory_read", "arguments": {"topic": "edge-proxy"}}},
-        ]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"function": {"name": "memory_search", "arguments": {"query": "proxy"}}},
+                {"function": {"name": "memory_read", "arguments": {"topic": "edge-proxy"}}},
+            ],
+        },
         {"role": "tool", "tool_name": "memory_search", "content": "1 note"},
         {"role": "tool", "tool_name": "memory_read", "content": "edge-proxy: host-7"},
-    ]  # fmt: skip
+    ]
     converted = openai_messages(messages)
     calls = converted[1]["tool_calls"]
-    assert [c["function"]["arguments"] for c in calls] == ['{"query": "proxy"}',
-                                                         '{"topic": "edge-proxy"}']  # fmt: skip
+    assert [c["function"]["arguments"] for c in calls] == [
+        '{"query": "proxy"}',
+        '{"topic": "edge-proxy"}',
+    ]
     assert [m["tool_call_id"] for m in converted[2:]] == [c["id"] for c in calls]
     assert len({c["id"] for c in calls}) == 2 and converted[1]["content"] == ""
 
@@ -89,10 +98,18 @@ def test_reasoning_sent_apart_from_the_answer_is_kept_as_thinking() -> None:
     result = parse_chat_reply(reply.body())
     assert (result.content, result.thinking) == ("5432", "the user wants the port")
     completion = {
-        "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {
-            "role": "assistant", "content": "5432", "reasoning_content": "port"}}],
-    }  # fmt: skip
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": "5432", "reasoning_content": "port"},
+            }
+        ],
+    }
     assert parse_chat_reply(ollama_body(completion)).thinking == "port"
 
 

@@ -25,8 +25,10 @@ PORTAL = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
 
 
 async def _embedders(fake: FakeOllama) -> list[Embedder]:
-    return [QuickEmbedder(fake.url, MODEL, timeout_s=5.0),
-            OllamaEmbedder(fake.url, MODEL, timeout_s=5.0, probe_timeout_s=5.0)]  # fmt: skip
+    return [
+        QuickEmbedder(fake.url, MODEL, timeout_s=5.0),
+        OllamaEmbedder(fake.url, MODEL, timeout_s=5.0, probe_timeout_s=5.0),
+    ]
 
 
 async def _close(embedders: list[Embedder]) -> None:
@@ -54,11 +56,14 @@ async def test_it_gives_the_vectors_the_daemons_embedder_gives(fake_ollama: Fake
 @pytest.mark.parametrize(
     ("failure", "detail"),
     [
-        ("missing", "no embeddings from embed-test:latest: embed-test:latest is not installed "
-                    "at {url}: run `ollama pull embed-test:latest`"),
+        (
+            "missing",
+            "no embeddings from embed-test:latest: embed-test:latest is not installed "
+            "at {url}: run `ollama pull embed-test:latest`",
+        ),
         ("down", "no embeddings from embed-test:latest: unreachable at {url} (cannot connect)"),
     ],
-)  # fmt: skip
+)
 async def test_its_failures_read_as_the_daemons_embedder_says_them(
     fake_ollama: FakeOllama, failure: str, detail: str
 ) -> None:
@@ -94,14 +99,25 @@ async def test_an_unreadable_or_late_answer_is_unavailable_not_a_crash(
 async def _search(fake: FakeOllama, home: Path, *argv: str) -> tuple[int, str, set[str]]:
     """`lorebot ARGV…` in a fresh process with the model set, as a person runs it; its
     output and the top-level packages it imported."""
-    environment = {"PATH": os.environ.get("PATH", ""), "HOME": str(home),
-                   "XDG_DATA_HOME": str(home / "data"), "XDG_CONFIG_HOME": str(home / "config"),
-                   "XDG_CACHE_HOME": str(home / "cache"), "LOREBOT_OLLAMA__HOST": fake.url,
-                   "LOREBOT_OLLAMA__EMBED_MODEL": MODEL}  # fmt: skip
+    environment = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / "data"),
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+        "LOREBOT_OLLAMA__HOST": fake.url,
+        "LOREBOT_OLLAMA__EMBED_MODEL": MODEL,
+    }
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", PROBE, *argv, cwd=home, env=environment,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-c",
+        PROBE,
+        *argv,
+        cwd=home,
+        env=environment,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     async with asyncio.timeout(120):
         out, err = await process.communicate()
     text, _, imported = out.decode().rpartition("\nIMPORTED ")

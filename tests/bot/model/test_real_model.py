@@ -170,9 +170,11 @@ async def doctor(capsys: pytest.CaptureFixture[str]) -> str:
 
 
 async def test_doctor_finds_the_real_model_and_says_its_context(
-    env: Path, llama_chat: LlamaServer, capsys: pytest.CaptureFixture[str],
+    env: Path,
+    llama_chat: LlamaServer,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     openai_env(monkeypatch, llama_chat.base_url)
     assert f"✓ model: {MODEL} at {llama_chat.base_url}, context 8192 tokens" in await doctor(capsys)
     monkeypatch.setenv("LOREBOT_OPENAI__CONTEXT_TOKENS", "2048")  # the server does not say it
@@ -180,9 +182,11 @@ async def test_doctor_finds_the_real_model_and_says_its_context(
 
 
 async def test_doctor_names_what_the_server_serves_when_the_model_is_not_there(
-    env: Path, llama_chat: LlamaServer, capsys: pytest.CaptureFixture[str],
+    env: Path,
+    llama_chat: LlamaServer,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     openai_env(monkeypatch, llama_chat.base_url, LOREBOT_OPENAI__MODEL="qwen3-8b")
     out = await doctor(capsys)
     assert f"✗ model: qwen3-8b is not served at {llama_chat.base_url} (it serves: {MODEL})" in out
@@ -191,9 +195,13 @@ async def test_doctor_names_what_the_server_serves_when_the_model_is_not_there(
 
 def lorebot(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "bot.cli.main", *argv], cwd=ROOT, env=dict(os.environ),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-m", "bot.cli.main", *argv],
+        cwd=ROOT,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 async def test_the_real_servers_embeddings_feed_reembed_and_a_search_by_meaning(
@@ -201,8 +209,10 @@ async def test_the_real_servers_embeddings_feed_reembed_and_a_search_by_meaning(
 ) -> None:
     openai_env(monkeypatch, llama_embed.base_url, LOREBOT_OPENAI__EMBED_MODEL=MODEL)
     scope = "channel:slack/C1"
-    for topic, summary in (("staging-db", "the staging database is db-2 on port 5432"),
-                           ("lunch", "lunch is at noon on Fridays")):  # fmt: skip
+    for topic, summary in (
+        ("staging-db", "the staging database is db-2 on port 5432"),
+        ("lunch", "lunch is at noon on Fridays"),
+    ):
         added = await asyncio.to_thread(lorebot, "notes", "add", scope, topic, summary)
         assert added.returncode == 0, added.stderr
     done = await asyncio.to_thread(lorebot, "notes", "reembed")
@@ -296,9 +306,13 @@ async def test_a_long_conversation_is_compacted_by_the_real_model_and_goes_on(
     async with proxy_to(llama_chat) as proxy:
         h, _ = await streaming(tmp_path, fake_ollama, clock, proxy.url, context_tokens=256)
         try:
-            for question in ("where is the staging database?", "which port does it use?",
-                             "who looks after it?", "when are its backups?",
-                             "and the edge proxy?"):  # fmt: skip
+            for question in (
+                "where is the staging database?",
+                "which port does it use?",
+                "who looks after it?",
+                "when are its backups?",
+                "and the edge proxy?",
+            ):
                 await h.say(question)
             asked = [
                 r

@@ -31,9 +31,11 @@ async def test_a_raw_newline_inside_a_string_is_read_as_written(fake_ollama: Fak
 
 @pytest.mark.parametrize(
     ("answer", "problem"),
-    [("deploys run on Tuesdays", "not JSON: Expecting value at line 1 column 1"),
-     ('{"summary": "x"}', "1 problems, first: Field required")],
-)  # fmt: skip
+    [
+        ("deploys run on Tuesdays", "not JSON: Expecting value at line 1 column 1"),
+        ('{"summary": "x"}', "1 problems, first: Field required"),
+    ],
+)
 async def test_an_answer_that_does_not_fit_twice_is_refused_with_what_was_wrong(
     fake_ollama: FakeOllama, answer: str, problem: str
 ) -> None:

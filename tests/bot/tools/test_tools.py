@@ -69,6 +69,7 @@ async def test_a_turn_resumes_through_the_tool_that_suspended_it(harness: Harnes
     assert harness.adapter.replies == ["Restarting."]
     resumed = harness.ollama.chat_requests[-1]["messages"][-1]
     assert resumed == {
-        "role": "tool", "tool_name": "ask_person",
+        "role": "tool",
+        "tool_name": "ask_person",
         "content": "the person approved: restart web?",
-    }  # fmt: skip
+    }

@@ -126,10 +126,15 @@ async def test_the_schema_has_the_tables_and_columns_of_sqlite(
         await lite.close()
     assert sqlite - postgres == {"notes.scope_keys"}  # the FTS5 scope tokens of SQLite
     assert postgres - sqlite == {
-        "lorebot_schema.only_row", "lorebot_schema.version", "notes.words", "notes.word_count",
-        "message_words.message_id", "message_words.scope", "message_words.words",
+        "lorebot_schema.only_row",
+        "lorebot_schema.version",
+        "notes.words",
+        "notes.word_count",
+        "message_words.message_id",
+        "message_words.scope",
+        "message_words.words",
         "message_words.word_count",
-    }  # fmt: skip
+    }
 
 
 async def test_a_stop_the_driver_answers_with_an_error_stays_a_stop(pg_url: str) -> None:

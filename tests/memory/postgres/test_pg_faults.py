@@ -61,11 +61,17 @@ async def test_a_lock_held_past_a_timeout_gets_the_apology_the_log_says_why_then
     url = f"{database_at}?options=-c%20{setting}%3D300"
     h = await start_harness(tmp_path, fake_ollama, clock, database={"url": url})
     holder = await asyncio.create_subprocess_exec(
-        "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", database_at, "-c",
+        "psql",
+        "-X",
+        "-q",
+        "-v",
+        "ON_ERROR_STOP=1",
+        database_at,
+        "-c",
         "BEGIN; LOCK TABLE seen_events, messages, notes, proposals IN ACCESS EXCLUSIVE MODE; "
         "SELECT pg_sleep(3); COMMIT;",
         stdout=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     try:
         await asyncio.sleep(0.5)  # the lock is taken: lorebot's statement waits, then is cut
         await h.say("hello there")

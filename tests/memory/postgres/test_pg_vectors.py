@@ -57,9 +57,11 @@ async def test_first_prepare_enables_pgvector_and_queues_the_notes_saved_before(
             "WHERE a.attrelid = 'vec_notes_1'::regclass AND a.attnum > 0 ORDER BY a.attnum"
         )
         assert columns == [
-            ("id", "bigint"), ("scope", "text"), ("private", "boolean"),
+            ("id", "bigint"),
+            ("scope", "text"),
+            ("private", "boolean"),
             ("embedding", f"vector({DIM})"),
-        ]  # fmt: skip
+        ]
         indexes = await vs.rows("SELECT indexdef FROM pg_indexes WHERE tablename = 'vec_notes_1'")
         assert any("(scope)" in definition for (definition,) in indexes)
 

@@ -87,10 +87,23 @@ def test_the_guard_fails_a_test_that_leaves_a_connection_open(tmp_path: Path) ->
 
     # The guard closes what was left open, so the run exits (within the timeout).
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.conftest", "-p", "no:cacheprovider",
-         "-rA", "test_leaking.py"],
-        cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "tests.conftest",
+            "-p",
+            "no:cacheprovider",
+            "-rA",
+            "test_leaking.py",
+        ],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
     out = done.stdout
     assert done.returncode == 1, out

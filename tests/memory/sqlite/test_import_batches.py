@@ -78,11 +78,19 @@ async def test_an_imports_states_before_are_the_text_a_single_save_writes(
     byte for byte what `notes add` writes for the same note, so history, revert and
     backups read both alike."""
     lines = [
-        {"scope": "channel:slack/C1", "topic": f"tricky-{n}", "summary": f"tricky {n}",
-         "body": text, "category": "fact", "pinned": n % 2 == 0, "private": n == 3,
-         "author": "user:slack/U1", "source": "https://example.slack.com/x/\"y\""}
+        {
+            "scope": "channel:slack/C1",
+            "topic": f"tricky-{n}",
+            "summary": f"tricky {n}",
+            "body": text,
+            "category": "fact",
+            "pinned": n % 2 == 0,
+            "private": n == 3,
+            "author": "user:slack/U1",
+            "source": 'https://example.slack.com/x/"y"',
+        }
         for n, text in enumerate(TRICKY)
-    ]  # fmt: skip
+    ]
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     first.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     second.write_text(

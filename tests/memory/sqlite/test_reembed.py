@@ -89,8 +89,10 @@ async def test_an_abandoned_reembed_for_another_model_is_dropped(
     assert set(await vs.vector_tables()) == {"vec_messages_3", "vec_notes_3"}
     assert await ids_with_vectors(vs, result.state, NOTE, (C1,)) == set(ids)
     assert dict(await vs.rows("SELECT key, value FROM embedding_state")) == {
-        "model": "third-embed:latest", "dim": str(DIM), "generation": "3",
-    }  # fmt: skip
+        "model": "third-embed:latest",
+        "dim": str(DIM),
+        "generation": "3",
+    }
 
 
 async def test_a_note_updated_while_a_reembed_is_paused_gets_its_new_vector(
