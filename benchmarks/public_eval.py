@@ -172,7 +172,7 @@ async def build(half: Half, path: Path) -> Store:
 async def add_postgresql(store: Store, half: Half, url: str) -> None:
     """The half's notes imported into an empty PostgreSQL database as well."""
     from memory.postgres.stores import open_stores
-    from memory.stores import StoreOptions
+    from memory.stores.stores import StoreOptions
 
     stores = await open_stores(url, StoreOptions(), pool_size=2)
     await stores.notes.import_drafts([d for _, d in half.notes], actor="bench")

@@ -11,14 +11,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memory.database import Database as Database
     from memory.errors import Conflict as Conflict
     from memory.errors import InvalidInput as InvalidInput
     from memory.errors import NotFound as NotFound
     from memory.errors import SchemaTooNew as SchemaTooNew
     from memory.errors import StoreError as StoreError
-    from memory.notes import ImportResult as ImportResult
-    from memory.notes import NoteStore as NoteStore
+    from memory.stores.database import Database as Database
+    from memory.stores.notes import ImportResult as ImportResult
+    from memory.stores.notes import NoteStore as NoteStore
     from memory.types import Category as Category
     from memory.types import Change as Change
     from memory.types import Note as Note
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     from memory.visibility import visibility_for as visibility_for
 
 _HOMES = {
-    "memory.database": ("Database",),
+    "memory.stores.database": ("Database",),
     "memory.errors": ("Conflict", "InvalidInput", "NotFound", "SchemaTooNew", "StoreError"),
-    "memory.notes": ("ImportResult", "NoteStore"),
+    "memory.stores.notes": ("ImportResult", "NoteStore"),
     "memory.types": (
         "Category",
         "Change",

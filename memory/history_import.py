@@ -20,7 +20,6 @@ from typing import Any, Required
 from pydantic import AwareDatetime, ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
-from memory.conversations import PastMessage
 from memory.errors import InvalidInput
 from memory.history_parse import (
     Collector,
@@ -32,6 +31,7 @@ from memory.history_parse import (
     read_bytes,
 )
 from memory.slack_export import is_slack_folder, read_slack
+from memory.stores.conversations import PastMessage
 from memory.types import Scope, ScopeKind
 
 __all__ = ["Collector", "HistoryExport", "ImportOptions", "iter_history", "read_history"]

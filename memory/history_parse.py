@@ -15,8 +15,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, TypeAdapter, ValidationError
 
-from memory.conversations import PastMessage
 from memory.errors import InvalidInput
+from memory.stores.conversations import PastMessage
 
 Progress = Callable[[int, int], None]
 """Called with (files read, files in all)."""

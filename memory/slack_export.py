@@ -24,9 +24,9 @@ from typing import Annotated, Protocol, Required
 from pydantic import StringConstraints, TypeAdapter
 from typing_extensions import TypedDict
 
-from memory.conversations import PastMessage
 from memory.errors import InvalidInput
 from memory.history_parse import Collector, Id, W, Wire, parse
+from memory.stores.conversations import PastMessage
 
 SlackTs = Annotated[str, StringConstraints(pattern=r"^\d{1,10}\.\d{1,9}$")]  # to 2286
 

@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from memory.errors import InvalidInput
-from memory.notes import ImportResult, NoteStore
+from memory.stores.notes import ImportResult, NoteStore
 from memory.types import Category, NoteDraft, Scope, parse_category, validate_topic
 
 # The line an exported note file starts with, opening its YAML front matter.

@@ -1,5 +1,5 @@
 """An event as the core takes it, credentials redacted, and as the inbox keeps it: plain
-JSON, and back (`memory.inbox`)."""
+JSON, and back (`memory.stores.inbox`)."""
 
 from __future__ import annotations
 

@@ -13,9 +13,9 @@ from bot.context.turn import TurnContext
 from bot.core.prompt import estimate_tokens
 from bot.model.client import Model, ModelUnavailable
 from memory.clock import Clock
-from memory.conversations import ConversationLog
-from memory.conversations import History as StoredHistory
-from memory.daily_logs import DailyLogs
+from memory.stores.conversations import ConversationLog
+from memory.stores.conversations import History as StoredHistory
+from memory.stores.daily_logs import DailyLogs
 
 COMPACT_AT = 0.8
 

@@ -21,7 +21,7 @@ from bot.split import clip_reply
 from bot.tools.base import ToolError
 from memory import StoreError
 from memory.redaction import mask_known
-from memory.slips import ModelSlips
+from memory.stores.slips import ModelSlips
 
 _log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from memory.conninfo import read_conninfo
-from memory.leadership import LEASE_S
+from memory.stores.leadership import LEASE_S
 
 _log = logging.getLogger(__name__)
 

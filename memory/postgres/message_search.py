@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory import ranking
-from memory.conversations import PastMessage
 from memory.postgres.database import Connection, PostgresDatabase
 from memory.postgres.words import (
     TableStats,
@@ -26,6 +25,7 @@ from memory.ranking import ranking_terms
 from memory.redaction import redact
 from memory.sql.conversations import LOG_MESSAGE
 from memory.sql.session import Params, Statement
+from memory.stores.conversations import PastMessage
 from memory.visibility import Visibility
 
 # As many characters of a neighbour as SQLite's index keeps.

@@ -14,8 +14,8 @@ from memory.postgres.database import PostgresDatabase
 from memory.postgres.words import CONFIG, TableStats, bm25_sql, weights_params
 from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, in_topic, note_terms
 from memory.sql.note_rows import visible_notes
+from memory.stores.vectors import NOTE, VectorIndex
 from memory.types import SearchHit
-from memory.vectors import NOTE, VectorIndex
 from memory.visibility import Visibility
 
 # Who may read a note, as named parameters `full` and `public` (lists of scopes).

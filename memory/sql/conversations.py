@@ -1,4 +1,4 @@
-"""The conversation log (`memory.conversations`): each conversation's history and its
+"""The conversation log (`memory.stores.conversations`): each conversation's history and its
 compactions, and the search over past messages, stored with credentials and the bot's
 configured secrets redacted.
 
@@ -15,7 +15,10 @@ from typing import Protocol
 
 from memory import ranking
 from memory.clock import Clock, utc_now
-from memory.conversations import (
+from memory.ranking import Method, fuse
+from memory.redaction import redact
+from memory.sql.session import Params, SqlDatabase, marks
+from memory.stores.conversations import (
     History,
     HistoryEntry,
     LogEntry,
@@ -23,10 +26,7 @@ from memory.conversations import (
     MessageHit,
     PastMessage,
 )
-from memory.ranking import Method, fuse
-from memory.redaction import redact
-from memory.sql.session import Params, SqlDatabase, marks
-from memory.vectors import MESSAGE, VectorIndex
+from memory.stores.vectors import MESSAGE, VectorIndex
 from memory.visibility import Visibility
 
 # One message as a turn logs it (the rows `MessageSearch.add` stores).

@@ -42,7 +42,7 @@ from memory.sql.vector_tables import (
     texts_of,
     write_state,
 )
-from memory.vectors import KINDS, NOTE, Coverage
+from memory.stores.vectors import KINDS, NOTE, Coverage
 from memory.visibility import Visibility
 
 _log = logging.getLogger(__name__)

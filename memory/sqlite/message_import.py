@@ -13,11 +13,11 @@ from typing import Any
 import aiosqlite
 
 from memory.clock import to_utc_text
-from memory.conversations import PastMessage
 from memory.redaction import redact
 from memory.sqlite.bulk_writes import on_writer_thread, quick_gil_handoffs, rows_per_statement
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.vector_tables import PREVIOUS_CHARS
+from memory.stores.conversations import PastMessage
 from memory.types import Scope
 from memory.visibility import scope_keys
 

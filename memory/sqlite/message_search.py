@@ -20,7 +20,6 @@ from typing import Any
 import aiosqlite
 
 from memory import ranking
-from memory.conversations import PastMessage
 from memory.ranking import query_terms
 from memory.sql.conversations import LOG_MESSAGE
 from memory.sql.session import Params, Statement
@@ -29,6 +28,7 @@ from memory.sqlite.fts import bm25_call, match_terms
 from memory.sqlite.message_import import IMPORT_BATCH, import_messages
 from memory.sqlite.session import SqliteSession
 from memory.sqlite.vector_tables import PREVIOUS_CHARS
+from memory.stores.conversations import PastMessage
 from memory.types import Scope
 from memory.visibility import Visibility, explicit, scope_keys, scope_match
 

@@ -14,7 +14,6 @@ import aiosqlite
 
 from memory.clock import to_utc_text
 from memory.note_states import dump_state
-from memory.notes import ImportResult
 from memory.sql.note_changes import INSERT_MANY_CHANGE
 from memory.sql.note_import import ImportPlan, Key, scope_text, validated
 from memory.sql.note_rows import state_of
@@ -36,6 +35,7 @@ from memory.sqlite.note_sql import (
 )
 from memory.sqlite.session import SQLITE
 from memory.storable import storable_json
+from memory.stores.notes import ImportResult
 from memory.types import NoteDraft
 from memory.visibility import scope_keys
 

@@ -16,8 +16,8 @@ from memory.sqlite.database import SqliteDatabase, to_db_time
 from memory.sqlite.fts import bm25_call, note_match
 from memory.sqlite.session import SQLITE
 from memory.sqlite.term_stats import TermStats
+from memory.stores.vectors import NOTE, VectorIndex
 from memory.types import Note, SearchHit
-from memory.vectors import NOTE, VectorIndex
 from memory.visibility import Visibility, scope_match
 
 _BM25 = bm25_call("notes_fts", NOTE_WEIGHTS)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memory import Conflict, NoteDraft, NotFound, Scope, Viewer, visibility_for
-from memory.notes import NoteStore
+from memory.stores.notes import NoteStore
 from memory.visibility import explicit
 from tests.support.clock import FakeClock
 

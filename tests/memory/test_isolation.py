@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory import NoteDraft, Scope, Viewer, visibility_for
-from memory.stores import StoreOptions
+from memory.stores.stores import StoreOptions
 from tests.support.engines import open_engine
 
 USERS = [Scope.parse(f"user:slack/U{n}") for n in range(3)]

@@ -10,8 +10,8 @@ from datetime import timedelta
 from typing import Any
 
 from memory import NoteDraft, Scope
-from memory.conversations import LogEntry
 from memory.storable import storable_json, storable_json_text, storable_text
+from memory.stores.conversations import LogEntry
 from memory.visibility import Visibility
 from tests.support.paths import ROOT
 

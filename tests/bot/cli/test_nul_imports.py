@@ -13,7 +13,7 @@ import pytest
 
 from bot.cli.common import cli_actor
 from memory import Scope
-from memory.stores import StoreOptions
+from memory.stores.stores import StoreOptions
 from memory.visibility import Visibility
 from tests.support.engines import open_engine
 from tests.support.history import run, search

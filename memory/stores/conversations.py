@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from memory.vectors import VectorIndex
+    from memory.stores.vectors import VectorIndex
     from memory.visibility import Visibility
 
 
