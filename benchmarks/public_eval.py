@@ -40,12 +40,12 @@ from recall_eval import Question, Score, first_rank, score
 from results import record
 
 from memory import NoteDraft, Scope, explicit
+from memory.policy.visibility import Visibility
 from memory.ranking import ENGLISH_STOPWORDS
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import quote
 from memory.sqlite.notes import SqliteNoteStore
 from memory.types import Category
-from memory.visibility import Visibility
 
 REALTALK = Path(__file__).resolve().parent / "data" / "realtalk_eval"
 K = recall_eval.K

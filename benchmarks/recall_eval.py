@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import NoteDraft, Scope, explicit, ranking
+from memory.policy.visibility import Visibility
 from memory.ranking import query_terms
 from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
@@ -59,7 +60,6 @@ from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.stores.conversations import LogEntry
 from memory.types import SUMMARY_MAX_CHARS, Category, slugify
-from memory.visibility import Visibility
 
 DATA = Path(__file__).resolve().parent / "data" / "ops_eval"
 HALVES = {"first": "dev", "second": "test"}

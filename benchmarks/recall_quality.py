@@ -44,6 +44,7 @@ from results import record
 
 from memory import NoteDraft, Scope, Viewer, ranking, visibility_for
 from memory.embeddings import EmbeddingState
+from memory.policy.visibility import Visibility, explicit, scope_match
 from memory.ranking import query_terms
 from memory.sql.conversations import SqlConversationLog
 from memory.sql.vector_tables import store_vectors, write_state
@@ -57,7 +58,6 @@ from memory.sqlite.vector_tables import SqliteVectorTables
 from memory.stores.conversations import LogEntry
 from memory.stores.vectors import MESSAGE, NOTE
 from memory.types import Category
-from memory.visibility import Visibility, explicit, scope_match
 
 DATA = Path(__file__).resolve().parent / "data" / "recall_eval"
 K = 10

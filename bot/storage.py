@@ -152,7 +152,7 @@ class PostgresEngine:
     @property
     def label(self) -> str:
         """Where the memory is, as messages name it: the URL without its password."""
-        from memory.conninfo import read_conninfo
+        from memory.policy.conninfo import read_conninfo
 
         return read_conninfo(self._url).shown
 

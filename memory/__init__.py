@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from memory.errors import NotFound as NotFound
     from memory.errors import SchemaTooNew as SchemaTooNew
     from memory.errors import StoreError as StoreError
+    from memory.policy.visibility import Viewer as Viewer
+    from memory.policy.visibility import Visibility as Visibility
+    from memory.policy.visibility import explicit as explicit
+    from memory.policy.visibility import visibility_for as visibility_for
     from memory.stores.database import Database as Database
     from memory.stores.notes import ImportResult as ImportResult
     from memory.stores.notes import NoteStore as NoteStore
@@ -27,10 +31,6 @@ if TYPE_CHECKING:
     from memory.types import Scope as Scope
     from memory.types import ScopeKind as ScopeKind
     from memory.types import SearchHit as SearchHit
-    from memory.visibility import Viewer as Viewer
-    from memory.visibility import Visibility as Visibility
-    from memory.visibility import explicit as explicit
-    from memory.visibility import visibility_for as visibility_for
 
 _HOMES = {
     "memory.stores.database": ("Database",),
@@ -46,7 +46,7 @@ _HOMES = {
         "ScopeKind",
         "SearchHit",
     ),
-    "memory.visibility": ("Viewer", "Visibility", "explicit", "visibility_for"),
+    "memory.policy.visibility": ("Viewer", "Visibility", "explicit", "visibility_for"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def _search_visibility(args: argparse.Namespace) -> Visibility:
-    from memory.visibility import Viewer, explicit, visibility_for
+    from memory.policy.visibility import Viewer, explicit, visibility_for
 
     if args.speaker is not None:
         if args.scopes:

@@ -49,7 +49,7 @@ from bot.tasks import stop_if_asked
 from bot.tools.base import Call, Kind, Suspend, Tool, Toolbox, ToolError, ToolResult
 from memory import InvalidInput, NoteStore
 from memory.errors import StoreUnavailable
-from memory.redaction import mask_known
+from memory.policy.redaction import mask_known
 from memory.stores.actions import ActionLog
 from memory.stores.conversations import ConversationLog, LogEntry
 from memory.stores.daily_logs import DailyLogs

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from adapters.base import ConversationRef, Event, Message, ReactionEvent, UserRef
-from memory.redaction import redact
+from memory.policy.redaction import redact
 
 E = TypeVar("E", bound=Message | ReactionEvent)
 

@@ -33,7 +33,7 @@ from bot.fencing import still_held
 from bot.model.arguments import coerce_arguments
 from bot.tools.base import Call, Kind, Ok, Suspend, Toolbox, ToolError, ToolOutput, ToolResult
 from bot.tools.schemas import flatten, validate
-from memory.redaction import redact, redact_value
+from memory.policy.redaction import redact, redact_value
 from memory.stores.actions import (
     BY_ALLOW_LIST,
     BY_ALLOWANCE,

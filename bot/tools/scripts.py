@@ -52,7 +52,7 @@ from bot.tools.base import (
     ToolOutput,
     ToolResult,
 )
-from memory.redaction import redact, redact_value
+from memory.policy.redaction import redact, redact_value
 from memory.stores.actions import BY_CARD, ActionLog, finish_run
 from memory.stores.proposals import Proposal
 from skills.resources import ScriptFile, list_scripts, read_script

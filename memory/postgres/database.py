@@ -20,8 +20,8 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from memory.conninfo import read_conninfo
 from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
+from memory.policy.conninfo import read_conninfo
 from memory.postgres.migrations import SCHEMA_VERSION, steps_after
 from memory.postgres.session import (
     POSTGRESQL,

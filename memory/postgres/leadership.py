@@ -17,7 +17,7 @@ from typing import Any
 
 import psycopg
 
-from memory.conninfo import read_conninfo
+from memory.policy.conninfo import read_conninfo
 from memory.stores.leadership import LEASE_S
 
 _log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ import psycopg
 
 from memory.clock import to_utc_text
 from memory.errors import Conflict
-from memory.note_states import STATE_COLUMNS, dump_state
+from memory.policy.note_states import STATE_COLUMNS, dump_state
 from memory.postgres.database import Connection, PostgresDatabase
 from memory.postgres.note_rows import state_values
 from memory.postgres.session import POSTGRESQL, PostgresSession

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.clock import Clock, utc_now
+from memory.policy.visibility import Visibility
 from memory.postgres import note_import
 from memory.postgres.database import PostgresDatabase
 from memory.postgres.note_rows import UPSERT_NOTE, state_values
@@ -24,7 +25,6 @@ from memory.sql.session import Params, Row, Session
 from memory.stores.notes import ImportResult
 from memory.stores.vectors import VectorIndex
 from memory.types import NoteDraft, Scope, SearchHit
-from memory.visibility import Visibility
 
 
 class PostgresNotes:

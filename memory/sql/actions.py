@@ -15,9 +15,9 @@ from datetime import datetime
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.redaction import redact_value
+from memory.policy.redaction import redact_value
+from memory.policy.storable import storable_json
 from memory.sql.session import Params, Row, Session, SqlDatabase, Statement
-from memory.storable import storable_json
 from memory.stores.actions import (
     OUTCOMES,
     OUTPUT_MAX_CHARS,

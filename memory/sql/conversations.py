@@ -15,8 +15,9 @@ from typing import Protocol
 
 from memory import ranking
 from memory.clock import Clock, utc_now
+from memory.policy.redaction import redact
+from memory.policy.visibility import Visibility
 from memory.ranking import Method, fuse
-from memory.redaction import redact
 from memory.sql.session import Params, SqlDatabase, marks
 from memory.stores.conversations import (
     History,
@@ -27,7 +28,6 @@ from memory.stores.conversations import (
     PastMessage,
 )
 from memory.stores.vectors import MESSAGE, VectorIndex
-from memory.visibility import Visibility
 
 # One message as a turn logs it (the rows `MessageSearch.add` stores).
 LOG_MESSAGE = (

@@ -11,8 +11,8 @@ from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
+from memory.policy.storable import storable_json
 from memory.sql.session import Result, Session, SqlDatabase, Statement, marks
-from memory.storable import storable_json
 from memory.stores.inbox import CLAIM_LEASE, InboxEntry, Taken, new_token, platform_of, read_payload
 
 

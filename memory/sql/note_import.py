@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from memory.errors import InvalidInput
-from memory.note_states import same_content, state_after
+from memory.policy.note_states import same_content, state_after
 from memory.stores.notes import ImportResult
 from memory.types import NoteDraft, Scope
 

@@ -17,8 +17,9 @@ from typing import Protocol
 
 from memory.clock import Clock, to_utc_text, utc_now
 from memory.errors import NotFound
-from memory.note_states import content_fingerprint, same_content, state_after
-from memory.note_validation import validate_draft
+from memory.policy.note_states import content_fingerprint, same_content, state_after
+from memory.policy.note_validation import validate_draft
+from memory.policy.visibility import Visibility
 from memory.ranking import Method
 from memory.sql import note_changes
 from memory.sql.note_engine import NoteEngine
@@ -30,7 +31,6 @@ from memory.stores.index import INDEX_MAX_BYTES, INDEX_MAX_LINES, ScopeIndex, fi
 from memory.stores.notes import DEFAULT_MAX_NOTE_BYTES, ImportResult
 from memory.stores.vectors import VectorIndex
 from memory.types import Change, Note, NoteDraft, SaveResult, Scope, SearchHit
-from memory.visibility import Visibility
 
 _log = logging.getLogger(__name__)
 

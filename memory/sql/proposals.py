@@ -12,8 +12,8 @@ from typing import Any
 
 from memory.clock import Clock
 from memory.errors import Conflict, InvalidInput, NotFound
+from memory.policy.storable import storable_json
 from memory.sql.session import Params, Session, SqlDatabase, marks
-from memory.storable import storable_json
 from memory.stores.notes import NoteStore
 from memory.stores.proposals import Proposal, apply_proposal, proposal_from_row
 

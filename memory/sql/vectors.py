@@ -33,6 +33,7 @@ from memory.embeddings import (
     retry_after,
 )
 from memory.errors import EmbeddingMismatch, StoreError
+from memory.policy.visibility import Visibility
 from memory.sql.session import Session, SqlDatabase, marks
 from memory.sql.vector_tables import (
     VectorTables,
@@ -43,7 +44,6 @@ from memory.sql.vector_tables import (
     write_state,
 )
 from memory.stores.vectors import KINDS, NOTE, Coverage
-from memory.visibility import Visibility
 
 _log = logging.getLogger(__name__)
 

@@ -20,6 +20,7 @@ from typing import Any
 import aiosqlite
 
 from memory import ranking
+from memory.policy.visibility import Visibility, explicit, scope_keys, scope_match
 from memory.ranking import query_terms
 from memory.sql.conversations import LOG_MESSAGE
 from memory.sql.session import Params, Statement
@@ -30,7 +31,6 @@ from memory.sqlite.session import SqliteSession
 from memory.sqlite.vector_tables import PREVIOUS_CHARS
 from memory.stores.conversations import PastMessage
 from memory.types import Scope
-from memory.visibility import Visibility, explicit, scope_keys, scope_match
 
 _COLUMNS = "content context_before context_after author"
 

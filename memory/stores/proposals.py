@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memory.errors import InvalidInput
-from memory.note_states import content_fingerprint
+from memory.policy.note_states import content_fingerprint
 from memory.types import Category, NoteDraft, Scope
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Property test: a conversation reads exactly what DESIGN.md's table allows, never more.
 
-The rule is restated here independently of `memory.visibility`, so a bug there fails.
+The rule is restated here independently of `memory.policy.visibility`, so a bug there fails.
 """
 
 from __future__ import annotations

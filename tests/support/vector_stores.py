@@ -61,7 +61,7 @@ def topics(hits: Any) -> list[str]:
 
 
 def may_read(viewer: Viewer, scope: Scope, private: bool) -> bool:
-    """DESIGN's table, restated independently of memory.visibility."""
+    """DESIGN's table, restated independently of memory.policy.visibility."""
     if viewer.team is not None and scope == viewer.team:
         return True
     if viewer.channel is None:
