@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory.clock import from_utc_text
-from memory.engine_copy import TABLES, TableSource
 from memory.errors import StoreError
 from memory.policy.storable import storable_json_text
 from memory.postgres.database import Connection, PostgresDatabase, shown_url
 from memory.postgres.message_search import index_messages_from
+from memory.transfer.engine_copy import TABLES, TableSource
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.stores.conversations import PastMessage
-from memory.transfer import import_notes, read_source
+from memory.transfer.note_import import import_notes, read_source
 from tests.support.clock import FakeClock
 
 # More rows than one INSERT of 8 values a row can bind under SQLite's usual limit (32766).

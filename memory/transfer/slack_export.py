@@ -25,8 +25,8 @@ from pydantic import StringConstraints, TypeAdapter
 from typing_extensions import TypedDict
 
 from memory.errors import InvalidInput
-from memory.history_parse import Collector, Id, W, Wire, parse
 from memory.stores.conversations import PastMessage
+from memory.transfer.history_parse import Collector, Id, W, Wire, parse
 
 SlackTs = Annotated[str, StringConstraints(pattern=r"^\d{1,10}\.\d{1,9}$")]  # to 2286
 

@@ -1,4 +1,4 @@
-"""Reading chat history for import: a Slack workspace export (see memory/slack_export.py),
+"""Reading chat history for import: a Slack workspace export (see memory/transfer/slack_export.py),
 DiscordChatExporter JSON files, or JSON Lines of messages.
 
 Each message becomes a `PastMessage` in the conversation the live bot keeps such messages
@@ -21,7 +21,8 @@ from pydantic import AwareDatetime, ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
 from memory.errors import InvalidInput
-from memory.history_parse import (
+from memory.stores.conversations import PastMessage
+from memory.transfer.history_parse import (
     Collector,
     HistoryExport,
     Id,
@@ -30,8 +31,7 @@ from memory.history_parse import (
     parse,
     read_bytes,
 )
-from memory.slack_export import is_slack_folder, read_slack
-from memory.stores.conversations import PastMessage
+from memory.transfer.slack_export import is_slack_folder, read_slack
 from memory.types import Scope, ScopeKind
 
 __all__ = ["Collector", "HistoryExport", "ImportOptions", "iter_history", "read_history"]

@@ -1,4 +1,4 @@
-"""Import of notes from JSON Lines or an export folder (`memory.note_export` writes
+"""Import of notes from JSON Lines or an export folder (`memory.transfer.note_export` writes
 one), read and validated before anything is written, then stored all or nothing.
 
 Files must be UTF-8: other bytes are an error naming the line, since they mean the file
