@@ -1,5 +1,5 @@
 """lorebot's memory: notes per user, channel and team, with recall and change sets. The
-stores' interfaces live here; each engine (`memory/sqlite/`) implements them.
+stores' interfaces live in `memory/stores/`; each engine (`memory/sqlite/`) implements them.
 
 The names below load on first use (PEP 562), so importing one light submodule such as
 `memory.errors` does not load the whole store and its drivers.
