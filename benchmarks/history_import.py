@@ -53,15 +53,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from results import record  # noqa: E402
 
-from memory.history_import import (  # noqa: E402
-    Collector,
-    ImportOptions,
-    iter_history,
-    read_history,
-)
+from bot.cli.history_readers import iter_history, read_history  # noqa: E402
 from memory.sql.conversations import SqlConversationLog  # noqa: E402
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.message_search import SqliteMessageSearch  # noqa: E402
+from memory.transfer.history_import import Collector, ImportOptions  # noqa: E402
 
 CHANNELS = 40
 PEOPLE = 60

@@ -1,7 +1,7 @@
 """Mutation testing of the modules whose promises matter most, one module per run.
 
     pip install -e '.[mutation]'
-    python benchmarks/mutation.py memory/visibility.py
+    python benchmarks/mutation.py memory/policy/visibility.py
     python benchmarks/mutation.py --list
 
 mutmut 3 copies the packages and tests into `mutants/`, mutates only the module named and
@@ -37,7 +37,7 @@ JOB_TESTS = (
 # Each module with the tests that exercise it: mutmut runs, per mutant, only the tests of
 # this set that reached the mutated function, so a narrow set keeps the run short.
 MODULES: dict[str, tuple[str, ...]] = {
-    "memory/visibility.py": (
+    "memory/policy/visibility.py": (
         "tests/memory",
         "tests/bot/cli/test_visibility_edges.py",
         "tests/bot/cli/test_cli.py",
@@ -85,8 +85,8 @@ MODULES: dict[str, tuple[str, ...]] = {
     "bot/jobs/maintenance.py": JOB_TESTS,
     "bot/jobs/reflection.py": JOB_TESTS,
     "bot/jobs/patterns.py": JOB_TESTS,
-    "memory/redaction.py": ("tests/memory", "tests/bot/core/test_secret_redaction.py"),
-    "memory/secret_patterns.py": ("tests/memory", "tests/bot/core/test_secret_redaction.py"),
+    "memory/policy/redaction.py": ("tests/memory", "tests/bot/core/test_secret_redaction.py"),
+    "memory/policy/secret_patterns.py": ("tests/memory", "tests/bot/core/test_secret_redaction.py"),
 }
 
 # mutmut's exit codes for a mutant, by the outcome they stand for.
@@ -110,7 +110,7 @@ STATUS = {
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("module", nargs="?", help="a path such as memory/visibility.py")
+    parser.add_argument("module", nargs="?", help="a path such as memory/policy/visibility.py")
     parser.add_argument("--list", action="store_true", help="list the modules and their tests")
     parser.add_argument(
         "--tests", nargs="+", metavar="PATH", help="test files or folders (default: the table's)"

@@ -3,7 +3,7 @@
 It writes generated ops-team notes (the corpus of benchmarks/recall.py: 60% channel, 35%
 user, 5% team notes, summaries of 60–120 characters, bodies of 200–800 bytes) to a
 temporary folder, as JSON Lines and as an export folder of Markdown files, then imports
-each into a fresh database exactly as the command does (`memory.transfer.import_notes`:
+each into a fresh database exactly as the command does (`memory.transfer.note_import.import_notes`:
 read and validate the file, then one transaction that checks every note for secrets and
 writes notes, the import's one change set and the search index). It reports notes per
 second of wall time and per second of CPU (both threads: reading, and SQLite writing; the
@@ -58,10 +58,10 @@ from recall_eval import note_of  # noqa: E402
 from results import record  # noqa: E402
 
 from memory import Scope
-from memory.note_export import export_notes  # noqa: E402
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.notes import SqliteNoteStore
-from memory.transfer import import_notes, read_source  # noqa: E402
+from memory.transfer.note_export import export_notes  # noqa: E402
+from memory.transfer.note_import import import_notes, read_source  # noqa: E402
 from memory.types import Note, NoteDraft  # noqa: E402
 
 ACTOR = "cli:bench"

@@ -40,12 +40,12 @@ from recall_eval import Question, Score, first_rank, score
 from results import record
 
 from memory import NoteDraft, Scope, explicit
+from memory.policy.visibility import Visibility
 from memory.ranking import ENGLISH_STOPWORDS
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import quote
 from memory.sqlite.notes import SqliteNoteStore
 from memory.types import Category
-from memory.visibility import Visibility
 
 REALTALK = Path(__file__).resolve().parent / "data" / "realtalk_eval"
 K = recall_eval.K
@@ -176,7 +176,7 @@ async def build(half: Half, path: Path) -> Store:
 async def add_postgresql(store: Store, half: Half, url: str) -> None:
     """The half's notes imported into an empty PostgreSQL database as well."""
     from memory.postgres.stores import open_stores
-    from memory.stores import StoreOptions
+    from memory.stores.stores import StoreOptions
 
     stores = await open_stores(url, StoreOptions(), pool_size=2)
     await stores.notes.import_drafts([d for _, d in half.notes], actor="bench")

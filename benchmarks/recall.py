@@ -51,12 +51,12 @@ from typing import Any
 from results import record  # benchmarks/results.py, beside this script
 
 from memory import Category, NoteDraft, Scope, Viewer, visibility_for
+from memory.policy.visibility import scope_match
 from memory.ranking import STOPWORDS
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.fts import match_terms
 from memory.sqlite.note_search import _BM25 as BM25_WEIGHTS
 from memory.sqlite.notes import SqliteNoteStore
-from memory.visibility import scope_match
 
 # --- corpus shape ---------------------------------------------------------------------
 

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from memory import NoteDraft, Scope, explicit, ranking
-from memory.conversations import LogEntry
+from memory.policy.visibility import Visibility
 from memory.ranking import query_terms
 from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
@@ -58,8 +58,8 @@ from memory.sqlite.fts import quote
 from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
+from memory.stores.conversations import LogEntry
 from memory.types import SUMMARY_MAX_CHARS, Category, slugify
-from memory.visibility import Visibility
 
 DATA = Path(__file__).resolve().parent / "data" / "ops_eval"
 HALVES = {"first": "dev", "second": "test"}

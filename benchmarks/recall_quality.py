@@ -43,8 +43,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # for recall.py's gene
 from results import record
 
 from memory import NoteDraft, Scope, Viewer, ranking, visibility_for
-from memory.conversations import LogEntry
 from memory.embeddings import EmbeddingState
+from memory.policy.visibility import Visibility, explicit, scope_match
 from memory.ranking import query_terms
 from memory.sql.conversations import SqlConversationLog
 from memory.sql.vector_tables import store_vectors, write_state
@@ -55,9 +55,9 @@ from memory.sqlite.fts import match_terms
 from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
+from memory.stores.conversations import LogEntry
+from memory.stores.vectors import MESSAGE, NOTE
 from memory.types import Category
-from memory.vectors import MESSAGE, NOTE
-from memory.visibility import Visibility, explicit, scope_match
 
 DATA = Path(__file__).resolve().parent / "data" / "recall_eval"
 K = 10

@@ -78,8 +78,8 @@ from bot.daemon.app import Bot
 from bot.model.client import DEFAULT_CONTEXT, ChatResult, Model
 from bot.model.ollama import OnContent
 from memory import Category, NoteDraft, Scope
-from memory.conversations import LogEntry
 from memory.sqlite import driver
+from memory.stores.conversations import LogEntry
 
 ROOT = Path(__file__).resolve().parents[1]
 PLATFORM = "bench"

@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from memory.errors import StoreUnavailable
-from memory.inbox import CLAIM_LEASE, Inbox
+from memory.stores.inbox import CLAIM_LEASE, Inbox
 
 # How much of a lease is not relied on while the database cannot confirm it: replicas'
 # clocks differ a little, and the lease is measured on theirs.

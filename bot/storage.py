@@ -19,14 +19,14 @@ from bot.config.paths import old_database_hint
 from bot.config.snapshot import DatabaseView
 from bot.errors import UserError
 from memory.clock import Clock, utc_now
-from memory.database import Database, Health
 from memory.embedder import Embedder
-from memory.leadership import Leadership, SoleLeadership
 from memory.sqlite.database import SqliteDatabase, inspect_file
 from memory.sqlite.driver import driver_name
 from memory.sqlite.migrations import SCHEMA_VERSION
 from memory.sqlite.stores import open_stores
-from memory.stores import StoreOptions, Stores
+from memory.stores.database import Database, Health
+from memory.stores.leadership import Leadership, SoleLeadership
+from memory.stores.stores import StoreOptions, Stores
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
@@ -152,7 +152,7 @@ class PostgresEngine:
     @property
     def label(self) -> str:
         """Where the memory is, as messages name it: the URL without its password."""
-        from memory.conninfo import read_conninfo
+        from memory.policy.conninfo import read_conninfo
 
         return read_conninfo(self._url).shown
 

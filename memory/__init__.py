@@ -1,5 +1,5 @@
 """lorebot's memory: notes per user, channel and team, with recall and change sets. The
-stores' interfaces live here; each engine (`memory/sqlite/`) implements them.
+stores' interfaces live in `memory/stores/`; each engine (`memory/sqlite/`) implements them.
 
 The names below load on first use (PEP 562), so importing one light submodule such as
 `memory.errors` does not load the whole store and its drivers.
@@ -11,14 +11,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from memory.database import Database as Database
     from memory.errors import Conflict as Conflict
     from memory.errors import InvalidInput as InvalidInput
     from memory.errors import NotFound as NotFound
     from memory.errors import SchemaTooNew as SchemaTooNew
     from memory.errors import StoreError as StoreError
-    from memory.notes import ImportResult as ImportResult
-    from memory.notes import NoteStore as NoteStore
+    from memory.policy.visibility import Viewer as Viewer
+    from memory.policy.visibility import Visibility as Visibility
+    from memory.policy.visibility import explicit as explicit
+    from memory.policy.visibility import visibility_for as visibility_for
+    from memory.stores.database import Database as Database
+    from memory.stores.notes import ImportResult as ImportResult
+    from memory.stores.notes import NoteStore as NoteStore
     from memory.types import Category as Category
     from memory.types import Change as Change
     from memory.types import Note as Note
@@ -27,15 +31,11 @@ if TYPE_CHECKING:
     from memory.types import Scope as Scope
     from memory.types import ScopeKind as ScopeKind
     from memory.types import SearchHit as SearchHit
-    from memory.visibility import Viewer as Viewer
-    from memory.visibility import Visibility as Visibility
-    from memory.visibility import explicit as explicit
-    from memory.visibility import visibility_for as visibility_for
 
 _HOMES = {
-    "memory.database": ("Database",),
+    "memory.stores.database": ("Database",),
     "memory.errors": ("Conflict", "InvalidInput", "NotFound", "SchemaTooNew", "StoreError"),
-    "memory.notes": ("ImportResult", "NoteStore"),
+    "memory.stores.notes": ("ImportResult", "NoteStore"),
     "memory.types": (
         "Category",
         "Change",
@@ -46,7 +46,7 @@ _HOMES = {
         "ScopeKind",
         "SearchHit",
     ),
-    "memory.visibility": ("Viewer", "Visibility", "explicit", "visibility_for"),
+    "memory.policy.visibility": ("Viewer", "Visibility", "explicit", "visibility_for"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 

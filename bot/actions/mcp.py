@@ -38,7 +38,7 @@ from bot.approvals.card_text import valid_tool_name
 from bot.backoff import Backoff
 from bot.config.sections import McpServerSettings, McpSettings
 from bot.tasks import stop_if_asked
-from memory.redaction import redact
+from memory.policy.redaction import redact
 
 _log = logging.getLogger(__name__)
 

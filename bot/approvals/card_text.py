@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from memory.redaction import redact_value
+from memory.policy.redaction import redact_value
 
 # Categories never shown as themselves: controls, format characters (zero-width, bidi),
 # surrogates, private use, unassigned, and line or paragraph separators.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from adapters.base import ConversationRef
 from memory import Scope, ScopeKind
-from memory.proposals import Proposal
+from memory.stores.proposals import Proposal
 
 
 def scope_label(scope: Scope, conversation: ConversationRef) -> str:

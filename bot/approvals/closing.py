@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from memory.proposals import Proposal
+from memory.stores.proposals import Proposal
 
 Finish = Callable[[Proposal], Awaitable[object]]
 

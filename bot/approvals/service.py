@@ -40,10 +40,10 @@ from bot.context.suspended import SuspendedTurn
 from bot.context.turn import free_topic
 from bot.fencing import still_held
 from memory import Conflict, Note, NoteDraft, NoteStore
-from memory.actions import ActionLog
-from memory.events import EventLog
-from memory.proposals import NoteForget, NoteSave, Proposal, ProposalStore
-from memory.stores import Stores
+from memory.stores.actions import ActionLog
+from memory.stores.events import EventLog
+from memory.stores.proposals import NoteForget, NoteSave, Proposal, ProposalStore
+from memory.stores.stores import Stores
 from skills.types import Skill
 
 _log = logging.getLogger(__name__)

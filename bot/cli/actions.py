@@ -11,7 +11,7 @@ from bot.errors import UserError
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
-    from memory.actions import Action, Allowance
+    from memory.stores.actions import Action, Allowance
 
 
 def add_parser(commands: Any) -> None:

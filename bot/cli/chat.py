@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from adapters.console.adapter import ConsoleAdapter, OpenCard
     from bot.config.settings import Settings
     from bot.daemon.app import Bot
-    from memory.proposals import Proposal
+    from memory.stores.proposals import Proposal
 
 
 def add_parsers(commands: Any) -> None:

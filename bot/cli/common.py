@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bot.storage import StoreSettings
-    from memory.notes import NoteStore
-    from memory.stores import Stores
+    from memory.stores.notes import NoteStore
+    from memory.stores.stores import Stores
 
 
 def cli_actor() -> str:

@@ -30,7 +30,7 @@ def add_parser(commands: Any) -> None:
 async def cmd_copy(args: argparse.Namespace, settings: Settings) -> int:
     from bot.storage import copy_to_postgresql
     from memory import StoreError
-    from memory.conninfo import url_problem
+    from memory.policy.conninfo import url_problem
 
     if (problem := url_problem(args.to)) is not None:
         raise UserError(f"--to takes {problem}")

@@ -10,7 +10,7 @@ from adapters.diagnosis import Finding as Check
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
-    from memory.replicas import Replica
+    from memory.stores.replicas import Replica
 
 
 async def fetch_replicas(settings: Settings) -> list[Replica] | None:

@@ -12,7 +12,7 @@ from bot.errors import UserError
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
-    from memory.history_import import Collector
+    from memory.transfer.history_import import Collector
 
 _WORKSPACE = re.compile(r"^(?:https://)?([a-z0-9][a-z0-9-]*)(?:\.slack\.com)?/?$", re.IGNORECASE)
 
@@ -55,10 +55,11 @@ def _workspace_url(text: str) -> str:
 
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
+    from bot.cli.history_readers import iter_history
     from bot.cli.progress import progress_bar
     from bot.daemon.lockfile import DatabaseLock
     from bot.storage import open_memory
-    from memory.history_import import Collector, ImportOptions, iter_history
+    from memory.transfer.history_import import Collector, ImportOptions
 
     # One transaction holds the database for the whole import: a running daemon would
     # wait on it and could fail its own writes.

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from adapters.base import Adapter
     from bot.config.settings import Settings
     from bot.daemon.app import Bot
-    from memory.job_runs import JobRun
+    from memory.stores.job_runs import JobRun
 
 
 def add_parser(commands: Any) -> None:

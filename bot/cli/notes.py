@@ -315,7 +315,7 @@ async def cmd_forget(args: argparse.Namespace, settings: Settings) -> int:
 
 async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
     from bot.cli.progress import progress_bar
-    from memory.transfer import import_notes
+    from memory.transfer.note_import import import_notes
 
     async with open_store(settings) as store:
         with progress_bar("note") as progress:  # a large file takes seconds to write
@@ -329,7 +329,7 @@ async def cmd_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def cmd_export(args: argparse.Namespace, settings: Settings) -> int:
-    from memory.note_export import export_folder
+    from memory.transfer.note_export import export_folder
 
     _check_export_folder(args.target)
     async with open_store(settings) as store:

@@ -14,11 +14,11 @@ from bot.errors import UserError
 if TYPE_CHECKING:
     from bot.storage import StoreSettings
     from memory import Visibility
-    from memory.vectors import VectorIndex
+    from memory.stores.vectors import VectorIndex
 
 
 def _search_visibility(args: argparse.Namespace) -> Visibility:
-    from memory.visibility import Viewer, explicit, visibility_for
+    from memory.policy.visibility import Viewer, explicit, visibility_for
 
     if args.speaker is not None:
         if args.scopes:
@@ -35,7 +35,7 @@ def _search_visibility(args: argparse.Namespace) -> Visibility:
 
 
 async def cmd_search(args: argparse.Namespace, settings: StoreSettings) -> int:
-    from memory.vectors import NOTE
+    from memory.stores.vectors import NOTE
 
     visibility = _search_visibility(args)
     if args.history:
@@ -62,7 +62,7 @@ async def cmd_search(args: argparse.Namespace, settings: StoreSettings) -> int:
 async def _query_vector(vectors: VectorIndex | None, query: str, kind: str) -> list[float] | None:
     """The query's vector when an embedding model is set, saying on stderr when the ranking
     is by words alone, or when only some notes (or messages) have a vector yet."""
-    from memory.vectors import coverage_notice, words_alone_notice
+    from memory.stores.vectors import coverage_notice, words_alone_notice
 
     if vectors is None or vectors.embedder is None:
         return None
@@ -95,7 +95,7 @@ async def _search_history(
     args: argparse.Namespace, settings: StoreSettings, visibility: Visibility
 ) -> int:
     from bot.storage import open_memory
-    from memory.vectors import MESSAGE
+    from memory.stores.vectors import MESSAGE
 
     memory = await open_memory(settings, probe=False)
     try:

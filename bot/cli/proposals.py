@@ -9,7 +9,7 @@ from bot.cli.common import cli_actor, iso_z, open_stores, print_json
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
-    from memory.proposals import Proposal
+    from memory.stores.proposals import Proposal
 
 
 def add_parser(commands: Any) -> None:

@@ -9,7 +9,7 @@ from memory.clock import utc_now
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
-    from memory.stores import Stores
+    from memory.stores.stores import Stores
 
 
 async def daemon_running(settings: Settings, stores: Stores) -> bool:

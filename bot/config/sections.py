@@ -31,7 +31,7 @@ from bot.config.paths import (
     xdg_dir,
 )
 from bot.errors import ConfigError
-from memory.conninfo import url_problem
+from memory.policy.conninfo import url_problem
 
 
 class Section(BaseModel):

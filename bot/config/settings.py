@@ -54,7 +54,7 @@ from bot.config.sections import (
     resolve_secret,
 )
 from bot.errors import ConfigError
-from memory.conninfo import read_conninfo
+from memory.policy.conninfo import read_conninfo
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.config.sections import SkillsSettings
-from memory.active_skills import ActiveSkills
+from memory.stores.active_skills import ActiveSkills
 from skills.catalog import BUNDLED_ROOT, Catalog
 from skills.parse import normalise_name, text_problems
 from skills.resources import (

@@ -50,14 +50,14 @@ from bot.split import clip_reply
 from bot.tasks import stop_if_asked
 from bot.tools.base import Call, Kind, Suspend, Tool, Toolbox, ToolError, ToolResult
 from memory import InvalidInput, NoteStore
-from memory.actions import ActionLog
-from memory.conversations import ConversationLog, LogEntry
 from memory.errors import StoreUnavailable
-from memory.events import EventLog
-from memory.proposals import Proposal
-from memory.redaction import mask_known
-from memory.slips import ModelSlips
-from memory.turn_reads import TurnReading, TurnReads
+from memory.policy.redaction import mask_known
+from memory.stores.actions import ActionLog
+from memory.stores.conversations import ConversationLog, LogEntry
+from memory.stores.events import EventLog
+from memory.stores.proposals import Proposal
+from memory.stores.slips import ModelSlips
+from memory.stores.turn_reads import TurnReading, TurnReads
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 they wait per conversation until handled.
 
 Events of one conversation run in order and one at a time, across every replica of the
-database: the replica holding the conversation's claim handles them (`memory.inbox`).
+database: the replica holding the conversation's claim handles them (`memory.stores.inbox`).
 Different conversations run concurrently. The number of waiting events is bounded, and
 an overloaded bot says it is busy. Slash commands are not kept: they are answered through
 the connection that brought them, at once.
@@ -36,8 +36,8 @@ from bot.fencing import Claim, ClaimLost, under
 from bot.tasks import TaskTracker, stop_if_asked
 from memory import Conflict, InvalidInput
 from memory.errors import StoreError, StoreUnavailable
-from memory.inbox import CLAIM_LEASE, Inbox, InboxEntry, Next
-from memory.seen_events import SeenEvents
+from memory.stores.inbox import CLAIM_LEASE, Inbox, InboxEntry, Next
+from memory.stores.seen_events import SeenEvents
 
 _log = logging.getLogger(__name__)
 

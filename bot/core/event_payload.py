@@ -1,5 +1,5 @@
 """An event as the core takes it, credentials redacted, and as the inbox keeps it: plain
-JSON, and back (`memory.inbox`)."""
+JSON, and back (`memory.stores.inbox`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from adapters.base import ConversationRef, Event, Message, ReactionEvent, UserRef
-from memory.redaction import redact
+from memory.policy.redaction import redact
 
 E = TypeVar("E", bound=Message | ReactionEvent)
 

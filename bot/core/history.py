@@ -13,8 +13,8 @@ from bot.context.turn import TurnContext
 from bot.core.prompt import estimate_tokens
 from bot.model.client import Model, ModelUnavailable
 from memory.clock import Clock
-from memory.conversations import ConversationLog
-from memory.conversations import History as StoredHistory
+from memory.stores.conversations import ConversationLog
+from memory.stores.conversations import History as StoredHistory
 
 COMPACT_AT = 0.8
 

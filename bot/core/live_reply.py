@@ -32,8 +32,8 @@ from adapters.base import (
 )
 from bot.fencing import ClaimLost, still_held
 from bot.split import split_message
-from memory.live_replies import LiveReplies
-from memory.redaction import MIN_SECRET_CHARS, mask_known, redact
+from memory.policy.redaction import MIN_SECRET_CHARS, mask_known, redact
+from memory.stores.live_replies import LiveReplies
 
 _log = logging.getLogger(__name__)
 

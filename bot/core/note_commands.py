@@ -16,7 +16,7 @@ from bot.core.commands import HELP_TEXT, Command, Forget, Recall, Remember, Undo
 from bot.core.titles import draft_title
 from bot.model.client import Model
 from memory import NoteStore, NotFound
-from memory.proposals import Proposal
+from memory.stores.proposals import Proposal
 
 # `remember that` with nothing after it parses as the text "that".
 _NOTHING_TO_REMEMBER = re.compile(r"^(?:that\b)?[\W_]*$", re.IGNORECASE)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memory import SearchHit
-from memory.conversations import MessageHit
-from memory.index import ScopeIndex
+from memory.stores.conversations import MessageHit
+from memory.stores.index import ScopeIndex
 from memory.types import ScopeKind
 
 BYTES_PER_TOKEN = 4

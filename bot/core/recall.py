@@ -11,9 +11,9 @@ from bot.config.settings import Settings
 from bot.context.turn import TurnContext
 from bot.core.prompt import BYTES_PER_TOKEN, note_line
 from memory import Category, NoteStore, SearchHit
-from memory.conversations import ConversationLog, HistoryEntry, MessageHit
 from memory.ranking import term_overlap
-from memory.vectors import KINDS, NOTE, coverage_notice, words_alone_notice
+from memory.stores.conversations import ConversationLog, HistoryEntry, MessageHit
+from memory.stores.vectors import KINDS, NOTE, coverage_notice, words_alone_notice
 
 _log = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ from bot.core.note_commands import NoteCommands
 from bot.fencing import still_held
 from bot.split import split_message
 from memory import InvalidInput
-from memory.live_replies import LiveReplies
-from memory.proposals import Proposal
+from memory.stores.live_replies import LiveReplies
+from memory.stores.proposals import Proposal
 from skills.types import SkillError
 
 _log = logging.getLogger(__name__)

@@ -20,8 +20,8 @@ from bot.model.client import ChatResult, ModelUnavailable
 from bot.split import clip_reply
 from bot.tools.base import ToolError
 from memory import StoreError
-from memory.redaction import mask_known
-from memory.slips import ModelSlips
+from memory.policy.redaction import mask_known
+from memory.stores.slips import ModelSlips
 
 _log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from bot.context.suspended import BrokenCall, Outcome, PendingCall, SuspendedTur
 from bot.context.turn import TurnContext
 from bot.model.client import ToolCall
 from bot.tools.base import Ok, Tool, ToolError
-from memory.redaction import redact_value
+from memory.policy.redaction import redact_value
 
 
 @dataclass(frozen=True, slots=True)

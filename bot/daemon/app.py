@@ -36,18 +36,18 @@ from bot.storage import Engine, engine_for, open_memory
 from bot.tasks import TaskTracker, stop_if_asked
 from bot.tools.base import Toolbox
 from memory import NoteStore
-from memory.actions import ActionLog
-from memory.active_skills import ActiveSkills
 from memory.clock import Clock, utc_now
-from memory.conversations import ConversationLog
-from memory.daily_logs import DailyLogs
-from memory.database import Database
 from memory.embedder import Embedder
-from memory.events import EventLog
-from memory.proposals import ProposalStore
-from memory.seen_events import SeenEvents
-from memory.stores import Stores
-from memory.vectors import VectorIndex
+from memory.stores.actions import ActionLog
+from memory.stores.active_skills import ActiveSkills
+from memory.stores.conversations import ConversationLog
+from memory.stores.daily_logs import DailyLogs
+from memory.stores.database import Database
+from memory.stores.events import EventLog
+from memory.stores.proposals import ProposalStore
+from memory.stores.seen_events import SeenEvents
+from memory.stores.stores import Stores
+from memory.stores.vectors import VectorIndex
 from skills.catalog import Catalog
 
 _log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from bot.core.live_reply import mend_cut_replies
 from bot.daemon.supervision import Supervisor
 from bot.jobs.runner import JobRunner
 from bot.tasks import TaskTracker
-from memory.inbox import Inbox
-from memory.live_replies import LiveReplies
+from memory.stores.inbox import Inbox
+from memory.stores.live_replies import LiveReplies
 
 _log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from memory.redaction import mask_spans, normalise, secret_spans
+from memory.policy.redaction import mask_spans, normalise, secret_spans
 
 _HANDLER_NAME = "lorebot"
 

@@ -24,8 +24,8 @@ from bot import metrics
 from bot.tasks import stop_if_asked
 from memory.clock import Clock, utc_now
 from memory.errors import StoreError
-from memory.leadership import LEASE_S, Leadership
-from memory.replicas import Replica, Replicas, Role
+from memory.stores.leadership import LEASE_S, Leadership
+from memory.stores.replicas import Replica, Replicas, Role
 
 _log = logging.getLogger(__name__)
 

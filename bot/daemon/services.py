@@ -40,8 +40,8 @@ from bot.tools.memory import memory_tools
 from bot.tools.scripts import script_tools
 from bot.tools.skills import skill_tools
 from memory.clock import Clock
-from memory.leadership import Leadership
-from memory.stores import Stores
+from memory.stores.leadership import Leadership
+from memory.stores.stores import Stores
 from skills.catalog import Catalog
 
 Loop = tuple[str, Callable[[], Coroutine[Any, Any, object]]]

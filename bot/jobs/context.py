@@ -11,13 +11,13 @@ from bot.config.sections import JobsSettings
 from bot.model.client import Model
 from memory import NoteStore
 from memory.clock import Clock
-from memory.conversations import ConversationLog
-from memory.daily_logs import DailyLogs
-from memory.events import EventLog
-from memory.inbox import Inbox
-from memory.job_runs import JobRuns
-from memory.proposals import ProposalStore
-from memory.seen_events import SeenEvents
+from memory.stores.conversations import ConversationLog
+from memory.stores.daily_logs import DailyLogs
+from memory.stores.events import EventLog
+from memory.stores.inbox import Inbox
+from memory.stores.job_runs import JobRuns
+from memory.stores.proposals import ProposalStore
+from memory.stores.seen_events import SeenEvents
 
 
 @dataclass(frozen=True, slots=True)

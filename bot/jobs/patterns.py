@@ -17,8 +17,8 @@ from bot.jobs.context import JobContext
 from bot.jobs.runner import ALL
 from bot.model.structured import ask_structured
 from memory import Category, NoteDraft, Scope
-from memory.events import CapturedEvent
 from memory.scope_ids import raw_id
+from memory.stores.events import CapturedEvent
 from memory.types import SUMMARY_MAX_CHARS, slugify
 
 MAX_EXAMPLES = 8

@@ -17,8 +17,8 @@ from bot.jobs.context import JobContext
 from bot.jobs.runner import ALL, previous_fire_time
 from bot.model.structured import ask_structured
 from memory import Category, NoteDraft, Scope
-from memory.conversations import LoggedMessage
 from memory.scope_ids import scope_id
+from memory.stores.conversations import LoggedMessage
 from memory.types import SUMMARY_MAX_CHARS
 
 MAX_TRANSCRIPT_CHARS = 12000

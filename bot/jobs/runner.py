@@ -24,7 +24,7 @@ from apscheduler.triggers.base import BaseTrigger
 from bot import metrics
 from bot.cron import cron_trigger
 from memory.clock import Clock
-from memory.job_runs import JobRuns
+from memory.stores.job_runs import JobRuns
 
 _log = logging.getLogger(__name__)
 

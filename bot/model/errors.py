@@ -9,7 +9,7 @@ from typing import Literal
 
 from bot.errors import LorebotError
 from bot.model.arguments import valid_text
-from memory.redaction import redact
+from memory.policy.redaction import redact
 
 UNREACHABLE_FIX = (
     "start Ollama (`ollama serve`), or set ollama.host (LOREBOT_OLLAMA__HOST, or OLLAMA_HOST) "

@@ -33,9 +33,16 @@ from bot.fencing import still_held
 from bot.model.arguments import coerce_arguments
 from bot.tools.base import Call, Kind, Ok, Suspend, Toolbox, ToolError, ToolOutput, ToolResult
 from bot.tools.schemas import flatten, validate
-from memory.actions import BY_ALLOW_LIST, BY_ALLOWANCE, BY_CARD, BY_TRUST, ActionLog, finish_run
-from memory.proposals import Proposal
-from memory.redaction import redact, redact_value
+from memory.policy.redaction import redact, redact_value
+from memory.stores.actions import (
+    BY_ALLOW_LIST,
+    BY_ALLOWANCE,
+    BY_CARD,
+    BY_TRUST,
+    ActionLog,
+    finish_run,
+)
+from memory.stores.proposals import Proposal
 
 _log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from bot.approvals.kinds.registry import get_kind
 from bot.context.suspended import SuspendedTurn
 from bot.context.turn import TurnContext
 from bot.model.arguments import ToolArgumentError, coerce_arguments
-from memory.proposals import Proposal
+from memory.stores.proposals import Proposal
 
 
 class Kind(StrEnum):

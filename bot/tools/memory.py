@@ -11,7 +11,7 @@ from bot.approvals.service import ApprovalService
 from bot.context.turn import TurnContext, draft_for, find_writable
 from bot.tools.base import BuiltinTool, Call, Kind, Ok, ToolArgs
 from memory import NoteStore
-from memory.conversations import ConversationLog
+from memory.stores.conversations import ConversationLog
 
 # Past messages a memory_search shows, and how much of each.
 MESSAGE_HITS = 5

@@ -52,9 +52,9 @@ from bot.tools.base import (
     ToolOutput,
     ToolResult,
 )
-from memory.actions import BY_CARD, ActionLog, finish_run
-from memory.proposals import Proposal
-from memory.redaction import redact, redact_value
+from memory.policy.redaction import redact, redact_value
+from memory.stores.actions import BY_CARD, ActionLog, finish_run
+from memory.stores.proposals import Proposal
 from skills.resources import ScriptFile, list_scripts, read_script
 from skills.snapshot import SkillSnapshot, read_snapshot
 from skills.types import SkillError

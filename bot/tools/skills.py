@@ -21,7 +21,7 @@ from bot.tools.base import (
     ToolOutput,
     ToolResult,
 )
-from memory.proposals import Proposal
+from memory.stores.proposals import Proposal
 
 
 class LoadSkillArgs(ToolArgs):

@@ -20,9 +20,8 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from memory.conninfo import read_conninfo
-from memory.database import Health
 from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
+from memory.policy.conninfo import read_conninfo
 from memory.postgres.migrations import SCHEMA_VERSION, steps_after
 from memory.postgres.session import (
     POSTGRESQL,
@@ -36,6 +35,7 @@ from memory.postgres.session import PostgresTransaction as PostgresTransaction
 from memory.postgres.session import utc as utc
 from memory.postgres.text_dumpers import ADAPTERS
 from memory.sql.session import Result, Statement
+from memory.stores.database import Health
 
 _log = logging.getLogger(__name__)
 
@@ -156,7 +156,7 @@ class PostgresDatabase:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[PostgresTransaction]:
-        """One write transaction for the stores of this database (`memory.database`)."""
+        """One write transaction for the stores of this database (`memory.stores.database`)."""
         async with self.write() as conn:
             yield PostgresTransaction(conn)
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import psycopg
 
-from memory.conninfo import read_conninfo
-from memory.leadership import LEASE_S
+from memory.policy.conninfo import read_conninfo
+from memory.stores.leadership import LEASE_S
 
 _log = logging.getLogger(__name__)
 

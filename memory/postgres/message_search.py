@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory import ranking
-from memory.conversations import PastMessage
+from memory.policy.redaction import redact
+from memory.policy.visibility import Visibility
 from memory.postgres.database import Connection, PostgresDatabase
 from memory.postgres.words import (
     TableStats,
@@ -23,10 +24,9 @@ from memory.postgres.words import (
     word_count_sql,
 )
 from memory.ranking import ranking_terms
-from memory.redaction import redact
 from memory.sql.conversations import LOG_MESSAGE, with_messages
 from memory.sql.session import Params, Row, Statement
-from memory.visibility import Visibility
+from memory.stores.conversations import PastMessage
 
 # As many characters of a neighbour as SQLite's index keeps.
 NEIGHBOUR_CHARS = 400

@@ -12,8 +12,7 @@ import psycopg
 
 from memory.clock import to_utc_text
 from memory.errors import Conflict
-from memory.note_states import STATE_COLUMNS, dump_state
-from memory.notes import ImportResult
+from memory.policy.note_states import STATE_COLUMNS, dump_state
 from memory.postgres.database import Connection, PostgresDatabase
 from memory.postgres.note_rows import state_values
 from memory.postgres.session import POSTGRESQL, PostgresSession
@@ -21,6 +20,7 @@ from memory.sql.note_changes import INSERT_MANY_CHANGE
 from memory.sql.note_engine import Item
 from memory.sql.note_import import ImportPlan, Key, State, validated
 from memory.sql.note_rows import state_of
+from memory.stores.notes import ImportResult
 from memory.types import NoteDraft
 
 _PROGRESS_EVERY = 1000

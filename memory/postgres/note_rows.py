@@ -1,4 +1,4 @@
-"""A note's kept state (`memory.note_states`: times as UTC text, flags as 0 or 1) as
+"""A note's kept state (`memory.policy.note_states`: times as UTC text, flags as 0 or 1) as
 PostgreSQL's values, for writing it back and for COPY."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from memory.clock import from_utc_text
-from memory.note_states import FLAG_COLUMNS, STATE_COLUMNS, TIME_COLUMNS
+from memory.policy.note_states import FLAG_COLUMNS, STATE_COLUMNS, TIME_COLUMNS
 
 _SET_STATE = ", ".join(f"{c} = excluded.{c}" for c in STATE_COLUMNS)
 # Neutral SQL (`?`), its values from `state_values`; a note's word index follows by itself.

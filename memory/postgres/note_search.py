@@ -10,19 +10,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory.clock import Clock
+from memory.policy.visibility import Visibility
 from memory.postgres.database import PostgresDatabase
 from memory.postgres.words import CONFIG, TableStats, bm25_sql, weights_params
 from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, in_topic, note_terms
 from memory.sql.note_rows import visible_notes
+from memory.stores.vectors import NOTE, VectorIndex
 from memory.types import SearchHit
-from memory.vectors import NOTE, VectorIndex
-from memory.visibility import Visibility
 
 # Who may read a note, as named parameters `full` and `public` (lists of scopes).
 VISIBLE = "(scope = ANY(%(full)s) OR (scope = ANY(%(public)s) AND NOT private))"
 LIVE = "(expires_at IS NULL OR expires_at > %(now)s)"
 # A note's length as FTS5 counts it: its words and the one or two tokens of its scope keys
-# (`memory.visibility.scope_keys`: private notes have one), so both engines rank alike.
+# (`memory.policy.visibility.scope_keys`: private notes have one), so both engines rank alike.
 LENGTH = "word_count + CASE WHEN private THEN 1 ELSE 2 END"
 
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.notes import ImportResult
+from memory.policy.visibility import Visibility
 from memory.postgres import note_import
 from memory.postgres.database import PostgresDatabase
 from memory.postgres.note_rows import UPSERT_NOTE, state_values
@@ -22,9 +22,9 @@ from memory.ranking import Method
 from memory.sql.note_engine import Item
 from memory.sql.notes import SqlNoteStore
 from memory.sql.session import Params, Row, Session, Statement
+from memory.stores.notes import ImportResult
+from memory.stores.vectors import VectorIndex
 from memory.types import NoteDraft, Scope, SearchHit
-from memory.vectors import VectorIndex
-from memory.visibility import Visibility
 
 
 class PostgresNotes:

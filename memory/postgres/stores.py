@@ -9,7 +9,7 @@ from memory.postgres.message_search import PostgresMessageSearch
 from memory.postgres.notes import PostgresNoteStore
 from memory.postgres.vector_tables import PostgresVectorTables
 from memory.sql.stores import SqlStores
-from memory.stores import StoreOptions
+from memory.stores.stores import StoreOptions
 
 
 class PostgresStores(SqlStores[PostgresDatabase, PostgresNoteStore]):

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memory.clock import from_utc_text
-from memory.engine_copy import TABLES, TableSource
 from memory.errors import StoreError
+from memory.policy.storable import storable_json_text
 from memory.postgres.database import Connection, PostgresDatabase, shown_url
 from memory.postgres.message_search import index_messages_from
-from memory.storable import storable_json_text
+from memory.transfer.engine_copy import TABLES, TableSource
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +91,7 @@ async def _copy_table(
 
 def _converter(column: str, kind: str) -> Callable[[object], object]:
     """How a stored value of `column` becomes a PostgreSQL value of `kind`. Text follows
-    the rule of every engine (`memory.storable`): the connection's dumpers apply it to
+    the rule of every engine (`memory.policy.storable`): the connection's dumpers apply it to
     plain text; JSON written before it may hold the escape of a NUL, which jsonb refuses."""
     if column.endswith("_json"):
         return lambda v: v if not isinstance(v, str) else storable_json_text(v)

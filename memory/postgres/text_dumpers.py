@@ -1,4 +1,4 @@
-"""psycopg's text dumpers with lorebot's rule for text (`memory.storable`): every Python
+"""psycopg's text dumpers with lorebot's rule for text (`memory.policy.storable`): every Python
 string sent to PostgreSQL on a connection made with `ADAPTERS`, as a parameter or a COPY
 row, in text or binary format, goes through `storable_text` first, so no query can send a
 NUL the server would refuse."""
@@ -12,7 +12,7 @@ from psycopg.abc import Buffer
 from psycopg.adapt import AdaptersMap, Dumper
 from psycopg.types import string
 
-from memory.storable import storable_text
+from memory.policy.storable import storable_text
 
 
 def _storable(base: type[Dumper]) -> type[Dumper]:

@@ -22,7 +22,7 @@ from memory.errors import StoreError, StoreUnavailable
 from memory.postgres.database import PostgresDatabase
 from memory.sql.session import Session
 from memory.sql.vector_tables import VectorRow
-from memory.vectors import KINDS
+from memory.stores.vectors import KINDS
 
 # Held while pgvector is enabled or the vector tables are set up, so replicas starting
 # together do it once.

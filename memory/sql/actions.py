@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from memory.actions import (
+from memory.clock import Clock, utc_now
+from memory.policy.redaction import redact_value
+from memory.policy.storable import storable_json
+from memory.sql.session import Params, Row, Session, SqlDatabase, Statement
+from memory.stores.actions import (
     OUTCOMES,
     OUTPUT_MAX_CHARS,
     PENDING,
@@ -23,10 +27,6 @@ from memory.actions import (
     Allowance,
     action_from_row,
 )
-from memory.clock import Clock, utc_now
-from memory.redaction import redact_value
-from memory.sql.session import Params, Row, Session, SqlDatabase, Statement
-from memory.storable import storable_json
 
 ONE = "SELECT * FROM actions WHERE id = ?"
 

@@ -1,4 +1,4 @@
-"""The conversation log (`memory.conversations`): each conversation's history and its
+"""The conversation log (`memory.stores.conversations`): each conversation's history and its
 compactions, and the search over past messages, stored with credentials and the bot's
 configured secrets redacted.
 
@@ -15,16 +15,9 @@ from typing import Protocol
 
 from memory import ranking
 from memory.clock import Clock, utc_now
-from memory.conversations import (
-    History,
-    HistoryEntry,
-    LogEntry,
-    LoggedMessage,
-    MessageHit,
-    PastMessage,
-)
+from memory.policy.redaction import redact
+from memory.policy.visibility import Visibility
 from memory.ranking import Method, fuse
-from memory.redaction import redact
 from memory.sql.session import (
     Params,
     Query,
@@ -35,8 +28,15 @@ from memory.sql.session import (
     fetch_one,
     marks,
 )
-from memory.vectors import MESSAGE, VectorIndex
-from memory.visibility import Visibility
+from memory.stores.conversations import (
+    History,
+    HistoryEntry,
+    LogEntry,
+    LoggedMessage,
+    MessageHit,
+    PastMessage,
+)
+from memory.stores.vectors import MESSAGE, VectorIndex
 
 # One message as a turn logs it (the rows `MessageSearch.add` stores).
 LOG_MESSAGE = (

@@ -13,10 +13,10 @@ from datetime import datetime
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.events import CapturedEvent, redacted_arguments
-from memory.redaction import redact
+from memory.policy.redaction import redact
+from memory.policy.storable import storable_json
 from memory.sql.session import SqlDatabase, Statement
-from memory.storable import storable_json
+from memory.stores.events import CapturedEvent, redacted_arguments
 
 
 @dataclass(frozen=True, slots=True)

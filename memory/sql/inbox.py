@@ -1,4 +1,4 @@
-"""The events taken and not finished, and who handles each conversation (`memory.inbox`),
+"""The events taken and not finished, and who handles each conversation (`memory.stores.inbox`),
 shared by every replica of the database.
 
 Each claim, hold and finish is one statement whose WHERE says who may do it (the holder,
@@ -11,9 +11,17 @@ from datetime import timedelta
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.inbox import CLAIM_LEASE, InboxEntry, Next, Taken, new_token, platform_of, read_payload
+from memory.policy.storable import storable_json
 from memory.sql.session import Result, SqlDatabase, Statement, marks
-from memory.storable import storable_json
+from memory.stores.inbox import (
+    CLAIM_LEASE,
+    InboxEntry,
+    Next,
+    Taken,
+    new_token,
+    platform_of,
+    read_payload,
+)
 
 
 class SqlInbox:

@@ -5,8 +5,8 @@ a crash is reclaimed after a while."""
 from __future__ import annotations
 
 from memory.clock import Clock, utc_now
-from memory.job_runs import STALE_AFTER, JobRun
 from memory.sql.session import Params, SqlDatabase
+from memory.stores.job_runs import STALE_AFTER, JobRun
 
 
 class SqlJobRuns:

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.live_replies import LiveReplyRow
+from memory.policy.storable import storable_json
 from memory.sql.session import SqlDatabase
-from memory.storable import storable_json
+from memory.stores.live_replies import LiveReplyRow
 
 
 class SqlLiveReplies:

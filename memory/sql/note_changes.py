@@ -18,12 +18,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from memory.errors import Conflict, NotFound
-from memory.note_states import STATE_COLUMNS, dump_state, load_state, same_content
+from memory.policy.note_states import STATE_COLUMNS, dump_state, load_state, same_content
+from memory.policy.visibility import Visibility
 from memory.sql.note_engine import NoteWrites
 from memory.sql.note_rows import change_from_row, scopes_sql, state_of
 from memory.sql.session import Dialect, Row, Session, marks
 from memory.types import Change, Scope
-from memory.visibility import Visibility
 
 INSERT_CHANGE = (
     "INSERT INTO note_changes (scope, topic, action, before_json, after_json, actor, reason, "

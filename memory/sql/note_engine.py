@@ -9,12 +9,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from memory.notes import ImportResult
+    from memory.policy.visibility import Visibility
     from memory.ranking import Method
     from memory.sql.session import Params, Row, Session, Statement
+    from memory.stores.notes import ImportResult
+    from memory.stores.vectors import VectorIndex
     from memory.types import NoteDraft, Scope, SearchHit
-    from memory.vectors import VectorIndex
-    from memory.visibility import Visibility
 
 # An item of a change of many notes: a note's scope, topic and kept state before (None:
 # there was no note).

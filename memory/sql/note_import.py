@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from memory.errors import InvalidInput
-from memory.note_states import same_content, state_after
-from memory.notes import ImportResult
+from memory.policy.note_states import same_content, state_after
+from memory.stores.notes import ImportResult
 from memory.types import NoteDraft, Scope
 
 Key = tuple[str, str]

@@ -8,12 +8,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from memory.clock import Clock
-from memory.index import ScopeIndex, build_index
+from memory.policy.visibility import Visibility
 from memory.sql.note_engine import NoteEngine
 from memory.sql.note_rows import LIVE
 from memory.sql.session import Result, Session, Statement
+from memory.stores.index import ScopeIndex, build_index
 from memory.types import Scope, index_line
-from memory.visibility import Visibility
 
 # How many ranked notes of a scope are considered for its index; more never fit 40 lines.
 _INDEX_CANDIDATES = 400

@@ -1,5 +1,5 @@
 """Rows of notes and change sets as values, on every engine: notes, the states change sets
-keep (`memory.note_states`: the same JSON on SQLite and PostgreSQL), changes, and the
+keep (`memory.policy.note_states`: the same JSON on SQLite and PostgreSQL), changes, and the
 WHERE fragments that admit the live notes a `Visibility` may read."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from memory.note_states import FLAG_COLUMNS, STATE_COLUMNS, TIME_COLUMNS, load_state
+from memory.policy.note_states import FLAG_COLUMNS, STATE_COLUMNS, TIME_COLUMNS, load_state
+from memory.policy.visibility import Visibility
 from memory.sql.session import Row, Session, marks
 from memory.types import Category, Change, Note, Scope
-from memory.visibility import Visibility
 
 ReadTime = Callable[[Any], datetime | None]
 

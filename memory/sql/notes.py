@@ -16,21 +16,21 @@ from datetime import datetime
 from typing import Protocol
 
 from memory.clock import Clock, to_utc_text, utc_now
-from memory.database import Database, Transaction
 from memory.errors import NotFound
-from memory.index import INDEX_MAX_BYTES, INDEX_MAX_LINES, ScopeIndex, fit_turn
-from memory.note_states import content_fingerprint, same_content, state_after
-from memory.note_validation import validate_draft
-from memory.notes import DEFAULT_MAX_NOTE_BYTES, ImportResult
+from memory.policy.note_states import content_fingerprint, same_content, state_after
+from memory.policy.note_validation import validate_draft
+from memory.policy.visibility import Visibility
 from memory.ranking import Method
 from memory.sql import note_changes
 from memory.sql.note_engine import NoteEngine
 from memory.sql.note_indexes import ScopeIndexes, wanted_by
 from memory.sql.note_rows import LIVE, NOTE_COLUMNS, note_from_row, state_of, visibility_sql
 from memory.sql.session import Params, Result, Session, SqlDatabase, Statement, marks
+from memory.stores.database import Database, Transaction
+from memory.stores.index import INDEX_MAX_BYTES, INDEX_MAX_LINES, ScopeIndex, fit_turn
+from memory.stores.notes import DEFAULT_MAX_NOTE_BYTES, ImportResult
+from memory.stores.vectors import VectorIndex
 from memory.types import Change, Note, NoteDraft, SaveResult, Scope, SearchHit
-from memory.vectors import VectorIndex
-from memory.visibility import Visibility
 
 _log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class NoteDatabase(SqlDatabase, Database, Protocol):
 
 
 class SqlNoteStore:
-    """All note reads and writes of lorebot (`memory.notes.NoteStore`)."""
+    """All note reads and writes of lorebot (`memory.stores.notes.NoteStore`)."""
 
     def __init__(
         self,

@@ -12,10 +12,10 @@ from typing import Any
 
 from memory.clock import Clock
 from memory.errors import Conflict, InvalidInput, NotFound
-from memory.notes import NoteStore
-from memory.proposals import Proposal, apply_proposal, proposal_from_row
+from memory.policy.storable import storable_json
 from memory.sql.session import Params, Session, SqlDatabase, marks
-from memory.storable import storable_json
+from memory.stores.notes import NoteStore
+from memory.stores.proposals import Proposal, apply_proposal, proposal_from_row
 
 
 class SqlProposalStore:

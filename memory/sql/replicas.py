@@ -1,4 +1,4 @@
-"""The running lorebot processes of a database (`memory.replicas`): on PostgreSQL its
+"""The running lorebot processes of a database (`memory.stores.replicas`): on PostgreSQL its
 replicas, on SQLite the one daemon."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from memory.replicas import FORGET_AFTER, Replica
 from memory.sql.session import SqlDatabase
+from memory.stores.replicas import FORGET_AFTER, Replica
 
 
 class SqlReplicas:

@@ -154,7 +154,7 @@ class SqlDatabase(Protocol):
 
     def transaction(self) -> AbstractAsyncContextManager[Session]:
         """A session inside one write transaction, rolled back on any exception; it is the
-        `memory.database.Transaction` that other stores' `*_in` methods take."""
+        `memory.stores.database.Transaction` that other stores' `*_in` methods take."""
         ...
 
     async def transact(self, statements: Sequence[Statement]) -> list[Result]:

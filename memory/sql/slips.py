@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from memory.clock import Clock, utc_now
-from memory.slips import KEEP_FOR
 from memory.sql.session import SqlDatabase
+from memory.stores.slips import KEEP_FOR
 
 
 class SqlModelSlips:

@@ -14,7 +14,7 @@ from memory.sql.notes import SqlNoteStore
 from memory.sql.session import SqlDatabase
 from memory.sql.vector_tables import VectorTables
 from memory.sql.vectors import SqlVectorIndex
-from memory.stores import StoreOptions
+from memory.stores.stores import StoreOptions
 
 if TYPE_CHECKING:
     from memory.sql.actions import SqlActionLog

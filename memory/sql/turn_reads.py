@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
+from memory.policy.visibility import Visibility
 from memory.sql.active_skills import SqlActiveSkills
 from memory.sql.conversations import SqlConversationLog
 from memory.sql.daily_logs import SqlDailyLogs
 from memory.sql.notes import SqlNoteStore
 from memory.sql.session import Result, SqlDatabase
-from memory.turn_reads import TurnReading
-from memory.visibility import Visibility
+from memory.stores.turn_reads import TurnReading
 
 
 class SqlTurnReads:

@@ -20,7 +20,7 @@ from memory.embedder import Embedder
 from memory.embeddings import EmbeddingState, batch_mismatch, message_text, note_text
 from memory.errors import EmbeddingMismatch, StoreError
 from memory.sql.session import Session, marks
-from memory.vectors import NOTE
+from memory.stores.vectors import NOTE
 
 Items = dict[int, tuple[str, bool, str]]  # id: (scope, private, text to embed)
 VectorRow = tuple[int, str, bool, Sequence[float]]  # id, scope, private, vector

@@ -33,6 +33,7 @@ from memory.embeddings import (
     retry_after,
 )
 from memory.errors import EmbeddingMismatch, StoreError
+from memory.policy.visibility import Visibility
 from memory.sql.session import Session, SqlDatabase, marks
 from memory.sql.vector_tables import (
     VectorTables,
@@ -42,8 +43,7 @@ from memory.sql.vector_tables import (
     texts_of,
     write_state,
 )
-from memory.vectors import KINDS, NOTE, Coverage
-from memory.visibility import Visibility
+from memory.stores.vectors import KINDS, NOTE, Coverage
 
 _log = logging.getLogger(__name__)
 

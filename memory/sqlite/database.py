@@ -14,7 +14,6 @@ from typing import Any
 import aiosqlite
 
 from memory.clock import to_utc_text
-from memory.database import Health
 from memory.errors import SchemaTooNew, StoreError, StoreUnavailable
 from memory.sql.session import Result, Statement
 from memory.sqlite import driver
@@ -27,6 +26,7 @@ from memory.sqlite.session import (
     run_all,
     session_of,
 )
+from memory.stores.database import Health
 
 _log = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ class SqliteDatabase:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SqliteTransaction]:
-        """One write transaction for the stores of this database (`memory.database`)."""
+        """One write transaction for the stores of this database (`memory.stores.database`)."""
         async with self.write() as conn:
             yield SqliteTransaction(conn)
 

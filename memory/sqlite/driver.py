@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from memory.storable import storable_text
+from memory.policy.storable import storable_text
 
 T = TypeVar("T")
 
@@ -40,7 +40,7 @@ def sqlite_module() -> ModuleType:
 
 _DRIVER = sqlite_module()
 # Every text parameter of every statement goes in as every engine keeps text: a NUL, which
-# PostgreSQL cannot hold, as U+FFFD (`memory.storable`).
+# PostgreSQL cannot hold, as U+FFFD (`memory.policy.storable`).
 _DRIVER.register_adapter(str, storable_text)
 # Exception classes of the chosen driver: catch these, never the stdlib's directly.
 Error: type[Exception] = _DRIVER.Error

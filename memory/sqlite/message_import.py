@@ -13,13 +13,13 @@ from typing import Any
 import aiosqlite
 
 from memory.clock import to_utc_text
-from memory.conversations import PastMessage
-from memory.redaction import redact
+from memory.policy.redaction import redact
+from memory.policy.visibility import scope_keys
 from memory.sqlite.bulk_writes import on_writer_thread, quick_gil_handoffs, rows_per_statement
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.vector_tables import PREVIOUS_CHARS
+from memory.stores.conversations import PastMessage
 from memory.types import Scope
-from memory.visibility import scope_keys
 
 # Messages per batch of an import: written while the next is read and redacted, with a
 # pause every few messages so that a batch just queued reaches the writer's thread.

@@ -20,7 +20,7 @@ from typing import Any
 import aiosqlite
 
 from memory import ranking
-from memory.conversations import PastMessage
+from memory.policy.visibility import Visibility, explicit, scope_keys, scope_match
 from memory.ranking import query_terms
 from memory.sql.conversations import LOG_MESSAGE, with_messages
 from memory.sql.session import Params, Row, Statement
@@ -29,8 +29,8 @@ from memory.sqlite.fts import bm25_call, match_terms
 from memory.sqlite.message_import import IMPORT_BATCH, import_messages
 from memory.sqlite.session import SqliteSession
 from memory.sqlite.vector_tables import PREVIOUS_CHARS
+from memory.stores.conversations import PastMessage
 from memory.types import Scope
-from memory.visibility import Visibility, explicit, scope_keys, scope_match
 
 _COLUMNS = "content context_before context_after author"
 

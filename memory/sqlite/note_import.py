@@ -13,8 +13,9 @@ from typing import Any
 import aiosqlite
 
 from memory.clock import to_utc_text
-from memory.note_states import dump_state
-from memory.notes import ImportResult
+from memory.policy.note_states import dump_state
+from memory.policy.storable import storable_json
+from memory.policy.visibility import scope_keys
 from memory.sql.note_changes import INSERT_MANY_CHANGE
 from memory.sql.note_import import ImportPlan, Key, scope_text, validated
 from memory.sql.note_rows import state_of
@@ -35,9 +36,8 @@ from memory.sqlite.note_sql import (
     UPSERT_NOTE,
 )
 from memory.sqlite.session import SQLITE
-from memory.storable import storable_json
+from memory.stores.notes import ImportResult
 from memory.types import NoteDraft
-from memory.visibility import scope_keys
 
 _IMPORT_CHUNK = 1000
 Rows = list[tuple[object, ...]]

@@ -10,15 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory.clock import Clock
+from memory.policy.visibility import Visibility, scope_match
 from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, note_terms
 from memory.sql.note_rows import NOTE_COLUMNS, note_from_row, visibility_sql, visible_notes
 from memory.sqlite.database import SqliteDatabase, to_db_time
 from memory.sqlite.fts import bm25_call, note_match
 from memory.sqlite.session import SQLITE
 from memory.sqlite.term_stats import TermStats
+from memory.stores.vectors import NOTE, VectorIndex
 from memory.types import Note, SearchHit
-from memory.vectors import NOTE, VectorIndex
-from memory.visibility import Visibility, scope_match
 
 _BM25 = bm25_call("notes_fts", NOTE_WEIGHTS)
 _PREFIXED = ", ".join(f"n.{column.strip()}" for column in NOTE_COLUMNS.split(","))

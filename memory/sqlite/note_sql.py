@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import operator
 
-from memory.note_states import STATE_COLUMNS
+from memory.policy.note_states import STATE_COLUMNS
 
 INSERT_NOTE = (
     f"INSERT INTO notes (scope, topic, scope_keys, {', '.join(STATE_COLUMNS)}) "

@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from memory.clock import Clock, utc_now
-from memory.note_states import STATE_COLUMNS
-from memory.notes import ImportResult
+from memory.policy.note_states import STATE_COLUMNS
+from memory.policy.visibility import Visibility, scope_keys
 from memory.ranking import Method
 from memory.sql.note_engine import Item
 from memory.sql.notes import SqlNoteStore
@@ -22,9 +22,9 @@ from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.note_search import NoteSearch
 from memory.sqlite.note_sql import INDEX_NOTES, INSERT_ITEM, UPSERT_NOTE
 from memory.sqlite.term_stats import TermStats
+from memory.stores.notes import ImportResult
+from memory.stores.vectors import VectorIndex
 from memory.types import NoteDraft, Scope, SearchHit
-from memory.vectors import VectorIndex
-from memory.visibility import Visibility, scope_keys
 
 
 class SqliteNotes:

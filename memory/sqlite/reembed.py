@@ -18,7 +18,7 @@ from memory.sql.session import Session
 from memory.sql.vector_tables import embed_items, read_state, store_vectors, texts_of, write_state
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.vector_tables import SqliteVectorTables
-from memory.vectors import KINDS, MESSAGE, NOTE
+from memory.stores.vectors import KINDS, MESSAGE, NOTE
 
 Progress = Callable[[str, int, int], None]  # kind, done, total
 

@@ -12,7 +12,7 @@ from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
-from memory.stores import StoreOptions
+from memory.stores.stores import StoreOptions
 
 
 class SqliteStores(SqlStores[SqliteDatabase, SqliteNoteStore]):

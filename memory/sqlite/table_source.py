@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 
-from memory.engine_copy import BATCH
 from memory.sqlite.database import SqliteDatabase
+from memory.transfer.engine_copy import BATCH
 
 
 class SqliteTableSource:

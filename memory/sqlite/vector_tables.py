@@ -21,7 +21,7 @@ from memory.errors import StoreError
 from memory.sql.session import Session, marks
 from memory.sql.vector_tables import VectorRow, read_state
 from memory.sqlite.database import SqliteDatabase
-from memory.vectors import KINDS
+from memory.stores.vectors import KINDS
 
 
 def serialize(vector: Sequence[float]) -> bytes:

@@ -15,7 +15,7 @@ from bot.config.settings import Settings
 from bot.config.snapshot import SettingsSnapshot
 from bot.errors import UserError
 from bot.storage import PostgresEngine, SqliteEngine, engine_for
-from memory.stores import StoreOptions
+from memory.stores.stores import StoreOptions
 
 PASSWORD = "s3cr3t-Pw9"
 URL = f"postgresql://lore:{PASSWORD}@127.0.0.1:5432/lore"

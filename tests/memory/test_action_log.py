@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from memory.actions import OUTPUT_MAX_CHARS
-from memory.stores import StoreOptions
+from memory.stores.actions import OUTPUT_MAX_CHARS
+from memory.stores.stores import StoreOptions
 from tests.support.clock import FakeClock
 from tests.support.engines import open_engine
 

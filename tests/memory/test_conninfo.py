@@ -10,7 +10,7 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict
 
-from memory.conninfo import read_conninfo, url_problem
+from memory.policy.conninfo import read_conninfo, url_problem
 
 READABLE = {
     "postgresql://bot:Plain-Hunter-1@db:5432/lore": "Plain-Hunter-1",

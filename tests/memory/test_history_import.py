@@ -12,16 +12,17 @@ from typing import Any
 
 import pytest
 
+from bot.cli.history_readers import read_history
 from bot.daemon.lockfile import DatabaseLock
 from bot.model.ollama import OllamaEmbedder
-from memory.conversations import LogEntry, PastMessage
 from memory.errors import InvalidInput
-from memory.history_import import ImportOptions, read_history
 from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.vector_tables import SqliteVectorTables
+from memory.stores.conversations import LogEntry, PastMessage
+from memory.transfer.history_import import ImportOptions
 from tests.fakes.ollama import FakeOllama
 from tests.support.history import (
     T0,

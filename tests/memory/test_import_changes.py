@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from memory import Conflict, NoteDraft, NotFound, Scope, Viewer, visibility_for
-from memory.notes import NoteStore
-from memory.visibility import explicit
+from memory.policy.visibility import explicit
+from memory.stores.notes import NoteStore
 from tests.support.clock import FakeClock
 
 C1 = Scope.parse("channel:slack/C1")

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from memory.inbox import CLAIM_LEASE
+from memory.stores.inbox import CLAIM_LEASE
 from tests.support.clock import FakeClock
 from tests.support.polling import until
 

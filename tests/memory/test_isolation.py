@@ -1,6 +1,6 @@
 """Property test: a conversation reads exactly what DESIGN.md's table allows, never more.
 
-The rule is restated here independently of `memory.visibility`, so a bug there fails.
+The rule is restated here independently of `memory.policy.visibility`, so a bug there fails.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory import NoteDraft, Scope, Viewer, visibility_for
-from memory.stores import StoreOptions
+from memory.stores.stores import StoreOptions
 from tests.support.engines import open_engine
 
 USERS = [Scope.parse(f"user:slack/U{n}") for n in range(3)]

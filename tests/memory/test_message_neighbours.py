@@ -13,8 +13,8 @@ import pytest
 
 from bot.cli.main import main
 from memory import Scope
+from memory.policy.visibility import scope_keys
 from memory.sqlite.migrations import MIGRATIONS
-from memory.visibility import scope_keys
 
 C1 = "channel:slack/C1"
 THREAD = "slack/C1/1700000000.000100"

@@ -12,7 +12,6 @@ import pytest_asyncio
 
 from bot.model.ollama import OllamaEmbedder
 from memory import Scope, Viewer, explicit, visibility_for
-from memory.conversations import ConversationLog, LogEntry, MessageHit
 from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite.database import SqliteDatabase
@@ -20,7 +19,8 @@ from memory.sqlite.driver import sqlite_module
 from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.migrations import MIGRATIONS
 from memory.sqlite.vector_tables import SqliteVectorTables
-from memory.vectors import MESSAGE
+from memory.stores.conversations import ConversationLog, LogEntry, MessageHit
+from memory.stores.vectors import MESSAGE
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory import InvalidInput, NoteDraft, Scope
-from memory.redaction import REDACTED, find_secret, is_secret_name, redact, redact_value
+from memory.policy.redaction import REDACTED, find_secret, is_secret_name, redact, redact_value
 from memory.sql.events import SqlEventLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.notes import SqliteNoteStore

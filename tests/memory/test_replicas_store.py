@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memory.replicas import FORGET_AFTER, LOST_AFTER, Replica
+from memory.stores.replicas import FORGET_AFTER, LOST_AFTER, Replica
 
 START = datetime(2026, 12, 2, 9, 0, tzinfo=UTC)
 

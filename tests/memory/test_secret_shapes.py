@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from memory import InvalidInput, NoteDraft, Scope
-from memory.redaction import (
+from memory.policy.redaction import (
     REDACTED,
     find_secret,
     is_secret_name,
     normalise,
     redact,
 )
-from memory.secret_patterns import SECRET_PATTERNS
+from memory.policy.secret_patterns import SECRET_PATTERNS
 from memory.sqlite.notes import SqliteNoteStore
 
 CHANNEL = Scope.parse("channel:slack/C1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory import InvalidInput, NoteDraft, Scope
-from memory.redaction import find_secret, redact
+from memory.policy.redaction import find_secret, redact
 from memory.sqlite.notes import SqliteNoteStore
 
 CHANNEL = Scope.parse("channel:slack/C1")

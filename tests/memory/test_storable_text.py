@@ -1,4 +1,4 @@
-"""Text no engine can keep, kept the same on both (`memory.storable`, docs/memory.md): a
+"""Text no engine can keep, kept the same on both (`memory.policy.storable`, docs/memory.md): a
 NUL character and a lone surrogate become U+FFFD in every text parameter and in the JSON
 the stores write, so a note, its change sets, a card's payload, an action and a message
 read back alike on SQLite and PostgreSQL, and a change set can still be reverted."""
@@ -10,9 +10,9 @@ from datetime import timedelta
 from typing import Any
 
 from memory import NoteDraft, Scope
-from memory.conversations import LogEntry
-from memory.storable import storable_json, storable_json_text, storable_text
-from memory.visibility import Visibility
+from memory.policy.storable import storable_json, storable_json_text, storable_text
+from memory.policy.visibility import Visibility
+from memory.stores.conversations import LogEntry
 from tests.support.paths import ROOT
 
 C1 = Scope.parse("channel:slack/C1")
@@ -51,7 +51,7 @@ def test_the_stores_write_json_through_the_rule_only() -> None:
         if "json.dumps(" in path.read_text(encoding="utf-8")
         or "JSONEncoder(" in path.read_text(encoding="utf-8")
     ]
-    assert found == [], f"write JSON with memory.storable.storable_json: {found}"
+    assert found == [], f"write JSON with memory.policy.storable.storable_json: {found}"
 
 
 async def test_a_note_with_nul_is_kept_as_u_fffd_saved_again_unchanged_and_undone(

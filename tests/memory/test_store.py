@@ -22,10 +22,10 @@ from memory import (
     Viewer,
     visibility_for,
 )
-from memory.notes import NoteStore
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.migrations import SCHEMA_VERSION
 from memory.sqlite.notes import SqliteNoteStore
+from memory.stores.notes import NoteStore
 from tests.support.clock import FakeClock
 from tests.support.engines import OpenAgain
 

@@ -8,8 +8,8 @@ import asyncio
 from datetime import date, timedelta
 from typing import Any
 
-from memory.job_runs import STALE_AFTER
-from memory.slips import KEEP_FOR
+from memory.stores.job_runs import STALE_AFTER
+from memory.stores.slips import KEEP_FOR
 from tests.support.clock import FakeClock
 from tests.support.engines import OpenAgain
 
@@ -122,7 +122,7 @@ async def test_a_live_reply_reads_back_until_it_is_done(engine_stores: Any) -> N
 async def test_captured_events_are_stored_once_without_their_secrets(
     engine: str, database_at: Any, clock: FakeClock
 ) -> None:
-    from memory.stores import StoreOptions
+    from memory.stores.stores import StoreOptions
     from tests.support.engines import open_engine
 
     stores = await open_engine(

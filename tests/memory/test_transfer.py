@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from memory import InvalidInput, Scope
-from memory.note_export import export_notes
 from memory.sqlite.notes import SqliteNoteStore
-from memory.transfer import import_notes, read_source
+from memory.transfer.note_export import export_notes
+from memory.transfer.note_import import import_notes, read_source
 
 LINES = [
     {

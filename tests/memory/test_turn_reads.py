@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from memory.conversations import LogEntry
+from memory.policy.visibility import Viewer, visibility_for
+from memory.stores.conversations import LogEntry
 from memory.types import NoteDraft, Scope
-from memory.visibility import Viewer, visibility_for
 
 TEAM = Scope.parse("team:slack/T1")
 CHANNEL = Scope.parse("channel:slack/C1")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from memory import Viewer, visibility_for
-from memory.conversations import LogEntry
 from memory.errors import EmbeddingMismatch
+from memory.stores.conversations import LogEntry
 from tests.support import pgvector
 from tests.support.vector_stores import (
     ALICE,

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from memory import Viewer, Visibility, visibility_for
-from memory.conversations import LogEntry
 from memory.embeddings import message_text
-from memory.vectors import MESSAGE, NOTE, Coverage
+from memory.stores.conversations import LogEntry
+from memory.stores.vectors import MESSAGE, NOTE, Coverage
 from tests.fakes.ollama import FakeOllama
 from tests.support import pgvector
 from tests.support.clock import FakeClock

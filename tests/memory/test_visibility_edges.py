@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from memory import NoteDraft, Scope, Viewer, visibility_for
-from memory.notes import NoteStore
+from memory.stores.notes import NoteStore
 
 ALICE = Scope.parse("user:slack/U1")
 CHANNEL = Scope.parse("channel:slack/C1")

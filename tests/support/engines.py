@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memory.stores import StoreOptions
+from memory.stores.stores import StoreOptions
 from tests.support.clock import FakeClock
 
 ENGINES = ("sqlite", "postgresql")

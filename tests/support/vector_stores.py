@@ -21,9 +21,9 @@ import pytest
 from bot.model.ollama import OllamaEmbedder
 from memory import NoteDraft, Scope, Viewer
 from memory.embeddings import note_text
-from memory.notes import NoteStore
 from memory.sql.vectors import SqlVectorIndex
-from memory.stores import StoreOptions
+from memory.stores.notes import NoteStore
+from memory.stores.stores import StoreOptions
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 
@@ -61,7 +61,7 @@ def topics(hits: Any) -> list[str]:
 
 
 def may_read(viewer: Viewer, scope: Scope, private: bool) -> bool:
-    """DESIGN's table, restated independently of memory.visibility."""
+    """DESIGN's table, restated independently of memory.policy.visibility."""
     if viewer.team is not None and scope == viewer.team:
         return True
     if viewer.channel is None:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from bot.model.ollama import OllamaEmbedder
 from memory import NoteDraft, Scope
-from memory.conversations import LogEntry
 from memory.sql.conversations import SqlConversationLog
 from memory.sql.vectors import SqlVectorIndex
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
+from memory.stores.conversations import LogEntry
 from tests.fakes.ollama import FakeOllama
 
 MODEL = "embed-test"

@@ -17,9 +17,9 @@ from adapters.base import APPROVE, REJECT
 from bot.approvals.card_text import code_block, code_line, format_arguments, inline
 from bot.approvals.kinds.base import DECIDED, Allowance, Plain, Records
 from bot.config.sections import SkillsSettings
-from memory.actions import ActionLog
-from memory.proposals import Proposal
-from memory.redaction import redact
+from memory.policy.redaction import redact
+from memory.stores.actions import ActionLog
+from memory.stores.proposals import Proposal
 from skills.resources import ScriptFile
 from skills.snapshot import SkillSnapshot
 

@@ -3,7 +3,7 @@ adding a kind is one module here and a line in `registry.py`.
 
 A kind has a typed payload (what its proposal stores, with `to_json`/`from_json`), card
 text, what its approval does (a note kind's change is applied in the decision's own
-transaction by its payload in `memory.proposals`; anything else, after it, in
+transaction by its payload in `memory.stores.proposals`; anything else, after it, in
 `carry_out`), the card's final text, what the model is told when the turn that waited
 resumes, and what is captured for pattern extraction.
 """
@@ -17,8 +17,8 @@ from typing import Any, Protocol
 
 from adapters.base import APPROVE, REJECT
 from memory import NoteStore
-from memory.actions import ActionLog
-from memory.proposals import Proposal, ProposalStore
+from memory.stores.actions import ActionLog
+from memory.stores.proposals import Proposal, ProposalStore
 
 # The decisions after which the turn that waited on a card resumes.
 DECIDED = frozenset({"approved", "rejected"})

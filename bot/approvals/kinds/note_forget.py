@@ -1,5 +1,5 @@
 """note_forget: a note to forget, forgotten only when the requester (or an admin) approves
-its card, in the decision's transaction by its payload (`memory.proposals.NoteForget`),
+its card, in the decision's transaction by its payload (`memory.stores.proposals.NoteForget`),
 and only if it is still as the card showed it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from adapters.base import APPROVE, ConversationRef
 from bot.approvals.cards import conversation_of, scope_label
 from bot.approvals.kinds.base import Plain, Records, closed_text
 from memory import Note
-from memory.proposals import NOTE_FORGET, NoteForget, Proposal
+from memory.stores.proposals import NOTE_FORGET, NoteForget, Proposal
 
 
 class NoteForgetKind(Plain):

@@ -1,6 +1,6 @@
 """note_save: a note the model or a person wants saved, saved only when the requester (or
 an admin) approves its card. The note is written in the decision's transaction by its
-payload (`memory.proposals.NoteSave`), only if it is still as the card showed it."""
+payload (`memory.stores.proposals.NoteSave`), only if it is still as the card showed it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from adapters.base import APPROVE, ConversationRef
 from bot.approvals.cards import conversation_of, quote, scope_label
 from bot.approvals.kinds.base import Plain, Records, approved_text, closed_text
 from memory import Note, NoteDraft
-from memory.proposals import NOTE_SAVE, NoteSave, Proposal
+from memory.stores.proposals import NOTE_SAVE, NoteSave, Proposal
 
 
 class NoteSaveKind(Plain):

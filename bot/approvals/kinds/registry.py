@@ -12,7 +12,7 @@ from bot.approvals.kinds.note_forget import NOTE_FORGET_KIND
 from bot.approvals.kinds.note_save import NOTE_SAVE_KIND
 from bot.approvals.kinds.skill_create import SKILL_CREATE_KIND
 from bot.approvals.kinds.skill_load import SKILL_LOAD_KIND
-from memory.proposals import Proposal
+from memory.stores.proposals import Proposal
 
 KINDS: Mapping[str, ProposalKind] = {
     kind.name: kind

@@ -10,7 +10,7 @@ from typing import Any
 
 from adapters.base import APPROVE
 from bot.approvals.kinds.base import Plain, Records, closed_text
-from memory.proposals import Proposal
+from memory.stores.proposals import Proposal
 
 SKILL_LOAD = "skill_load"
 

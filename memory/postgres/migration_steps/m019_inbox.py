@@ -1,5 +1,5 @@
 """Migration 19, SQLite's 19 on PostgreSQL: the events taken and not finished, and which
-replica handles each conversation's (`memory.inbox`)."""
+replica handles each conversation's (`memory.stores.inbox`)."""
 
 SQL = """
         CREATE TABLE inbox (

@@ -36,7 +36,7 @@ async def redact_stored_messages(conn: aiosqlite.Connection) -> None:
     """12: redact credentials in the messages and summaries stored before lorebot redacted
     them, and index the messages again from the redacted text when any changed. The
     scrubber is the live one on purpose: a newer one only ever hides more."""
-    from memory.redaction import redact
+    from memory.policy.redaction import redact
 
     changed = 0
     for table in ("messages", "summaries"):

@@ -1,5 +1,5 @@
 """Migration 19: the events taken and not finished, and which replica handles each
-conversation's (`memory.inbox`)."""
+conversation's (`memory.stores.inbox`)."""
 
 SQL = """
     CREATE TABLE inbox (id INTEGER PRIMARY KEY, platform TEXT NOT NULL,

@@ -10,7 +10,7 @@ from bot.approvals.kinds.action import ACTION, McpCall, ScriptRun
 from bot.approvals.kinds.registry import KINDS, OtherKind, get_kind
 from bot.approvals.kinds.skill_create import SkillCreate
 from bot.approvals.kinds.skill_load import SkillLoad
-from memory.proposals import IN_TRANSACTION, NoteForget, NoteSave, Proposal
+from memory.stores.proposals import IN_TRANSACTION, NoteForget, NoteSave, Proposal
 from memory.types import Category, NoteDraft, Scope
 
 CHANNEL = Scope.parse("channel:slack/C1")

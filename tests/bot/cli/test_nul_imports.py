@@ -13,8 +13,8 @@ import pytest
 
 from bot.cli.common import cli_actor
 from memory import Scope
-from memory.stores import StoreOptions
-from memory.visibility import Visibility
+from memory.policy.visibility import Visibility
+from memory.stores.stores import StoreOptions
 from tests.support.engines import open_engine
 from tests.support.history import run, search
 

@@ -19,7 +19,6 @@ import pytest
 
 from bot.model.ollama import OllamaEmbedder
 from memory import NoteDraft, Scope, Viewer, explicit, visibility_for
-from memory.conversations import LogEntry
 from memory.embeddings import EmbeddingState, note_text
 from memory.errors import EmbeddingMismatch
 from memory.sql.conversations import SqlConversationLog
@@ -28,7 +27,8 @@ from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
 from memory.sqlite.vector_tables import SqliteVectorTables
-from memory.vectors import MESSAGE, NOTE
+from memory.stores.conversations import LogEntry
+from memory.stores.vectors import MESSAGE, NOTE
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.paths import ROOT as ROOT

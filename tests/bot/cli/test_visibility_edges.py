@@ -1,5 +1,5 @@
 """Which notes a person may change from a conversation, and the CLI's word when a search
-names the wrong kind of scope: the edges of `memory.visibility` that people meet."""
+names the wrong kind of scope: the edges of `memory.policy.visibility` that people meet."""
 
 from __future__ import annotations
 

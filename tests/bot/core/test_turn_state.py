@@ -14,7 +14,7 @@ from bot.context.suspended import BrokenCall, PendingCall, SuspendedTurn
 from bot.context.turn import TurnContext, make_context
 from bot.core.turn_state import HeldCalls, Turn
 from bot.tools.base import BuiltinTool, Call, Kind, Ok, Suspend, ToolArgs
-from memory.proposals import Proposal
+from memory.stores.proposals import Proposal
 from tests.support.harness import Harness
 
 OUR_TOKEN = "xoxb-2048-our-own-bot-token"

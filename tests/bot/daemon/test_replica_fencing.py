@@ -11,7 +11,7 @@ import signal
 from pathlib import Path
 
 from bot.core.dispatcher import ABANDONED_REPLY
-from memory.inbox import CLAIM_LEASE
+from memory.stores.inbox import CLAIM_LEASE
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401

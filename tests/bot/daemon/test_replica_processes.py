@@ -20,7 +20,7 @@ import psycopg
 from adapters.slack.stream import STREAM_INTERVAL_S
 from bot.core.dispatcher import ABANDONED_REPLY
 from bot.core.live_reply import CUT_SHORT
-from memory.inbox import CLAIM_LEASE
+from memory.stores.inbox import CLAIM_LEASE
 from tests.fakes.discord import BOT as DISCORD_BOT
 from tests.fakes.discord import TOKEN as DISCORD_TOKEN
 from tests.fakes.discord import FakeDiscord

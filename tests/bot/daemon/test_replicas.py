@@ -23,8 +23,8 @@ from bot.cli.main import main
 from bot.daemon import replica as replica_module
 from bot.daemon.app import Bot
 from memory import NoteDraft, Scope
-from memory.leadership import LEASE_S
 from memory.postgres import leadership
+from memory.stores.leadership import LEASE_S
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.harness import make_settings

@@ -9,7 +9,7 @@ from adapters.base import APPROVE
 from bot.approvals.kinds.registry import OtherKind
 from bot.context.turn import TurnContext
 from bot.tools.base import BuiltinTool, Call, Kind, Ok, Suspend, ToolArgs
-from memory.proposals import Proposal
+from memory.stores.proposals import Proposal
 from tests.support.harness import Harness
 
 

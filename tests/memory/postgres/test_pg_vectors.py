@@ -15,7 +15,7 @@ from psycopg.conninfo import make_conninfo
 
 from memory import Viewer, visibility_for
 from memory.sql.vectors import SqlVectorIndex
-from memory.vectors import NOTE, Coverage
+from memory.stores.vectors import NOTE, Coverage
 from tests.fakes.ollama import FakeOllama
 from tests.support import pgvector
 from tests.support.clock import FakeClock

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memory import NoteDraft, Scope, Viewer, visibility_for
-from memory.stores import StoreOptions
+from memory.stores.stores import StoreOptions
 from tests.support.engines import open_engine
 from tests.support.postgres import PostgresServer
 

@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory.conversations import PastMessage
 from memory.sql.conversations import SqlConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.message_search import SqliteMessageSearch
 from memory.sqlite.notes import SqliteNoteStore
-from memory.transfer import import_notes, read_source
+from memory.stores.conversations import PastMessage
+from memory.transfer.note_import import import_notes, read_source
 from tests.support.clock import FakeClock
 
 # More rows than one INSERT of 8 values a row can bind under SQLite's usual limit (32766).

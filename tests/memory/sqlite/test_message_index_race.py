@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from memory.conversations import LogEntry
 from memory.sql.conversations import SqlConversationLog
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.message_search import SqliteMessageSearch
+from memory.stores.conversations import LogEntry
 
 CHANNEL = "channel:slack/C1"
 

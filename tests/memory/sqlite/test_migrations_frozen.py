@@ -19,7 +19,7 @@ from tests.support.migrations import lorebot_imports
 from tests.support.paths import ROOT
 
 # The scrubber is taken live on purpose: a newer one only ever hides more.
-ALLOWED = {"memory.redaction"}
+ALLOWED = {"memory.policy.redaction"}
 ENGINE = ROOT / "memory" / "sqlite"
 # The migrations' own modules, as frozen as they are: one per migration, and their list.
 OWN = "memory.sqlite.migration_steps"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memory.policy.visibility import explicit
 from memory.sql.conversations import SqlConversationLog
 from memory.sqlite import driver
 from memory.sqlite.database import SqliteDatabase
@@ -13,7 +14,6 @@ from memory.sqlite.message_search import SqliteMessageSearch, index_statements
 from memory.sqlite.migrations import MIGRATIONS
 from memory.sqlite.session import SqliteSession
 from memory.types import Scope
-from memory.visibility import explicit
 
 TOKEN = "xoxb-1234567890-0987654321-abcdefghijklmnopqrstuvwx"
 CHANNEL = "channel:slack/C1"

@@ -13,7 +13,7 @@ import pytest
 from memory import Scope, Viewer, explicit, visibility_for
 from memory.embeddings import EmbeddingState
 from memory.sqlite.reembed import reembed
-from memory.vectors import NOTE
+from memory.stores.vectors import NOTE
 from tests.support.vector_stores import (
     ALICE,
     C1,

@@ -15,7 +15,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass, field
 
-from memory.redaction import MIN_SECRET_CHARS
+from memory.policy.redaction import MIN_SECRET_CHARS
 
 MASK = "***"
 # The settings of libpq that hold a secret: the server's password, and the TLS key's.

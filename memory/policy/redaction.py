@@ -3,7 +3,7 @@ messages or log lines.
 
 Text is normalised first (NFKC, invisible format characters removed), so a token with a
 zero-width space inside or a full-width `＝` is still seen. Each pattern of
-`memory.secret_patterns` has a cheap prefilter on the lowercased text: almost no text
+`memory.policy.secret_patterns` has a cheap prefilter on the lowercased text: almost no text
 holds a credential, and the regular expressions only run when a pattern's marker is
 present.
 """
@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from memory.secret_patterns import KEY_KINDS, SECRET_PATTERNS, SecretPattern
+from memory.policy.secret_patterns import KEY_KINDS, SECRET_PATTERNS, SecretPattern
 
 REDACTED = "[REDACTED]"
 # A known secret value shorter than this is not masked: it cannot be told from a word.

@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from memory.vectors import VectorIndex
-    from memory.visibility import Visibility
+    from memory.policy.visibility import Visibility
+    from memory.stores.vectors import VectorIndex
 
 
 @dataclass(frozen=True, slots=True)

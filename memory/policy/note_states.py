@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from memory.clock import to_utc_text
-from memory.storable import storable_json, storable_text
+from memory.policy.storable import storable_json, storable_text
 
 if TYPE_CHECKING:
     from memory.types import NoteDraft
@@ -52,7 +52,7 @@ def content_fingerprint(state: Mapping[str, object] | None) -> str | None:
 
 
 def dump_state(state: Mapping[str, object] | None) -> str | None:
-    """The state as a change set keeps it, its text as the note's own (`memory.storable`).
+    """The state as a change set keeps it, its text as the note's own (`memory.policy.storable`).
     Keys keep STATE_COLUMNS order; compact separators keep change sets small."""
     return None if state is None else storable_json(state, ensure_ascii=False, compact=True)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from memory.redaction import redact_value
+from memory.policy.redaction import redact_value
 
 WRITE_VERBS = (
     "register",

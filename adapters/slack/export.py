@@ -9,6 +9,9 @@ and replies share its `thread_ts`.
 As the live bot keeps them: a thread is a conversation `slack/C…/<thread_ts>`, the rest of
 a channel `slack/C…/`, a DM `dm:slack/D…/`; a channel's or group DM's messages are read in
 that conversation, a DM's by each of its people in their own DMs with lorebot.
+
+`lorebot history import` hands this reader to memory's importer, which may not import a
+platform; it builds on memory's neutral parsing helpers (`memory/transfer/history_parse.py`).
 """
 
 from __future__ import annotations
@@ -24,9 +27,7 @@ from typing import Annotated, Protocol, Required
 from pydantic import StringConstraints, TypeAdapter
 from typing_extensions import TypedDict
 
-from memory.conversations import PastMessage
-from memory.errors import InvalidInput
-from memory.history_parse import Collector, Id, W, Wire, parse
+from memory.transfer.history_parse import Collector, Id, InvalidInput, PastMessage, W, Wire, parse
 
 SlackTs = Annotated[str, StringConstraints(pattern=r"^\d{1,10}\.\d{1,9}$")]  # to 2286
 

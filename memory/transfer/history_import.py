@@ -1,5 +1,7 @@
-"""Reading chat history for import: a Slack workspace export (see memory/slack_export.py),
-DiscordChatExporter JSON files, or JSON Lines of messages.
+"""Reading chat history for import: a Slack workspace export, DiscordChatExporter JSON
+files, or JSON Lines of messages. The platforms' own formats are read by their adapters
+(`adapters/slack/export.py`, `adapters/discord/export.py`), which the command line hands
+here as `ExportReaders`: memory may not import a platform.
 
 Each message becomes a `PastMessage` in the conversation the live bot keeps such messages
 in, readable where it was readable: a channel's messages in that channel, a DM's only in
@@ -13,16 +15,17 @@ import functools
 import hashlib
 import re
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Required
 
 from pydantic import AwareDatetime, ConfigDict, TypeAdapter, with_config
 from typing_extensions import TypedDict
 
-from memory.conversations import PastMessage
 from memory.errors import InvalidInput
-from memory.history_parse import (
+from memory.stores.conversations import PastMessage
+from memory.transfer.history_parse import (
     Collector,
     HistoryExport,
     Id,
@@ -31,38 +34,55 @@ from memory.history_parse import (
     parse,
     read_bytes,
 )
-from memory.slack_export import is_slack_folder, read_slack
 from memory.types import Scope, ScopeKind
 
-__all__ = ["Collector", "HistoryExport", "ImportOptions", "iter_history", "read_history"]
+__all__ = [
+    "Collector",
+    "ExportReaders",
+    "HistoryExport",
+    "ImportOptions",
+    "iter_history",
+    "read_history",
+]
 
-_DISCORD_PEOPLE = frozenset({"Default", "Reply"})
-_DISCORD_DMS = frozenset({"DirectTextChat", "DirectGroupTextChat"})
-_DISCORD_PRIVATE = _DISCORD_DMS | {"GuildPrivateThread"}
 _SUFFIXES = (".json", ".jsonl")
 
 
+@dataclass(frozen=True, slots=True)
+class ExportReaders:
+    """The readers of the platforms' own export formats."""
+
+    is_workspace: Callable[[Path], bool]
+    """Whether a folder is a whole workspace's export (Slack's); a ZIP always is one."""
+    read_workspace: Callable[[Path, Collector], Iterator[PastMessage]]
+    """The messages of a workspace export, its folder or its ZIP."""
+    read_json: Callable[[bytes, str, Collector], None]
+    """Adds the messages of one .json file (DiscordChatExporter's), named in errors."""
+
+
 def read_history(
-    path: Path, options: ImportOptions, progress: Progress | None = None
+    path: Path, options: ImportOptions, readers: ExportReaders, progress: Progress | None = None
 ) -> HistoryExport:
     """Every message of the export at `path` at once (see `iter_history`)."""
     collector = Collector(options, progress)
-    messages = list(iter_history(path, collector))
+    messages = list(iter_history(path, collector, readers))
     return HistoryExport(messages, collector.skipped)
 
 
-def iter_history(path: Path, collector: Collector) -> Iterator[PastMessage]:
+def iter_history(path: Path, collector: Collector, readers: ExportReaders) -> Iterator[PastMessage]:
     """The messages of the export at `path`, read as they are asked for: a Slack export
     folder or ZIP, a DiscordChatExporter .json file, a .jsonl file, or a folder of
     .json/.jsonl files. Each conversation's messages come oldest first; `collector`
     counts what was left out."""
-    if (path.is_dir() and is_slack_folder(path)) or (path.is_file() and zipfile.is_zipfile(path)):
-        yield from read_slack(path, collector)
+    if (path.is_dir() and readers.is_workspace(path)) or (
+        path.is_file() and zipfile.is_zipfile(path)
+    ):
+        yield from readers.read_workspace(path, collector)
     elif path.is_dir():
         found = sorted((p for p in path.rglob("*") if p.suffix in _SUFFIXES), key=_natural)
-        yield from _read_files(path, found, collector)
+        yield from _read_files(path, found, collector, readers)
     elif path.is_file():
-        yield from _read_files(path, [path], collector)
+        yield from _read_files(path, [path], collector, readers)
     else:
         raise InvalidInput(f"{path} does not exist")
 
@@ -72,7 +92,9 @@ def _natural(path: Path) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
 
 
-def _read_files(root: Path, paths: Sequence[Path], collector: Collector) -> Iterator[PastMessage]:
+def _read_files(
+    root: Path, paths: Sequence[Path], collector: Collector, readers: ExportReaders
+) -> Iterator[PastMessage]:
     if not paths:
         raise InvalidInput(
             f"{root} holds no history: expected a Slack export (users.json, channels.json), "
@@ -84,100 +106,9 @@ def _read_files(root: Path, paths: Sequence[Path], collector: Collector) -> Iter
         if path.suffix == ".jsonl":
             _read_jsonl(data, str(path), collector)
         else:
-            _read_discord(parse(_DISCORD, data, str(path), "message"), collector)
+            readers.read_json(data, str(path), collector)
         collector.step()
         yield from collector.take()
-
-
-# --- DiscordChatExporter ------------------------------------------------------------------
-# Read as plain dicts (keys not listed are dropped): a model object for every message
-# would cost more than reading the JSON.
-
-
-class DiscordGuild(TypedDict, total=False):
-    id: Required[Id]  # "0" for direct messages
-    name: str
-
-
-class DiscordChannel(TypedDict, total=False):
-    id: Required[Id]
-    type: str
-    name: str
-
-
-class DiscordAuthor(TypedDict, total=False):
-    id: Required[Id]
-    name: str
-    nickname: str | None
-    isBot: bool
-
-
-class DiscordAttachment(TypedDict, total=False):
-    fileName: str
-
-
-class DiscordMessage(TypedDict, total=False):
-    id: Required[Id]
-    type: str
-    timestamp: Required[AwareDatetime]
-    content: str
-    author: Required[DiscordAuthor]
-    attachments: list[DiscordAttachment]
-
-
-class DiscordExport(TypedDict):
-    guild: DiscordGuild
-    channel: DiscordChannel
-    messages: list[DiscordMessage]
-
-
-_DISCORD = TypeAdapter(DiscordExport)
-
-
-def _read_discord(export: DiscordExport, collector: Collector) -> None:
-    """One exported channel: a channel or thread is read there, a DM by its people (the
-    authors of its messages) in their own DMs with lorebot."""
-    channel, messages = export["channel"]["id"], export["messages"]
-    channel_type = export["channel"].get("type", "GuildTextChat")
-    is_dm = channel_type in _DISCORD_DMS or export["guild"]["id"] == "0"
-    if (is_dm or channel_type in _DISCORD_PRIVATE) and collector.skip_private():
-        return
-    if is_dm:
-        people = {m["author"]["id"] for m in messages if not m["author"].get("isBot", False)}
-        readers = sorted(f"user:discord/{p}" for p in people)
-    else:
-        readers = [f"channel:discord/{channel}"]
-    guild = "@me" if is_dm else export["guild"]["id"]
-    conversation = f"{'dm:' if is_dm else ''}discord/{channel}/"
-    for message in messages:
-        author, id_ = message["author"], message["id"]
-        if not collector.keep(_discord_kind(message), text := _discord_text(message)):
-            continue
-        collector.add(
-            readers,
-            source_id=f"discord/{channel}/{id_}",
-            conversation=conversation,
-            author=f"user:discord/{author['id']}",
-            author_name=author.get("nickname") or author.get("name") or author["id"],
-            content=text,
-            created_at=message["timestamp"],
-            link=f"https://discord.com/channels/{guild}/{channel}/{id_}",
-        )
-
-
-def _discord_kind(message: DiscordMessage) -> str:
-    if message["author"].get("isBot", False):
-        return "bot"
-    return "person" if message.get("type", "Default") in _DISCORD_PEOPLE else "system"
-
-
-def _discord_text(message: DiscordMessage) -> str:
-    """The message's text, and the names of its attached files."""
-    text = message.get("content", "")
-    if attachments := message.get("attachments"):
-        names = (a.get("fileName", "") for a in attachments)
-        text += "".join(f" [file: {name}]" for name in names if name)
-    return text.strip()
 
 
 # --- JSON Lines ---------------------------------------------------------------------------

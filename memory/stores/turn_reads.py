@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Protocol
 
-from memory.conversations import History
-from memory.index import ScopeIndex
-from memory.visibility import Visibility
+from memory.policy.visibility import Visibility
+from memory.stores.conversations import History
+from memory.stores.index import ScopeIndex
 
 
 @dataclass(frozen=True, slots=True)

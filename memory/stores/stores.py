@@ -7,26 +7,26 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from memory.clock import Clock, utc_now
-from memory.index import INDEX_MAX_BYTES, INDEX_MAX_LINES
-from memory.notes import DEFAULT_MAX_NOTE_BYTES
+from memory.stores.index import INDEX_MAX_BYTES, INDEX_MAX_LINES
+from memory.stores.notes import DEFAULT_MAX_NOTE_BYTES
 
 if TYPE_CHECKING:
-    from memory.actions import ActionLog
-    from memory.active_skills import ActiveSkills
-    from memory.conversations import ConversationLog
-    from memory.daily_logs import DailyLogs
-    from memory.database import Database
-    from memory.events import EventLog
-    from memory.inbox import Inbox
-    from memory.job_runs import JobRuns
-    from memory.live_replies import LiveReplies
-    from memory.notes import NoteStore
-    from memory.proposals import ProposalStore
-    from memory.replicas import Replicas
-    from memory.seen_events import SeenEvents
-    from memory.slips import ModelSlips
-    from memory.turn_reads import TurnReads
-    from memory.vectors import VectorIndex
+    from memory.stores.actions import ActionLog
+    from memory.stores.active_skills import ActiveSkills
+    from memory.stores.conversations import ConversationLog
+    from memory.stores.daily_logs import DailyLogs
+    from memory.stores.database import Database
+    from memory.stores.events import EventLog
+    from memory.stores.inbox import Inbox
+    from memory.stores.job_runs import JobRuns
+    from memory.stores.live_replies import LiveReplies
+    from memory.stores.notes import NoteStore
+    from memory.stores.proposals import ProposalStore
+    from memory.stores.replicas import Replicas
+    from memory.stores.seen_events import SeenEvents
+    from memory.stores.slips import ModelSlips
+    from memory.stores.turn_reads import TurnReads
+    from memory.stores.vectors import VectorIndex
 
 
 @dataclass(frozen=True, slots=True)

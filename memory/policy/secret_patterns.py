@@ -1,7 +1,7 @@
 """What credentials look like: one `SecretPattern` per kind, with the checks that tell a
 credential from text that only looks like one.
 
-`memory.redaction` scans text with these. Every repeat in the patterns is bounded and none
+`memory.policy.redaction` scans text with these. Every repeat in the patterns is bounded and none
 is nested, so a scan stays linear in the text's length.
 """
 

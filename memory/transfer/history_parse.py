@@ -1,5 +1,9 @@
 """What every history export reader shares: the import options, the collected messages
-and what was left out, and JSON validation whose errors name the file and the field."""
+and what was left out, and JSON validation whose errors name the file and the field.
+
+The platforms' readers (`adapters/slack/export.py`, `adapters/discord/export.py`) import
+nothing else of memory: what they need is all named here, the error and message included.
+"""
 
 from __future__ import annotations
 
@@ -15,8 +19,24 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, StringConstraints, TypeAdapter, ValidationError
 
-from memory.conversations import PastMessage
 from memory.errors import InvalidInput
+
+__all__ = [
+    "Collector",
+    "HistoryExport",
+    "Id",
+    "ImportOptions",
+    "InvalidInput",
+    "PastMessage",
+    "Progress",
+    "W",
+    "Wire",
+    "clean",
+    "describe",
+    "parse",
+    "read_bytes",
+]
+from memory.stores.conversations import PastMessage
 
 Progress = Callable[[int, int], None]
 """Called with (files read, files in all)."""

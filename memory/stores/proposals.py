@@ -12,12 +12,12 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memory.errors import InvalidInput
-from memory.note_states import content_fingerprint
+from memory.policy.note_states import content_fingerprint
 from memory.types import Category, NoteDraft, Scope
 
 if TYPE_CHECKING:
-    from memory.database import Transaction
-    from memory.notes import NoteStore
+    from memory.stores.database import Transaction
+    from memory.stores.notes import NoteStore
 
 # A note that changed after its card was shown is not touched: the person approved what
 # the card said, not what the note became. The message names no content.

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from memory.clock import Clock
-    from memory.database import Database, Transaction
-    from memory.index import ScopeIndex
+    from memory.policy.visibility import Visibility
+    from memory.stores.database import Database, Transaction
+    from memory.stores.index import ScopeIndex
+    from memory.stores.vectors import VectorIndex
     from memory.types import Change, Note, NoteDraft, SaveResult, Scope, SearchHit
-    from memory.vectors import VectorIndex
-    from memory.visibility import Visibility
 
 DEFAULT_MAX_NOTE_BYTES = 4096
 

@@ -1,4 +1,4 @@
-"""Import of notes from JSON Lines or an export folder (`memory.note_export` writes
+"""Import of notes from JSON Lines or an export folder (`memory.transfer.note_export` writes
 one), read and validated before anything is written, then stored all or nothing.
 
 Files must be UTF-8: other bytes are an error naming the line, since they mean the file
@@ -22,7 +22,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from memory.errors import InvalidInput
-from memory.notes import ImportResult, NoteStore
+from memory.stores.notes import ImportResult, NoteStore
 from memory.types import Category, NoteDraft, Scope, parse_category, validate_topic
 
 # The line an exported note file starts with, opening its YAML front matter.

@@ -1,7 +1,7 @@
 """Export of notes into a readable Markdown folder that imports back as the same notes.
 
 An export folder holds, per scope, `KIND/PLATFORM/ID/index.md` and one `TOPIC.md` per
-note with YAML front matter; importing it (`memory.transfer`) reproduces the notes.
+note with YAML front matter; importing it (`memory.transfer.note_import`) reproduces the notes.
 Exporting again into the same folder removes the files of notes forgotten since, so an
 import never brings them back; files an export did not write are never touched.
 """
@@ -16,7 +16,7 @@ import yaml
 
 from memory.clock import to_utc_text
 from memory.errors import InvalidInput
-from memory.transfer import FRONT_MATTER, parse_note_file
+from memory.transfer.note_import import FRONT_MATTER, parse_note_file
 from memory.types import Note, Scope
 
 

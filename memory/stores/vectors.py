@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from memory.embedder import Embedder
-    from memory.visibility import Visibility
+    from memory.policy.visibility import Visibility
 
 NOTE, MESSAGE = "note", "message"
 KINDS = (NOTE, MESSAGE)

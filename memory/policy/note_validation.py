@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from memory.errors import InvalidInput
-from memory.redaction import find_secret, mask_known
+from memory.policy.redaction import find_secret, mask_known
 from memory.types import SUMMARY_MAX_CHARS, NoteDraft, validate_topic
 
 

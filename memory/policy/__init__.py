@@ -1,0 +1,1 @@
+"""The rules of memory that touch no database: visibility, redaction, note states."""

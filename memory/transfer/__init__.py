@@ -1,0 +1,1 @@
+"""Moving data in and out of memory: notes, chat history, and whole databases."""
