@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import stat
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -24,25 +26,25 @@ DEFAULT_CATALOG_BYTES = 4096
 Snapshot = tuple[tuple[str, int, int], ...]
 
 
-def _skill_folders(root: Path) -> list[Path]:
-    """Folders directly under `root` holding a SKILL.md, sorted by name; none when the
-    root cannot be listed."""
+def _skill_files(root: Path) -> list[tuple[Path, os.stat_result]]:
+    """Folders directly under `root` holding a SKILL.md file, sorted by name, each with
+    that file's stat (one per skill: the catalog checks them before every turn); none when
+    the root cannot be listed."""
     try:
-        entries = list(root.iterdir()) if root.is_dir() else []
+        with os.scandir(root) as entries:
+            names = sorted(entry.name for entry in entries if not entry.name.startswith("."))
     except OSError as exc:
         _log.debug("cannot list skills in %s: %s", root, exc)
         return []
-    return sorted(
-        (p for p in entries if not p.name.startswith(".") and _is_file(p / SKILL_FILE)),
-        key=lambda p: p.name,
-    )
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:
-        return False
+    found = []
+    for name in names:
+        try:
+            info = os.stat(os.path.join(root, name, SKILL_FILE))
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode):
+            found.append((root / name, info))
+    return found
 
 
 def _skip(path: Path, exc: Exception) -> Skipped:
@@ -62,17 +64,16 @@ class Catalog:
         self._skills: dict[str, Skill] = {}
         self._skipped: list[Skipped] = []
         self._snapshot: Snapshot | None = None
+        # The model's catalog per allowed set, until the next reload (asked several times
+        # a turn).
+        self._model_catalogs: dict[frozenset[str] | None, list[str]] = {}
 
     def _take_snapshot(self) -> Snapshot:
-        entries = []
-        for root in self.roots:
-            for folder in _skill_folders(root):
-                try:
-                    stat = (folder / SKILL_FILE).stat()
-                except OSError:
-                    continue
-                entries.append((str(folder), stat.st_mtime_ns, stat.st_size))
-        return tuple(entries)
+        return tuple(
+            (str(folder), info.st_mtime_ns, info.st_size)
+            for root in self.roots
+            for folder, info in _skill_files(root)
+        )
 
     def refresh(self) -> bool:
         """Reload when a skill was added, changed or deleted; True when it reloaded."""
@@ -87,7 +88,7 @@ class Catalog:
         skills: dict[str, Skill] = {}
         skipped: list[Skipped] = []
         for root in self.roots:
-            for folder in _skill_folders(root):
+            for folder, _ in _skill_files(root):
                 try:
                     skill = load_skill(folder, root)
                 except Exception as exc:  # one unreadable skill must not stop the others
@@ -108,6 +109,7 @@ class Catalog:
                 skills[skill.name] = skill
         self._skills = dict(sorted(skills.items()))
         self._skipped = skipped
+        self._model_catalogs = {}
 
     def get(self, name: str) -> Skill | None:
         self.refresh()
@@ -125,10 +127,17 @@ class Catalog:
     def model_catalog(self, allowed: Iterable[str] | None = None) -> list[str]:
         """The `- name: description` lines the model sees, sorted, within the byte budget.
 
-        Skills marked `disable-model-invocation` are left out; what does not fit is logged."""
-        allow = None if allowed is None else set(allowed)
+        Skills marked `disable-model-invocation` are left out; what does not fit is logged
+        (once per reload: the catalog is kept until a skill changes)."""
+        allow = None if allowed is None else frozenset(allowed)
+        self.refresh()
+        if allow not in self._model_catalogs:
+            self._model_catalogs[allow] = self._fit_catalog(allow)
+        return list(self._model_catalogs[allow])
+
+    def _fit_catalog(self, allow: frozenset[str] | None) -> list[str]:
         lines, used, left_out = [], 0, []
-        for skill in self.all():
+        for skill in self._skills.values():
             if not skill.model_invocable or (allow is not None and skill.name not in allow):
                 continue
             cost = len(skill.catalog_line.encode()) + 1
