@@ -12,11 +12,12 @@ from typing import Any
 from memory.clock import Clock
 from memory.policy.visibility import Visibility
 from memory.postgres.database import PostgresDatabase
+from memory.postgres.session import POSTGRESQL
 from memory.postgres.words import CONFIG, TableStats, bm25_sql, weights_params
 from memory.ranking import FUSION_POOL, NOTE_WEIGHTS, Method, fuse, in_topic, note_terms
-from memory.sql.note_rows import visible_notes
+from memory.sql.note_rows import NOTE_COLUMNS, note_from_row, visible_notes
 from memory.stores.vectors import NOTE, VectorIndex
-from memory.types import SearchHit
+from memory.types import Note, SearchHit
 
 # Who may read a note, as named parameters `full` and `public` (lists of scopes).
 VISIBLE = "(scope = ANY(%(full)s) OR (scope = ANY(%(public)s) AND NOT private))"
@@ -33,6 +34,11 @@ def note_fields(lexeme: str) -> str | None:
 
 
 _RANKED = bm25_sql("notes", f"{VISIBLE} AND {LIVE}", length=LENGTH)
+# The ranking with the notes it found, read in the same statement.
+_RANKED_NOTES = (
+    f"SELECT r.score, {', '.join(f'n.{c}' for c in NOTE_COLUMNS.split(', '))} "
+    f"FROM ({_RANKED}) AS r JOIN notes AS n ON n.id = r.id ORDER BY r.score, r.id"
+)
 _WEIGHTS = weights_params(NOTE_WEIGHTS)
 _SHOWN = "'StartSel=**, StopSel=**, MaxWords=16, MinWords=6, MaxFragments=1'"
 # As SQLite's snippet(): the field that matched (the summary first), its words marked; the
@@ -77,13 +83,16 @@ class NoteSearch:
             vector = await self.vectors.query_vector(query)
         pool = max(k * 4, FUSION_POOL) if vector is not None else k
         words = await self.stats.params(terms) if terms else None
-        keyword = await self._ranked(words, visibility, pool) if words else []
+        by_words = await self._ranked(words, visibility, pool) if words else []
+        keyword = [(note.id, score) for note, score in by_words]
         near: list[tuple[int, float]] = []
         if vector is not None and self.vectors is not None:
             near = await self.vectors.nearest(NOTE, vector, visibility, pool)
         ranked = fuse(keyword, near, self.fusion)
-        async with self.db.reading() as sql:
-            notes = await visible_notes(sql, [i for i, _ in ranked], visibility, self.clock())
+        notes = {note.id: note for note, _ in by_words}
+        if missing := [i for i, _ in ranked if i not in notes]:  # found by their vectors
+            async with self.db.reading() as sql:
+                notes |= await visible_notes(sql, missing, visibility, self.clock())
         found = [(notes[i], score) for i, score in ranked if i in notes][:k]
         marked = {}
         if snippets and words:
@@ -96,7 +105,8 @@ class NoteSearch:
 
     async def _ranked(
         self, words: dict[str, Any], visibility: Visibility, k: int
-    ) -> list[tuple[int, float]]:
+    ) -> list[tuple[Note, float]]:
+        """The notes best matching `words` that `visibility` may read, with their scores."""
         params = {
             "limit": k,
             "now": self.clock(),
@@ -104,8 +114,8 @@ class NoteSearch:
             **_WEIGHTS,
             **words,
         }
-        found = await self.db.rows(_RANKED, params, prepare=False)
-        return [(r["id"], float(r["score"])) for r in found]
+        found = await self.db.rows(_RANKED_NOTES, params, prepare=False)
+        return [(note_from_row(r, POSTGRESQL.read_time), float(r["score"])) for r in found]
 
     async def _snippets(self, query: str, ids: list[int]) -> dict[int, str]:
         if not ids:
