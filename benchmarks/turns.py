@@ -212,9 +212,13 @@ QUESTIONS = (
 SLOT_RE = re.compile(r"\{(\w+)\}")
 WORD_RE = re.compile(r"[a-z]+")
 CATEGORY_WEIGHTS = {
-    Category.FACT: 0.35, Category.PREFERENCE: 0.15, Category.CONVENTION: 0.15,
-    Category.DECISION: 0.15, Category.PATTERN: 0.15, Category.REFLECTION: 0.05,
-}  # fmt: skip
+    Category.FACT: 0.35,
+    Category.PREFERENCE: 0.15,
+    Category.CONVENTION: 0.15,
+    Category.DECISION: 0.15,
+    Category.PATTERN: 0.15,
+    Category.REFLECTION: 0.05,
+}
 
 
 class Zipf:
@@ -361,12 +365,15 @@ def generate_corpus(
             summary, body = text.summary(), text.body()
             drafts.append(
                 NoteDraft(
-                    scope, text.topic(i + 1), summary, body,
+                    scope,
+                    text.topic(i + 1),
+                    summary,
+                    body,
                     category=category(),
                     private=rng.random() < private_share,
                     author="user:bench/import",
                 )
-            )  # fmt: skip
+            )
             content = [w for w in WORD_RE.findall(f"{summary} {body}".lower()) if len(w) > 3]
             words.setdefault(str(scope), []).extend(content[:40])
 
@@ -401,10 +408,15 @@ def generate_corpus(
         counters[scope] += 1
         drafts.append(
             NoteDraft(
-                Scope.parse(scope), text.topic(counters[scope]), text.summary(), text.body(),
-                category=category(), private=private, author="user:slack/import",
+                Scope.parse(scope),
+                text.topic(counters[scope]),
+                text.summary(),
+                text.body(),
+                category=category(),
+                private=private,
+                author="user:slack/import",
             )
-        )  # fmt: skip
+        )
     return Corpus(drafts, bench, words)
 
 
@@ -458,9 +470,16 @@ class FakeOllamaProcess:
     async def start(self) -> str:
         """Start the fake; returns its base URL."""
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", FAKE_OLLAMA, MODEL, str(DEFAULT_CONTEXT), REPLY,
-            str(self.delay_s), cwd=ROOT, stdout=asyncio.subprocess.PIPE,
-        )  # fmt: skip
+            sys.executable,
+            "-c",
+            FAKE_OLLAMA,
+            MODEL,
+            str(DEFAULT_CONTEXT),
+            REPLY,
+            str(self.delay_s),
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+        )
         assert self.process.stdout is not None
         async with asyncio.timeout(60):
             line = await self.process.stdout.readline()
@@ -796,8 +815,11 @@ class Bench:
     async def concurrent(self, model: RecordingModel, conversations: int) -> LevelResult:
         """All turns of the level submitted round-robin, then wait until the bot is idle."""
         per = max(1, self.args.turns // conversations)
-        batch = [self.message(c, f"level-{conversations}") for _ in range(per)
-                 for c in range(1, conversations + 1)]  # fmt: skip
+        batch = [
+            self.message(c, f"level-{conversations}")
+            for _ in range(per)
+            for c in range(1, conversations + 1)
+        ]
         dispatcher = self.bot.dispatcher
         sends_before = self.adapter.sends
         model_before = model.chat_seconds
@@ -1015,21 +1037,21 @@ async def run(args: argparse.Namespace) -> Results:
         finally:
             await bench.bot.stop()
             await fake.stop()
+    latency = results.latency
+    same_speaker = results.prefix["same_speaker_share"]
     results.targets = {
-        f"own time p50 < {TARGET_OWN_P50_MS:g} ms": results.latency["own_p50_ms"]
-        < TARGET_OWN_P50_MS,
-        f"own time p99 < {TARGET_OWN_P99_MS:g} ms": results.latency["own_p99_ms"]
-        < TARGET_OWN_P99_MS,
+        f"own time p50 < {TARGET_OWN_P50_MS:g} ms": latency["own_p50_ms"] < TARGET_OWN_P50_MS,
+        f"own time p99 < {TARGET_OWN_P99_MS:g} ms": latency["own_p99_ms"] < TARGET_OWN_P99_MS,
         **{
-            f">= {TARGET_TURNS_PER_S:g} turns/s at {lv.conversations} conversation(s)":
-            lv.turns_per_s >= TARGET_TURNS_PER_S
+            f">= {TARGET_TURNS_PER_S:g} turns/s at {lv.conversations} conversation(s)": (
+                lv.turns_per_s >= TARGET_TURNS_PER_S
+            )
             for lv in results.levels
         },
-        "100% prefix stability (same speaker, same conversation)": results.prefix[
-            "same_speaker_share"
-        ]
-        >= TARGET_PREFIX_STABLE,
-    }  # fmt: skip
+        "100% prefix stability (same speaker, same conversation)": (
+            same_speaker >= TARGET_PREFIX_STABLE
+        ),
+    }
     return results
 
 
@@ -1132,9 +1154,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--notes", type=int, default=100_000, help="notes in the store")
     parser.add_argument("--turns", type=int, default=2000, help="turns per concurrency level")
     parser.add_argument(
-        "--levels", type=lambda s: [int(x) for x in s.split(",")], default=[1, 10, 100],
+        "--levels",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[1, 10, 100],
         help="concurrent conversations per level, comma-separated",
-    )  # fmt: skip
+    )
     parser.add_argument("--latency-turns", type=int, default=1000, help="sequential turns timed")
     parser.add_argument("--warmup", type=int, default=50, help="sequential turns not timed")
     parser.add_argument("--speakers", type=int, default=3, help="speakers per conversation")
@@ -1145,9 +1169,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--history", type=int, default=100, help="messages already in each conversation"
     )
     parser.add_argument(
-        "--wide", type=int, default=10_000,
+        "--wide",
+        type=int,
+        default=10_000,
         help="notes one more conversation sees (channel, team, person); 0: no such case",
-    )  # fmt: skip
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--database-url", help="run on this PostgreSQL database (empty) instead of SQLite"
