@@ -1133,8 +1133,8 @@ def sequential_rows(lat: Mapping[str, Any]) -> list[str]:
         f"p99 {lat['own_p99_ms']:.2f} ms, max {lat['own_max_ms']:.1f} ms |",
         f"| model time per turn there (client + fake Ollama) | p50 {lat['model_p50_ms']:.2f} ms, "
         f"p99 {lat['model_p99_ms']:.2f} ms; own + model p50 {lat['total_p50_ms']:.2f} ms |",
-        f"| database round trips per turn | {lat['round_trips_median']:g} "
-        f"(median; max {lat['round_trips_max']}) |",
+        f"| database round trips per turn | {lat['round_trips_median']:g} |",
+        f"| database round trips per turn, most in one turn | {lat['round_trips_max']} |",
     ]
 
 

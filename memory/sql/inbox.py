@@ -99,7 +99,8 @@ class SqlInbox:
         return held.changed == 1
 
     async def next(self, conversation: str, holder: str) -> InboxEntry | None:
-        return self._entry(*await self.db.transact(self._begin_next(conversation, holder)))
+        held, begun_before, begun = await self.db.transact(self._begin_next(conversation, holder))
+        return self._entry(held, begun_before, begun)
 
     async def next_or_release(self, conversation: str, holder: str) -> Next:
         return self._next_or_kept(
@@ -116,15 +117,20 @@ class SqlInbox:
     async def finish_next(
         self, entry: InboxEntry, conversation: str, holder: str
     ) -> tuple[bool, Next]:
-        finished, *rest = await self.db.transact(
-            [self._finish(entry, holder), *self._next_or_release(conversation, holder)]
+        held, finished, *rest = await self.db.transact(
+            self._next_or_release(conversation, holder, finishing=entry)
         )
-        return finished.changed == 1, self._next_or_kept(rest)
+        return finished.changed == 1, self._next_or_kept([held, *rest])
 
-    def _begin_next(self, conversation: str, holder: str) -> list[Statement]:
-        """The oldest entry, marked begun, with the claim's lease made whole. The entries
-        begun before are read first, in the same transaction: only a holder begins one, so
-        an entry committed meanwhile (on PostgreSQL ids do not follow commit order) is new."""
+    def _begin_next(
+        self, conversation: str, holder: str, *, finishing: InboxEntry | None = None
+    ) -> list[Statement]:
+        """The oldest entry, marked begun, with the claim's lease made whole; with
+        `finishing`, that entry removed first. The claim's row is locked first, as every
+        transaction that changes a claim and its entries does, so two replicas (one taking
+        over a claim, one finishing under it) never wait on each other's rows. The entries
+        begun before are read before one is begun: only a holder begins one, so an entry
+        committed meanwhile (on PostgreSQL ids do not follow commit order) is new."""
         now = self.clock()
         return [
             Statement(
@@ -132,6 +138,7 @@ class SqlInbox:
                 "RETURNING token",
                 (self.time(now + CLAIM_LEASE), conversation, holder),
             ),
+            *([self._finish(finishing, holder)] if finishing else []),
             Statement(
                 "SELECT id FROM inbox WHERE conversation = ? AND started_at IS NOT NULL",
                 (conversation,),
@@ -146,12 +153,15 @@ class SqlInbox:
             ),
         ]
 
-    def _next_or_release(self, conversation: str, holder: str) -> list[Statement]:
-        return [*self._begin_next(conversation, holder), *_release(conversation, holder)]
+    def _next_or_release(
+        self, conversation: str, holder: str, *, finishing: InboxEntry | None = None
+    ) -> list[Statement]:
+        begin = self._begin_next(conversation, holder, finishing=finishing)
+        return [*begin, *_release(conversation, holder)]
 
     @staticmethod
     def _entry(held: Result, begun_before: Result, begun: Result) -> InboxEntry | None:
-        if not begun.rows:
+        if not begun.rows or not held.rows:  # begun only under the claim `held` read
             return None
         row = begun.rows[0]
         abandoned = any(r["id"] == row["id"] for r in begun_before.rows)
@@ -161,8 +171,8 @@ class SqlInbox:
         )
 
     def _next_or_kept(self, results: list[Result]) -> Next:
-        """What `_next_or_release`'s statements found: the entry begun, else whether the
-        claim was kept."""
+        """What `_next_or_release`'s statements found (without a finish's): the entry
+        begun, else whether the claim was kept."""
         *_, held, begun_before, begun, _, kept = results
         entry = self._entry(held, begun_before, begun)
         return entry if entry is not None else bool(kept.rows)

@@ -225,6 +225,50 @@ async def test_a_delivery_racing_another_replicas_uncommitted_take_is_a_duplicat
     assert await engine_stores.inbox.waiting() == 0
 
 
+@pytest.mark.parametrize("engine", ["postgresql"], indirect=True)
+async def test_finishing_under_a_lapsed_claim_waits_for_its_taker_without_a_deadlock(
+    engine_stores: Any, database_at: str, clock: FakeClock
+) -> None:
+    """A replica paused past its lease finishes its entry while another takes the
+    conversation over. Both lock the claim's row before an entry's, so the finishing one
+    waits for the taker's commit holding no entry, and is then fenced off."""
+    inbox = engine_stores.inbox
+    for n in (1, 2):
+        await inbox.take(f"slack:E{n}", "slack/C1", _event(n), limit=10)
+    first = await inbox.claim_next("slack/C1", "a:1")
+    assert first is not True and first is not False
+    clock.advance(seconds=CLAIM_LEASE.total_seconds() + 1)
+    async with (
+        await psycopg.AsyncConnection.connect(database_at, autocommit=True) as watcher,
+        await psycopg.AsyncConnection.connect(database_at) as taker,
+    ):
+        # The taker's claim, its transaction open, then the oldest entry begun as
+        # `claim_next` begins it: it must not wait on the finishing replica.
+        await taker.execute("SET lock_timeout = '10s'")
+        await taker.execute(
+            "UPDATE conversation_claims SET holder = 'b:1', token = 7 WHERE conversation = %s",
+            ("slack/C1",),
+        )
+        finishing = asyncio.create_task(inbox.finish_next(first, "slack/C1", "a:1"))
+
+        async def finishing_waits_on_a_lock() -> bool:
+            waiting = await watcher.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND datname = current_database()"
+            )
+            return await waiting.fetchone() is not None
+
+        await until(finishing_waits_on_a_lock)  # on the taker's claim row
+        oldest = await taker.execute(
+            "SELECT id FROM inbox WHERE conversation = %s ORDER BY id LIMIT 1 FOR UPDATE",
+            ("slack/C1",),
+        )
+        assert await oldest.fetchall() == [(first.id,)]
+        await taker.commit()
+    assert await finishing == (False, False)  # the conversation is b's now
+    assert await inbox.waiting() == 2
+
+
 async def test_entries_waiting_past_an_age_are_dropped(
     engine_stores: Any, clock: FakeClock
 ) -> None:
