@@ -169,7 +169,7 @@ class Dispatcher:
             conversation,
             to_payload(event, self.secrets),
             limit=self.settings.queue_size,
-            holder=None if conversation in self._draining else self.holder,
+            holder=self.holder if self._accepting and conversation not in self._draining else None,
         )
         if outcome == "duplicate":
             _log.info("dropped duplicate event %s", key)
@@ -213,7 +213,10 @@ class Dispatcher:
         fails, it tries again: the claim stays this replica's until it lapses."""
         backoff = Backoff(0.2, KEEP_S)
         try:
-            while self._accepting:
+            while True:
+                if not self._accepting:  # stopping: what waits goes to another replica
+                    await self._let_go(conversation)
+                    return
                 try:
                     self._woken.discard(conversation)
                     begun_at = time.monotonic()
@@ -240,8 +243,8 @@ class Dispatcher:
             if not isinstance(found, InboxEntry):
                 if not found:  # let go, or no longer this replica's
                     return
-                found = await self._next(conversation)  # kept: an entry came as it was let go
                 begun_at = time.monotonic()
+                found = await self._next(conversation)  # kept: an entry came as it was let go
                 continue
             # A turn cut at the shutdown timeout is left begun: whoever takes the
             # conversation up says so (`handle` itself raises nothing else).
@@ -253,9 +256,17 @@ class Dispatcher:
 
     async def _next(self, conversation: str) -> Next:
         if not self._accepting:  # stopping: what waits goes to another replica
-            await self.inbox.let_go(conversation, self.holder)
+            await self._let_go(conversation)
             return False
         return await self.inbox.next_or_release(conversation, self.holder)
+
+    async def _let_go(self, conversation: str) -> None:
+        """Let the conversation go (lorebot stops), so another replica takes up what waits
+        at once; should the database fail, the claim lapses after its lease."""
+        try:
+            await self.inbox.let_go(conversation, self.holder)
+        except StoreError as exc:
+            _log.warning("could not let %s go; it lapses in a moment: %s", conversation, exc)
 
     async def _finish(self, entry: InboxEntry, conversation: str) -> Next:
         """Remove a handled entry and begin the next, trying again while the database
@@ -269,9 +280,11 @@ class Dispatcher:
                     finished, found = await self.inbox.finish_next(entry, conversation, self.holder)
                 else:
                     finished, found = await self.inbox.finish(entry, self.holder), True
-                if not finished:
+                if not finished:  # taken over, or removed by a try that failed to answer
                     _log.warning(
-                        "left event %s to the replica that took its conversation over", entry.key
+                        "event %s was no longer this replica's to remove: its conversation "
+                        "was taken over, or an earlier try removed it",
+                        entry.key,
                     )
                 return found
             except StoreError as exc:

@@ -257,3 +257,29 @@ async def test_the_queue_limit_counts_every_waiting_event(
         await h.bot.stop()
     assert h.adapter.replies.count(BUSY_REPLY) == 1
     assert len(h.adapter.replies) == 3
+
+
+async def test_a_conversation_claimed_as_lorebot_stops_is_let_go_at_once(
+    harness: Harness,
+) -> None:
+    """An event stored, and its conversation claimed, while lorebot begins to stop: the
+    claim is let go at once, so another replica takes the event up without waiting for
+    the claim to lapse, and nothing of it was begun here."""
+    dispatcher = harness.bot.dispatcher
+    # The same SQLite library as lorebot's, so the two connections see each other's locks.
+    other = sqlite_module().connect(harness.bot.settings.database.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the take waits for this writer
+        submitted = asyncio.create_task(dispatcher.submit(harness.adapter.message("hello")))
+        await asyncio.sleep(0)  # the take is on its way
+        dispatcher.stop_accepting()
+        other.execute("ROLLBACK")
+        await submitted
+        await dispatcher.wait_idle()
+        claims = other.execute("SELECT count(*) FROM conversation_claims").fetchone()[0]
+        begun = other.execute("SELECT count(*) FROM inbox WHERE started_at IS NOT NULL")
+        waiting = other.execute("SELECT count(*) FROM inbox").fetchone()[0]
+        assert (claims, begun.fetchone()[0], waiting) == (0, 0, 1)
+    finally:
+        other.close()
+    assert harness.adapter.replies == []
