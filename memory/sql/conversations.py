@@ -196,17 +196,19 @@ class SqlConversationLog:
         return await fetch_one(self.db, self.history_query(conversation, limit))
 
     def history_query(self, conversation: str, limit: int = 60) -> Query[History]:
-        latest = "FROM summaries WHERE conversation = ? ORDER BY id DESC LIMIT 1"
-        statements = [
-            Statement(f"SELECT content {latest}", (conversation,)),
-            Statement(
-                "SELECT id, role, author, content, prompt FROM messages WHERE conversation = ? "
-                f"AND id > coalesce((SELECT up_to_message_id {latest}), 0) "
-                "AND source_id IS NULL ORDER BY id DESC LIMIT ?",
-                (conversation, conversation, limit),
-            ),
-        ]
-        return Query(statements, _history)
+        # One statement, so that the summary and the messages after it are read at once
+        # (on PostgreSQL each statement sees the commits made before it began).
+        statement = Statement(
+            "WITH latest AS (SELECT up_to_message_id, content FROM summaries "
+            "WHERE conversation = ? ORDER BY id DESC LIMIT 1) "
+            "SELECT NULL AS id, NULL AS role, NULL AS author, content, NULL AS prompt "
+            "FROM latest UNION ALL SELECT * FROM (SELECT id, role, author, content, prompt "
+            "FROM messages WHERE conversation = ? "
+            "AND id > coalesce((SELECT up_to_message_id FROM latest), 0) "
+            "AND source_id IS NULL ORDER BY id DESC LIMIT ?) AS recent",
+            (conversation, conversation, limit),
+        )
+        return Query([statement], _history)
 
     async def compact(self, conversation: str, up_to_message_id: int, summary: str) -> None:
         await self.db.transact(
@@ -253,10 +255,11 @@ class SqlConversationLog:
 
 
 def _history(found: Sequence[Result]) -> History:
-    summary, messages = found
-    text = summary.rows[0]["content"] if summary.rows else ""
+    """The summary (the row without an id) and the messages after it, oldest first."""
+    [rows] = found
+    summary = next((r["content"] for r in rows.rows if r["id"] is None), "")
+    messages = sorted((r for r in rows.rows if r["id"] is not None), key=lambda r: int(r["id"]))
     entries = [
-        HistoryEntry(r["id"], r["role"], r["author"], r["content"], r["prompt"])
-        for r in reversed(messages.rows)
+        HistoryEntry(r["id"], r["role"], r["author"], r["content"], r["prompt"]) for r in messages
     ]
-    return History(text, tuple(entries))
+    return History(summary, tuple(entries))

@@ -29,10 +29,10 @@ async def _fill(stores: Any) -> None:
         await stores.notes.save(
             NoteDraft(scope, topic, f"about {topic}", private=private), actor="t"
         )
-    await stores.log.append(HISTORY, [LogEntry("user", "first question", "user:slack/U1", "priya")])
-    await stores.log.compact(
-        HISTORY, (await stores.log.fetch_history(HISTORY)).entries[-1].id, "s1"
-    )
+    for text, summary in [("first question", "s0"), ("second question", "s1")]:
+        await stores.log.append(HISTORY, [LogEntry("user", text, "user:slack/U1", "priya")])
+        last = (await stores.log.fetch_history(HISTORY)).entries[-1]
+        await stores.log.compact(HISTORY, last.id, summary)  # the latest summary counts
     await stores.log.append(HISTORY, [LogEntry("user", "after the summary", "user:slack/U1", "p")])
     await stores.daily_logs.write(HISTORY, DAYS[1], "yesterday's log")
     await stores.daily_logs.write(HISTORY, date(2026, 12, 1), "an older log")
@@ -58,14 +58,19 @@ async def test_a_turns_reads_together_match_each_stores_own(engine_stores: Any) 
         assert ("salary" in lines) == in_dm  # private: the DM only
 
 
-async def test_a_note_written_by_another_process_shows_in_the_next_turns_indexes(
+async def test_a_note_written_here_or_by_another_process_shows_in_the_next_turns_indexes(
     engine_stores: Any, open_again: Any
 ) -> None:
     await _fill(engine_stores)
     visibility = visibility_for(Viewer(PRIYA, CHANNEL, TEAM))
-    before = await engine_stores.turn_reads.fetch(HISTORY, "slack/C1", DAYS, visibility)
+
+    async def index_lines() -> str:
+        reading = await engine_stores.turn_reads.fetch(HISTORY, "slack/C1", DAYS, visibility)
+        return "\n".join(line for index in reading.indexes for line in index.lines)
+
+    assert "rollback" not in await index_lines()
     other = await open_again()
     await other.notes.save(NoteDraft(CHANNEL, "rollback", "about rollback"), actor="cli")
-    after = await engine_stores.turn_reads.fetch(HISTORY, "slack/C1", DAYS, visibility)
-    assert before.indexes != after.indexes
-    assert any("rollback" in line for index in after.indexes for line in index.lines)
+    assert "rollback" in await index_lines()
+    await engine_stores.notes.save(NoteDraft(CHANNEL, "canary", "about canaries"), actor="t")
+    assert "canary" in await index_lines()
