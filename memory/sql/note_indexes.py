@@ -38,6 +38,7 @@ class ScopeIndexes:
         self._caps = {"max_lines": max_lines, "max_bytes": max_bytes}
         self._cached: dict[tuple[Scope, bool], ScopeIndex] = {}
         self._data_version: object = None
+        self._cleared = 0  # how often the cache was cleared: a build spanning one is not kept
 
     async def get(self, sql: Session, wanted: Sequence[tuple[Scope, bool]]) -> list[ScopeIndex]:
         """The index of each (scope, only its public notes) wanted."""
@@ -61,18 +62,21 @@ class ScopeIndexes:
             return [built[w] for w in wanted]
         [version] = results
         if not version.rows or version.rows[0]["data_version"] != self._data_version:
-            self._cached.clear()
+            self.clear()
             self._data_version = version.rows[0]["data_version"] if version.rows else None
-        missing = [w for w in unique if w not in self._cached]
-        if missing:
-            self._cached.update(
-                await self._built(sql, missing, await sql.batch(self._notes_of(missing)))
-            )
-        return [self._cached[w] for w in wanted]
+        found = {w: self._cached[w] for w in unique if w in self._cached}
+        if missing := [w for w in unique if w not in found]:
+            cleared = self._cleared
+            built = await self._built(sql, missing, await sql.batch(self._notes_of(missing)))
+            if cleared == self._cleared:  # else a write came meanwhile: built from before it
+                self._cached.update(built)
+            found |= built
+        return [found[w] for w in wanted]
 
     def clear(self) -> None:
         """Forget every cached index: the notes changed."""
         self._cached.clear()
+        self._cleared += 1
 
     async def build(self, sql: Session, scope: Scope, public_only: bool) -> ScopeIndex:
         """The index of one scope as `sql` sees the notes now, uncached."""
