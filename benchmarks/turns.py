@@ -61,6 +61,7 @@ import statistics
 import sys
 import tempfile
 import time
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -962,9 +963,10 @@ async def note_changes(bench: Bench) -> int:
 class RoundTrips:
     """How many times lorebot waits on the database: on SQLite each hop to aiosqlite's
     thread (a statement, a fetch, a commit, or a batch of them: `aiosqlite.Connection.
-    _execute`, which every aiosqlite call goes through); on PostgreSQL each time psycopg
-    blocks for the server's answer (it watches the socket for reading: `add_reader` from
-    `psycopg.waiting`), so statements sent together in pipeline mode count once."""
+    _execute`, which every aiosqlite call goes through); on PostgreSQL each exchange in
+    which psycopg blocks for the server's answer (`psycopg.waiting.wait_async` watching the
+    socket for reading), counted once however many pieces the answer comes in, so
+    statements sent together in pipeline mode count once."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -979,8 +981,12 @@ class RoundTrips:
         add_reader = loop.add_reader
         counter = self
 
+        # One wait's callback, registered again for each piece of the answer it reads.
+        waits: weakref.WeakSet[Callable[..., Any]] = weakref.WeakSet()
+
         def counted(fd: Any, callback: Callable[..., Any], *args: Any) -> None:
-            if "wait_async" in getattr(callback, "__qualname__", ""):
+            if "wait_async" in getattr(callback, "__qualname__", "") and callback not in waits:
+                waits.add(callback)
                 counter.count += 1
             add_reader(fd, callback, *args)
 

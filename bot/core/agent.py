@@ -154,9 +154,9 @@ class Agent:
         vector = await recall.query_vector(text)
         # Read once: the prompt leaves out what it shows, and carries it.
         stored = reading.history
-        hits = await recall.fetch_notes(ctx, text, vector)  # all of them, for an answer offline
+        # Notes: all of them, for an answer offline.
+        hits, said = await recall.fetch_both(ctx, text, stored.entries, vector)
         fresh = not_shown(hits, stored.entries)
-        said = await recall.fetch_messages(ctx, text, stored.entries, vector)
         notices = await recall.fetch_notices(vector) if fresh or said else []
         tail = user_turn(text, fresh, recall.budget(index_bytes), said, notices)
         # Kept as the model reads it now, recall included, for the next turns' prompts.

@@ -4,6 +4,7 @@ about how they were ranked."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -63,6 +64,23 @@ class Recall:
             text, ctx.visibility, k=2 * k, vectors=self.notes.vectors, vector=vector
         )
         return [hit for hit in found if hit.id not in shown][:k]
+
+    async def fetch_both(
+        self,
+        ctx: TurnContext,
+        text: str,
+        history: Sequence[HistoryEntry],
+        vector: Sequence[float] | None = None,
+    ) -> tuple[list[SearchHit], list[MessageHit]]:
+        """`fetch_notes` and `fetch_messages`, searched at once: on PostgreSQL each waits
+        on a connection of its own."""
+        notes = asyncio.ensure_future(self.fetch_notes(ctx, text, vector))
+        try:
+            messages = await self.fetch_messages(ctx, text, history, vector)
+        except BaseException:
+            notes.cancel()
+            raise
+        return await notes, messages
 
     async def query_vector(self, text: str) -> list[float] | None:
         """The message's vector, computed once for both recalls (None without vectors)."""
