@@ -6,8 +6,8 @@ once. Scope indexes are read fresh: another replica may have written since."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime
+import functools
+from collections.abc import Sequence
 from typing import Any
 
 from memory.clock import Clock, utc_now
@@ -22,9 +22,8 @@ from memory.ranking import Method
 from memory.sql.note_engine import Item
 from memory.sql.notes import SqlNoteStore
 from memory.sql.session import Params, Row, Session, Statement
-from memory.stores.notes import ImportResult
 from memory.stores.vectors import VectorIndex
-from memory.types import NoteDraft, Scope, SearchHit
+from memory.types import Scope, SearchHit
 
 
 class PostgresNotes:
@@ -33,6 +32,7 @@ class PostgresNotes:
     def __init__(self, db: PostgresDatabase, clock: Clock) -> None:
         self.db = db
         self.clock = clock
+        self.import_drafts = functools.partial(note_import.import_drafts, db)
         # Cleared by every write here, so this process ranks by what it just wrote.
         self.word_stats = TableStats(db, "notes", LENGTH, note_fields)
 
@@ -63,20 +63,6 @@ class PostgresNotes:
 
     async def insert_items(self, sql: Session, change_id: int, items: Sequence[Item]) -> None:
         await note_import.copy_items(session_of(sql).conn, change_id, items)
-
-    async def import_drafts(
-        self,
-        drafts: Sequence[NoteDraft],
-        validate: Callable[[NoteDraft], NoteDraft],
-        *,
-        actor: str,
-        now: datetime,
-        labels: Sequence[str],
-        progress: Callable[[int, int], None] | None,
-    ) -> ImportResult:
-        return await note_import.import_drafts(
-            self.db, drafts, validate, actor=actor, now=now, labels=labels, progress=progress
-        )
 
     async def write_soon(self, sql: str, params: Params) -> None:
         """Queued to ride along with the next batched transaction (a turn's history

@@ -4,7 +4,7 @@ read back, reads counted now or with the next transaction)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -19,6 +19,21 @@ if TYPE_CHECKING:
 # An item of a change of many notes: a note's scope, topic and kept state before (None:
 # there was no note).
 Item = tuple[str, str, str | None]
+
+
+class ImportDrafts(Protocol):
+    """An engine's bulk import of notes, bound to its database."""
+
+    def __call__(
+        self,
+        drafts: Sequence[NoteDraft],
+        validate: Callable[[NoteDraft], NoteDraft],
+        *,
+        actor: str,
+        now: datetime,
+        labels: Sequence[str],
+        progress: Callable[[int, int], None] | None,
+    ) -> Awaitable[ImportResult]: ...
 
 
 class NoteWrites(Protocol):
@@ -62,18 +77,11 @@ class NoteEngine(NoteWrites, Protocol):
         """Delete the notes `where` picks; their rows as they were."""
         ...
 
-    async def import_drafts(
-        self,
-        drafts: Sequence[NoteDraft],
-        validate: Callable[[NoteDraft], NoteDraft],
-        *,
-        actor: str,
-        now: datetime,
-        labels: Sequence[str],
-        progress: Callable[[int, int], None] | None,
-    ) -> ImportResult:
+    @property
+    def import_drafts(self) -> ImportDrafts:
         """`NoteStore.import_drafts`, each draft checked by `validate` (`memory.sql.note_import`
-        plans it); `now` is the time of every change."""
+        plans it); `now` is the time of every change: the engine's bulk import, bound to its
+        database."""
         ...
 
     async def write_soon(self, sql: str, params: Params) -> None:

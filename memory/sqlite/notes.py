@@ -6,8 +6,8 @@ connection commits (SQLite's `data_version` moves)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import datetime
+import functools
+from collections.abc import Sequence
 from typing import Any
 
 from memory.clock import Clock, utc_now
@@ -22,9 +22,8 @@ from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.note_search import NoteSearch
 from memory.sqlite.note_sql import INDEX_NOTES, INSERT_ITEM, UPSERT_NOTE
 from memory.sqlite.term_stats import TermStats
-from memory.stores.notes import ImportResult
 from memory.stores.vectors import VectorIndex
-from memory.types import NoteDraft, Scope, SearchHit
+from memory.types import Scope, SearchHit
 
 
 class SqliteNotes:
@@ -33,6 +32,7 @@ class SqliteNotes:
     def __init__(self, db: SqliteDatabase, clock: Clock) -> None:
         self.db = db
         self.clock = clock
+        self.import_drafts = functools.partial(note_import.import_drafts, db)
         self.term_stats = TermStats(db)
 
     async def search(
@@ -68,20 +68,6 @@ class SqliteNotes:
 
     async def insert_items(self, sql: Session, change_id: int, items: Sequence[Item]) -> None:
         await sql.run_many(INSERT_ITEM, [(change_id, *item) for item in items])
-
-    async def import_drafts(
-        self,
-        drafts: Sequence[NoteDraft],
-        validate: Callable[[NoteDraft], NoteDraft],
-        *,
-        actor: str,
-        now: datetime,
-        labels: Sequence[str],
-        progress: Callable[[int, int], None] | None,
-    ) -> ImportResult:
-        return await note_import.import_drafts(
-            self.db, drafts, validate, actor=actor, now=now, labels=labels, progress=progress
-        )
 
     async def write_soon(self, sql: str, params: Params) -> None:
         """Queued to ride along with the next transaction (a turn's history write)."""
