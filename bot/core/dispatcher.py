@@ -30,6 +30,16 @@ from bot.backoff import Backoff
 from bot.config.sections import BotSettings
 from bot.context.scopes import channel_scope, user_scope
 from bot.core.event_payload import from_payload, redacted, to_payload
+from bot.core.replies import (
+    ABANDONED_REPLY,
+    APOLOGY,
+    BUSY_REPLY,
+    NOT_ALLOWED_REPLY,
+    STOPPING_REPLY,
+    STORAGE_FAILED_REPLY,
+    UNAVAILABLE_REPLY,
+    not_posted,
+)
 from bot.core.router import Router
 from bot.errors import user_message
 from bot.fencing import Claim, ClaimLost, under
@@ -41,22 +51,6 @@ from memory.stores.seen_events import SeenEvents
 
 _log = logging.getLogger(__name__)
 
-BUSY_REPLY = "I'm busy with other requests right now; please ask again in a minute."
-APOLOGY = "Sorry, something went wrong while handling that. It has been logged."
-NOT_ALLOWED_REPLY = "I only take commands from the people and channels I am set up for here."
-STOPPING_REPLY = "I am restarting right now; please ask again in a minute."
-UNAVAILABLE_REPLY = (
-    "Sorry, I could not take that: my storage is unavailable right now. "
-    "Please try again in a few minutes."
-)
-STORAGE_FAILED_REPLY = (
-    "Sorry, I could not finish that: my storage is unavailable right now. "
-    "Please try again in a few minutes."
-)
-ABANDONED_REPLY = (
-    "⚠️ lorebot was stopped while it was answering a message here. "
-    "If you got no answer, please ask again."
-)
 # How often the claims being worked on are renewed, and conversations nobody handles
 # (those of a replica that stopped) are looked for.
 KEEP_S = 2.0
@@ -351,7 +345,7 @@ class Dispatcher:
         except DeliveryError as exc:
             outcome = "not delivered"  # the adapter logged what to fix; an apology would fail too
             if isinstance(event, SlashCommand):  # but a command's answer reaches the person
-                await self._say(event, _not_posted(event, exc))
+                await self._say(event, not_posted(event, exc))
         except InvalidInput as exc:
             outcome = "user error"
             await self._say(event, f"⚠️ {exc}")
@@ -392,13 +386,3 @@ class Dispatcher:
     async def wait_idle(self) -> None:
         """Return when every queued event has been handled."""
         await self.tasks.wait()
-
-
-def _not_posted(command: SlashCommand, exc: DeliveryError) -> str:
-    """Why a command's card is not there, told to the person who typed it."""
-    if command.conversation.is_dm:  # a DM between other people, which lorebot is not in
-        return (
-            "⚠️ I cannot post in this conversation, so nothing was proposed: use /lorebot "
-            "in a DM with me or in a channel I am in."
-        )
-    return f"⚠️ I could not post the card here, so nothing was proposed: {exc}"
