@@ -88,7 +88,7 @@ def build_services(
     toolbox = Toolbox(
         [
             *memory_tools(stores.notes, stores.log, approvals),
-            *skill_tools(skills, approvals),
+            *skill_tools(skills, approvals, secrets=secrets),
             *script_tools(settings, skills, approvals, stores.actions),
         ]
     )

@@ -3,6 +3,8 @@ and propose a new one."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import Field
 
 from bot.approvals.kinds.skill_load import SKILL_LOAD_KIND
@@ -21,6 +23,7 @@ from bot.tools.base import (
     ToolOutput,
     ToolResult,
 )
+from memory.policy.redaction import mask_known
 from memory.stores.proposals import Proposal
 
 
@@ -39,8 +42,12 @@ class ProposeSkillArgs(ToolArgs):
     body: str = Field(description="the Markdown instructions")
 
 
-def skill_tools(skills: SkillUse, approvals: ApprovalService) -> list[BuiltinTool]:
-    """load_skill, read_skill_resource (offered where there are skills) and propose_skill."""
+def skill_tools(
+    skills: SkillUse, approvals: ApprovalService, *, secrets: Sequence[str] = ()
+) -> list[BuiltinTool]:
+    """load_skill, read_skill_resource (offered where there are skills) and propose_skill.
+    A resource reaches the model without lorebot's configured `secrets`, as every tool's
+    output does."""
 
     def has_skills(ctx: TurnContext) -> bool:
         return bool(skills.catalog_lines(ctx.channel_scope))
@@ -70,7 +77,7 @@ def skill_tools(skills: SkillUse, approvals: ApprovalService) -> list[BuiltinToo
     async def read_skill_resource(call: Call, args: ReadSkillResourceArgs) -> Ok:
         ctx = call.ctx
         text = await skills.read(ctx.conversation.key, args.skill, args.path, ctx.channel_scope)
-        return Ok(text)
+        return Ok(mask_known(text, secrets))
 
     async def propose_skill(call: Call, args: ProposeSkillArgs) -> Ok:
         ctx = call.ctx

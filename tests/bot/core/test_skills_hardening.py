@@ -276,3 +276,26 @@ async def test_a_decomposed_name_is_started_by_its_precomposed_command(harness: 
     assert skill is not None and skill.warnings == ()
     await harness.say("/caf\u00e9")
     assert harness.adapter.replies == ["🧩 The skill `café` is active here now."]
+
+
+async def test_a_resource_reaches_the_model_without_a_configured_secret(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "plain-words-no-shape-a-scanner-knows"
+    monkeypatch.setenv("DEPLOY_KEY", secret)
+    h = await start_harness(
+        tmp_path, fake_ollama, clock, skills={"script_env": {"KEY": "${DEPLOY_KEY}"}}
+    )
+    try:
+        folder = add_triage(h.bot.settings.skills.user_root)
+        (folder / "references" / "deploy.md").write_text(f"deploy with {secret}, then wait\n")
+        await h.say("/incident-triage")
+        h.ollama.tool_call(
+            "read_skill_resource", {"skill": "incident-triage", "path": "references/deploy.md"}
+        )
+        h.ollama.reply("Deploy, then wait.")
+        await h.say("how do we deploy?")
+        assert tool_results(h)[-1] == "deploy with [REDACTED], then wait\n"
+        assert all(secret not in str(m["content"]) for m in h.last_prompt())
+    finally:
+        await h.bot.stop()
