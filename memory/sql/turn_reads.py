@@ -1,4 +1,4 @@
-"""A turn's reads (`memory.turn_reads`) as one batch of the stores' own queries."""
+"""A turn's reads (`memory.stores.turn_reads`) as one batch of the stores' own queries."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ from memory.stores.turn_reads import TurnReading
 
 
 class SqlTurnReads:
+    """Reads a turn's history, daily logs, active skills and scope indexes in one batch
+    (the indexes' notes in a second only when the cached ones are stale)."""
+
     def __init__(
         self,
         db: SqlDatabase,

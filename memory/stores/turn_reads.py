@@ -16,6 +16,8 @@ from memory.stores.index import ScopeIndex
 
 @dataclass(frozen=True, slots=True)
 class TurnReading:
+    """What a turn read, each part as its store's own read gives it."""
+
     history: History  # `ConversationLog.fetch_history`
     daily_logs: dict[date, str]  # `DailyLogs.fetch`
     active_skills: dict[str, str]  # `ActiveSkills.fetch`
@@ -23,6 +25,8 @@ class TurnReading:
 
 
 class TurnReads(Protocol):
+    """A turn's reads of several stores, sent together."""
+
     async def fetch(
         self,
         history_key: str,
