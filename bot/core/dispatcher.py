@@ -163,7 +163,7 @@ class Dispatcher:
             conversation,
             to_payload(event, self.secrets),
             limit=self.settings.queue_size,
-            holder=self.holder if self._accepting and conversation not in self._draining else None,
+            holder=None if conversation in self._draining else self.holder,
         )
         if outcome == "duplicate":
             _log.info("dropped duplicate event %s", key)
