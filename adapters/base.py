@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, fields
 from typing import Any, Protocol, runtime_checkable
@@ -125,7 +125,34 @@ class SlashCommand(Message):
     answer: Answer
 
 
-Event = Message | ReactionEvent
+@dataclass(frozen=True, slots=True)
+class Button:
+    """A button under a card: `value` is what a click on it brings back, unread by the
+    adapter; `style` is "primary", "danger" or "" (the platform's plain button)."""
+
+    label: str
+    value: str
+    style: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ButtonClick:
+    """A click on a button of a message the bot posted, acknowledged by the adapter
+    already. `value` is the button's, as the platform brought it back (not trusted: anyone
+    can forge one); `answer` reaches the person who clicked alone."""
+
+    conversation: ConversationRef
+    user: UserRef
+    value: str
+    message_id: str
+    event_id: str
+    answer: Answer
+
+    def __post_init__(self) -> None:
+        _make_valid(self)
+
+
+Event = Message | ReactionEvent | ButtonClick
 EventSink = Callable[[Event], Awaitable[None]]
 
 
@@ -163,10 +190,21 @@ class Adapter(Protocol):
         """Post `text` in the conversation (in its thread when it has one)."""
 
     async def edit(self, posted: PostedMessage, text: str) -> None:
-        """Replace the text of a message the bot posted."""
+        """Replace the text of a message the bot posted, and take its buttons away."""
 
     async def add_reaction(self, posted: PostedMessage, emoji: str) -> None:
         """React to a message the bot posted; `emoji` is APPROVE or REJECT."""
+
+
+@runtime_checkable
+class ShowsButtons(Protocol):
+    """An adapter that can put buttons under a message it posts; optional. A click comes
+    to the event sink as a `ButtonClick`, and `edit` takes the buttons away."""
+
+    async def send_card(
+        self, conversation: ConversationRef, text: str, buttons: Sequence[Button]
+    ) -> PostedMessage:
+        """Post `text` as `send` does, with `buttons` under it."""
 
 
 @runtime_checkable

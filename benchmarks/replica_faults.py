@@ -40,7 +40,7 @@ from replicas import replica_env  # noqa: E402
 from results import record  # noqa: E402
 from turns import FakeOllamaProcess  # noqa: E402
 
-from bot.core.dispatcher import ABANDONED_REPLY, BUSY_REPLY, UNAVAILABLE_REPLY  # noqa: E402
+from bot.core.replies import ABANDONED_REPLY, BUSY_REPLY, UNAVAILABLE_REPLY  # noqa: E402
 from tests.fakes.slack import FakeSlack  # noqa: E402
 from tests.support.postgres import PostgresServer, server_programs  # noqa: E402
 

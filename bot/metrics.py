@@ -18,6 +18,10 @@ MODEL_LATENCY = Histogram(
 )
 TOOL_CALLS = Counter("lorebot_tool_calls_total", "Tool calls by the model", ["tool", "outcome"])
 PROPOSALS = Counter("lorebot_proposals_total", "Decided proposals", ["kind", "outcome"])
+# Clicks on a card's buttons and typed decisions that decided nothing, by why.
+DECISIONS_REFUSED = Counter(
+    "lorebot_decisions_refused_total", "Clicks and typed decisions refused", ["reason"]
+)
 # Which replica of the database this process is, and whether it leads: each replica serves
 # its own metrics, so a dashboard tells them apart by this id.
 REPLICA = Info("lorebot_replica", "This process among the replicas of its database")

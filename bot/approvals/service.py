@@ -22,11 +22,14 @@ from adapters.base import (
     DeliveryError,
     PostedMessage,
     ReactionEvent,
+    ShowsButtons,
     UserRef,
     measure,
 )
 from bot import metrics
+from bot.approvals.buttons import APPROVE_LABEL, DECLINE_LABEL, card_buttons
 from bot.approvals.cards import conversation_of
+from bot.approvals.clicks import may_decide
 from bot.approvals.closing import Closings
 from bot.approvals.kinds.base import ProposalKind
 from bot.approvals.kinds.note_forget import NOTE_FORGET_KIND
@@ -53,6 +56,14 @@ SYSTEM = "lorebot"  # who closed a proposal nobody decided (`decided_by`)
 READ_ONLY = "this channel's memory is read-only now, so nothing was changed"
 # What a card's footer takes of a platform message.
 FOOTER_ROOM = 200
+
+
+def decided_line(proposal: Proposal) -> str:
+    """The line under a decided card saying who decided it and when; nothing for a card
+    nobody decided (expired, or closed by lorebot)."""
+    if proposal.decided_by in (None, SYSTEM) or proposal.decided_at is None:
+        return ""
+    return f"\nDecided by {proposal.decided_by} at {proposal.decided_at:%Y-%m-%d %H:%M} UTC."
 
 
 def build_approvals(
@@ -196,15 +207,18 @@ class ApprovalService:
         text: str,
         verb: str,
     ) -> None:
-        hours = self.ttl.total_seconds() / 3600
-        who = requester.name or requester.id
-        footer = (
-            f"React {APPROVE} to {verb} or {REJECT} to discard. Only {who} or an admin "
-            f"can decide; this expires in {hours:g} h."
-        )
+        """Post the card with its buttons where the platform shows them, and ✅/❌ under it
+        either way: a reaction decides as a click does."""
         adapter = self.adapters[conversation.platform]
+        buttons = isinstance(adapter, ShowsButtons)
+        footer = self._footer(requester, verb, buttons=buttons)
         try:
-            posted = await adapter.send(conversation, f"{text}\n{footer}")
+            if isinstance(adapter, ShowsButtons):
+                always = get_kind(proposal.kind).always_approvable() and not conversation.is_dm
+                shown = card_buttons(proposal, always=always)
+                posted = await adapter.send_card(conversation, f"{text}\n{footer}", shown)
+            else:
+                posted = await adapter.send(conversation, f"{text}\n{footer}")
         except DeliveryError as exc:
             # Without a card nobody can decide it: close it now, not when it expires.
             reason = f"its card could not be posted: {exc}"
@@ -216,13 +230,22 @@ class ApprovalService:
         for emoji in (APPROVE, REJECT):
             await adapter.add_reaction(posted, emoji)
 
+    def _footer(self, requester: UserRef, verb: str, *, buttons: bool) -> str:
+        hours = self.ttl.total_seconds() / 3600
+        who = requester.name or requester.id
+        how = (
+            f"Click {APPROVE_LABEL} (or react {APPROVE}) to {verb}, {DECLINE_LABEL} "
+            f"(or {REJECT}) to discard."
+            if buttons
+            else f"React {APPROVE} to {verb} or {REJECT} to discard."
+        )
+        return f"{how} Only {who} or an admin can decide; this expires in {hours:g} h."
+
     # --- deciding -------------------------------------------------------------------
 
     def may_decide(self, proposal: Proposal, user_scope: str) -> bool:
         """The requester or an admin; only an admin where the action's server says so."""
-        if user_scope in self.admins:
-            return True
-        return user_scope == proposal.requester and proposal.payload.get("approvers") != "admins"
+        return may_decide(proposal, user_scope, self.admins)
 
     def fits_card(self, conversation: ConversationRef, text: str) -> bool:
         """Whether a card with this text fits one message of the platform, footer included,
@@ -342,7 +365,7 @@ class ApprovalService:
         adapter = self.adapters.get(proposal.platform)
         if adapter is None or proposal.card_message_id is None:
             return
-        text = await self.outcome_text(proposal)
+        text = await self.outcome_text(proposal) + decided_line(proposal)
         posted = PostedMessage(conversation_of(proposal), proposal.card_message_id)
         try:
             await adapter.edit(posted, text)

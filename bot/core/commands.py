@@ -82,9 +82,11 @@ with ✅ (in a DM it is your private note).
 `/lorebot forget <topic or words>` — I post a card to forget the matching note.
 `/lorebot recall [about]` — what I remember, shown to you alone (your own notes included).
 `/lorebot undo` — revert your latest change to my notes.
+`/lorebot approve <card number>` / `/lorebot decline <card number>` — decide a card, as \
+its buttons do.
 `/lorebot help` — this message."""
 
-SLASH_WORDS = ("remember", "forget", "recall", "undo", "help")
+SLASH_WORDS = ("remember", "forget", "recall", "undo", "approve", "decline", "help")
 
 
 def parse_slash(text: str) -> Command | None:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from adapters.base import (
     Adapter,
-    DeliveryError,
+    ButtonClick,
     Event,
     Message,
     NotTaken,
@@ -25,26 +25,25 @@ from adapters.base import (
     SlashCommand,
 )
 from bot import metrics
+from bot.approvals.clicks import Refusal
 from bot.approvals.service import ApprovalService
 from bot.backoff import Backoff
 from bot.config.sections import BotSettings
 from bot.context.scopes import channel_scope, user_scope
+from bot.core.decisions import Decisions, typed_decision
 from bot.core.event_payload import from_payload, redacted, to_payload
+from bot.core.handling import Handler
 from bot.core.replies import (
     ABANDONED_REPLY,
-    APOLOGY,
     BUSY_REPLY,
     NOT_ALLOWED_REPLY,
     STOPPING_REPLY,
-    STORAGE_FAILED_REPLY,
     UNAVAILABLE_REPLY,
-    not_posted,
 )
 from bot.core.router import Router
-from bot.errors import user_message
-from bot.fencing import Claim, ClaimLost, under
+from bot.fencing import Claim, under
 from bot.tasks import TaskTracker, stop_if_asked
-from memory import Conflict, InvalidInput
+from memory import InvalidInput
 from memory.errors import StoreError, StoreUnavailable
 from memory.stores.inbox import CLAIM_LEASE, Inbox, InboxEntry, Next
 from memory.stores.seen_events import SeenEvents
@@ -84,6 +83,8 @@ class Dispatcher:
         # The platforms this replica answers on now (a standby has no Discord connection).
         self.platforms = platforms or (lambda: list(adapters))
         self.secrets = tuple(secrets)  # lorebot's own: redacted from every event's text
+        self.decisions = Decisions(approvals.proposals, approvals.admins)
+        self.handler = Handler(router, approvals, self.decisions)
         self._draining: set[str] = set()  # conversations a task of this replica works on
         self._woken: set[str] = set()  # … and that were given an event meanwhile
         self._accepting = True
@@ -133,6 +134,10 @@ class Dispatcher:
             return self._drop("not addressed")
         key = f"{event.conversation.platform}:{event.event_id}"
         try:
+            if isinstance(event, ButtonClick) or (
+                isinstance(event, SlashCommand) and typed_decision(event.text)
+            ):
+                return await self._take_decision(event, key)
             if isinstance(event, SlashCommand):
                 if await self._take_command(event, key):
                     self.tasks.spawn(self.handle(event), name=f"command {key}")
@@ -146,6 +151,21 @@ class Dispatcher:
         if taken or claimed:  # a claim taken is worked on, whatever else waits
             self._wake(event.conversation.key, claimed=claimed)
         return None
+
+    async def _take_decision(self, event: ButtonClick | SlashCommand, key: str) -> None:
+        """A click or a typed decision: refused at once (answered to the person after the
+        platform's acknowledgement), or kept as the reaction it asks for."""
+        found = await self.decisions.reaction_for(event)
+        if isinstance(found, Refusal):
+            self._drop("decision refused")
+            self.tasks.spawn(self._say(event, found.text), name=f"refusal {key}")
+            return
+        self.decisions.wait(key, event)
+        taken, claimed = await self._take(found, key)
+        if not taken:
+            self.decisions.forget(key)
+        if taken or claimed:
+            self._wake(found.conversation.key, claimed=claimed)
 
     async def _take(self, event: Message | ReactionEvent, key: str) -> tuple[bool, bool]:
         """Whether the event was stored to be handled, and whether its conversation was
@@ -325,63 +345,14 @@ class Dispatcher:
             stop_if_asked()
             await asyncio.sleep(KEEP_S)
 
-    async def handle(self, event: Event) -> None:
-        """Handle one event; a failure is logged and answered, never raised."""
-        user = event.author if isinstance(event, Message) else event.user
-        outcome = "handled"
-        try:
-            if isinstance(event, ReactionEvent):
-                proposal = await self.approvals.on_reaction(event)
-                outcome = f"proposal {proposal.id} {proposal.status}" if proposal else "ignored"
-                if proposal is not None:
-                    await self.router.after_decision(proposal)
-            else:
-                await self.router.handle(event)
-        except Conflict as exc:
-            outcome = f"closed proposal ({exc})"
-        except ClaimLost as exc:  # its new holder answers; a word here would come twice
-            _log.warning("stopped handling event %s: %s", event.event_id, exc)
-            outcome = "taken over"
-        except DeliveryError as exc:
-            outcome = "not delivered"  # the adapter logged what to fix; an apology would fail too
-            if isinstance(event, SlashCommand):  # but a command's answer reaches the person
-                await self._say(event, not_posted(event, exc))
-        except InvalidInput as exc:
-            outcome = "user error"
-            await self._say(event, f"⚠️ {exc}")
-        except StoreError as exc:  # the driver's words are for the operator's log
-            _log.error("could not handle event %s, the store failed: %s", event.event_id, exc)
-            outcome = "storage failed"
-            await self._say(event, STORAGE_FAILED_REPLY)
-        except Exception as exc:
-            message = user_message(exc)
-            outcome = "user error" if message else "failed"
-            if message is None:
-                _log.exception("failed to handle event %s", event.event_id)
-            await self._say(event, f"⚠️ {message}" if message else APOLOGY)
-        _log.info(
-            "%s conversation=%s person=%s outcome=%s",
-            "reaction" if isinstance(event, ReactionEvent) else "message",
-            event.conversation.key,
-            user_scope(user),
-            outcome,
-        )
+    async def handle(self, event: Message | ReactionEvent) -> None:
+        await self.handler.handle(event)
 
     async def _answer_command(self, event: Event, text: str) -> None:
-        """A slash command turned away still gets its answer: the platform waits for one."""
-        if isinstance(event, SlashCommand) and not event.author.is_bot:
-            await self._say(event, text)
+        await self.handler.answer_turned_away(event, text)
 
     async def _say(self, event: Event, text: str) -> None:
-        try:
-            if isinstance(event, SlashCommand):  # the person alone asked; they alone hear
-                await event.answer(text)
-                return
-            await self.router.reply(event.conversation, text)
-        except DeliveryError:
-            pass
-        except Exception:
-            _log.exception("could not reply in %s", event.conversation.key)
+        await self.handler.say(event, text)
 
     async def wait_idle(self) -> None:
         """Return when every queued event has been handled."""

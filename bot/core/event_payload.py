@@ -7,10 +7,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from adapters.base import ConversationRef, Event, Message, ReactionEvent, UserRef
+from adapters.base import ButtonClick, ConversationRef, Message, ReactionEvent, UserRef
 from memory.policy.redaction import redact
 
-E = TypeVar("E", bound=Message | ReactionEvent)
+E = TypeVar("E", bound=Message | ReactionEvent | ButtonClick)
 
 
 def redacted(event: E, known: Sequence[str] = ()) -> E:
@@ -31,7 +31,7 @@ def to_payload(event: Message | ReactionEvent, known: Sequence[str] = ()) -> dic
     return {"kind": kind, **dataclasses.asdict(redacted(event, known))}
 
 
-def from_payload(payload: dict[str, Any]) -> Event:
+def from_payload(payload: dict[str, Any]) -> Message | ReactionEvent:
     fields = dict(payload)
     kind = fields.pop("kind")
     fields["conversation"] = ConversationRef(**fields["conversation"])

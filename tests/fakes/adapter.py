@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import itertools
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from adapters.base import (
     THINKING,
+    Button,
+    ButtonClick,
     ConversationRef,
     DeliveryError,
     EventSink,
@@ -33,10 +35,14 @@ class Sent:
     message_id: str
     edits: list[str] = field(default_factory=list)
     reactions: list[str] = field(default_factory=list)
+    buttons: list[Button] = field(default_factory=list)  # taken away by an edit
 
     @property
     def current(self) -> str:
         return self.edits[-1] if self.edits else self.text
+
+    def button(self, label: str) -> Button:
+        return next(b for b in self.buttons if b.label == label)
 
 
 class RecordingAdapter:
@@ -73,7 +79,9 @@ class RecordingAdapter:
         return next(s for s in self.sent if s.message_id == message_id)
 
     async def edit(self, posted: PostedMessage, text: str) -> None:
-        self._find(posted.message_id).edits.append(text)
+        sent = self._find(posted.message_id)
+        sent.edits.append(text)
+        sent.buttons = []
 
     async def add_reaction(self, posted: PostedMessage, emoji: str) -> None:
         self._find(posted.message_id).reactions.append(emoji)
@@ -133,6 +141,43 @@ class RecordingAdapter:
             card.message_id,
             event_id,
         )
+
+
+class ButtonsAdapter(RecordingAdapter):
+    """A recording adapter that puts buttons under cards, and lets a test click them."""
+
+    async def send_card(
+        self, conversation: ConversationRef, text: str, buttons: Sequence[Button]
+    ) -> PostedMessage:
+        posted = await self.send(conversation, text)
+        self._find(posted.message_id).buttons = list(buttons)
+        return posted
+
+    def click(
+        self,
+        card: Sent,
+        label: str = "Approve",
+        *,
+        user: str = "UALICE",
+        value: str | None = None,
+        is_bot: bool = False,
+    ) -> tuple[ButtonClick, list[str]]:
+        """A click by `user` on the card's button `label` (or one carrying `value`), and
+        the list the answers only they see land in."""
+        answers: list[str] = []
+
+        async def answer(reply: str) -> None:
+            answers.append(reply)
+
+        click = ButtonClick(
+            conversation=card.conversation,
+            user=UserRef(PLATFORM, user, user.lower(), is_bot=is_bot),
+            value=card.button(label).value if value is None else value,
+            message_id=card.message_id,
+            event_id=f"click-{uuid.uuid4().hex[:8]}",
+            answer=answer,
+        )
+        return click, answers
 
 
 class _RecordedStream:

@@ -237,7 +237,9 @@ async def test_a_helper_edited_after_the_card_is_not_run(host: Harness, tmp_path
     assert told.startswith("error: the script was not run: the skill's files changed after")
     assert "call run_skill_script again" in told
     assert card.current.startswith("⚠️ Not run: `scripts/hello.py` on `skill hello`")
-    assert card.current.endswith(": the skill's files changed after the card was shown.")
+    assert card.current.splitlines()[0].endswith(
+        ": the skill's files changed after the card was shown."
+    )
     [action] = await host.bot.actions.fetch_recent()
     assert action.outcome == "declined"
 

@@ -125,7 +125,9 @@ async def test_a_script_edited_after_its_card_is_not_run(host: Harness, tmp_path
     assert told.startswith("error: the script was not run") and "changed after the card" in told
     assert "call run_skill_script again" in told
     assert card.current.startswith("⚠️ Not run: `scripts/hello.py` on `skill hello`")
-    assert card.current.endswith(": scripts/hello.py changed after the card was shown.")
+    assert card.current.splitlines()[0].endswith(
+        ": scripts/hello.py changed after the card was shown."
+    )
     [action] = await host.bot.actions.fetch_recent()
     assert action.outcome == "declined"
 

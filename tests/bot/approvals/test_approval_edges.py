@@ -69,7 +69,7 @@ async def test_approving_a_decided_card_in_a_read_only_channel_changes_nothing(
     decided_then_read_only: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
     h = decided_then_read_only
-    caplog.set_level(logging.INFO, logger="bot.core.dispatcher")
+    caplog.set_level(logging.INFO, logger="bot.core")
     card = h.adapter.cards[-1]
     replies = list(h.adapter.replies)
     await h.react(card, APPROVE)

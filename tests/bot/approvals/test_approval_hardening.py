@@ -14,7 +14,7 @@ import pytest
 
 from adapters.base import APPROVE, REJECT
 from bot.cli import main as cli
-from bot.core.dispatcher import BUSY_REPLY, UNAVAILABLE_REPLY
+from bot.core.replies import BUSY_REPLY, UNAVAILABLE_REPLY
 from memory import NoteDraft, Scope
 from memory.sqlite.driver import sqlite_module
 from tests.fakes.adapter import RecordingAdapter

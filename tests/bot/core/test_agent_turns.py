@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.base import APPROVE
-from bot.core.dispatcher import APOLOGY, BUSY_REPLY
 from bot.core.fallback import OFFLINE_NOTICE
+from bot.core.replies import APOLOGY, BUSY_REPLY
 from memory import NoteDraft, Scope
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
@@ -84,7 +84,7 @@ async def test_model_proposals_go_through_a_card(harness: Harness) -> None:
     assert (note.scope, note.topic, note.body) == (CHANNEL, "vpn", "vpn-2.corp")
     assert (
         card.current == "✅ Saved `vpn` in this channel (channel:test/C1): VPN is vpn-2\n"
-        "Say `undo` to revert it."
+        "Say `undo` to revert it.\nDecided by user:test/UALICE at 2026-11-02 09:00 UTC."
     )
 
 

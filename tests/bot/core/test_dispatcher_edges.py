@@ -19,12 +19,15 @@ from adapters.base import (
     NotTaken,
     PostedMessage,
 )
-from bot.core.dispatcher import APOLOGY, BUSY_REPLY, UNAVAILABLE_REPLY
+from bot.core.replies import APOLOGY, BUSY_REPLY, UNAVAILABLE_REPLY
 from memory.sqlite.driver import sqlite_module
 from tests.fakes.adapter import RecordingAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
+
+# The loggers of taking events and of handling them.
+DISPATCHING = ("bot.core.dispatcher", "bot.core.handling")
 
 
 def dropped(reason: str) -> float:
@@ -90,7 +93,7 @@ async def test_drop_reasons_are_counted_by_name(harness: Harness) -> None:
 async def test_each_event_gets_one_log_line_with_its_outcome(
     harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.core.dispatcher")
+    caplog.set_level(logging.INFO, logger="bot.core")
     await harness.say("help")
     harness.script_title("wiki", "the wiki moved")
     await harness.say("remember that the wiki moved to docs.internal")
@@ -99,7 +102,7 @@ async def test_each_event_gets_one_log_line_with_its_outcome(
     await harness.react(card, APPROVE)
     await harness.react(card, APPROVE)  # already approved
     key = "test/C1"
-    lines = [r.getMessage() for r in caplog.records if r.name == "bot.core.dispatcher"]
+    lines = [r.getMessage() for r in caplog.records if r.name in DISPATCHING]
     assert lines == [
         f"message conversation={key} person=user:test/UALICE outcome=handled",
         f"message conversation={key} person=user:test/UALICE outcome=handled",
@@ -116,7 +119,7 @@ async def test_a_reply_that_cannot_be_posted_is_logged_and_the_bot_goes_on(
     harness.adapter.fail_sends = 2  # the answer fails, and so does the apology
     await harness.say("help")
     assert harness.adapter.replies == []
-    failures = [r for r in caplog.records if r.name == "bot.core.dispatcher" and r.exc_info]
+    failures = [r for r in caplog.records if r.name in DISPATCHING and r.exc_info]
     assert [r.getMessage() for r in failures][-1] == "could not reply in test/C1"
     await harness.say("help")
     assert harness.adapter.replies[-1].startswith("Here is what I understand")
@@ -126,7 +129,7 @@ async def test_a_reply_that_cannot_be_posted_is_logged_and_the_bot_goes_on(
 async def test_a_busy_bot_turns_new_events_away_but_drops_repeats_quietly(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.core.dispatcher")
+    caplog.set_level(logging.INFO, logger="bot.core")
     h = await start_harness(tmp_path, fake_ollama, clock, bot={"queue_size": 1})
     try:
         answered = h.adapter.message("help")
@@ -146,7 +149,7 @@ async def test_a_busy_bot_turns_new_events_away_but_drops_repeats_quietly(
         "busy": 1.0,
         "duplicate": 1.0,
     }
-    lines = [r.getMessage() for r in caplog.records if r.name == "bot.core.dispatcher"]
+    lines = [r.getMessage() for r in caplog.records if r.name in DISPATCHING]
     assert f"dropped duplicate event test:{answered.event_id}" in lines
     assert f"queue full (1 events); turning away test:{newcomer.event_id}" in lines
 
@@ -172,7 +175,7 @@ class RefusingAdapter(RecordingAdapter):
 async def test_a_failure_is_apologised_for_and_logged_once_with_its_traceback(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.core.dispatcher")
+    caplog.set_level(logging.INFO, logger="bot.core")
     h = await start_harness(tmp_path, fake_ollama, clock)
     message = h.adapter.message("help")
     try:
@@ -181,23 +184,23 @@ async def test_a_failure_is_apologised_for_and_logged_once_with_its_traceback(
     finally:
         await h.bot.stop()
     assert h.adapter.replies == [APOLOGY]
-    lines = [r.getMessage() for r in caplog.records if r.name == "bot.core.dispatcher"]
+    lines = [r.getMessage() for r in caplog.records if r.name in DISPATCHING]
     assert lines[-1] == "message conversation=test/C1 person=user:test/UALICE outcome=failed"
-    [failure] = [r for r in caplog.records if r.name == "bot.core.dispatcher" and r.exc_info]
+    [failure] = [r for r in caplog.records if r.name in DISPATCHING and r.exc_info]
     assert failure.getMessage() == f"failed to handle event {message.event_id}"
 
 
 async def test_a_refused_post_is_logged_as_not_delivered_without_an_apology(
     tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.core.dispatcher")
+    caplog.set_level(logging.INFO, logger="bot.core")
     adapter = RefusingAdapter()
     h = await start_harness(tmp_path, fake_ollama, clock, adapter=adapter)
     try:
         await h.say("help")
     finally:
         await h.bot.stop()
-    lines = [r.getMessage() for r in caplog.records if r.name == "bot.core.dispatcher"]
+    lines = [r.getMessage() for r in caplog.records if r.name in DISPATCHING]
     assert lines == ["message conversation=test/C1 person=user:test/UALICE outcome=not delivered"]
 
 
@@ -225,7 +228,7 @@ async def test_an_event_that_cannot_be_recorded_is_logged_with_its_key(
         await h.bot.stop()
     assert h.adapter.replies == [UNAVAILABLE_REPLY]
     assert dropped("database unavailable") == before + 1
-    [record] = [r for r in caplog.records if r.name == "bot.core.dispatcher" and r.exc_info]
+    [record] = [r for r in caplog.records if r.name in DISPATCHING and r.exc_info]
     expected = f"could not record event test:{message.event_id}; the database is unavailable"
     assert record.getMessage() == expected
 

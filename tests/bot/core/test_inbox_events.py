@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.dispatcher import ABANDONED_REPLY
 from bot.core.event_payload import to_payload
 from bot.core.live_reply import CUT_SHORT
+from bot.core.replies import ABANDONED_REPLY
 from bot.storage import open_memory
 from tests.fakes.adapter import RecordingAdapter, Sent
 from tests.fakes.ollama import FakeOllama

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.base import APPROVE
-from bot.core.dispatcher import NOT_ALLOWED_REPLY
+from bot.core.replies import NOT_ALLOWED_REPLY
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness

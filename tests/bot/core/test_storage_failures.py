@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from bot.core.dispatcher import STORAGE_FAILED_REPLY
+from bot.core.replies import STORAGE_FAILED_REPLY
 from memory.sqlite.driver import sqlite_module
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock

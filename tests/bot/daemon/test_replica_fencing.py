@@ -10,7 +10,7 @@ import asyncio
 import signal
 from pathlib import Path
 
-from bot.core.dispatcher import ABANDONED_REPLY
+from bot.core.replies import ABANDONED_REPLY
 from memory.stores.inbox import CLAIM_LEASE
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import FakeSlack

@@ -18,8 +18,8 @@ from pathlib import Path
 import psycopg
 
 from adapters.slack.stream import STREAM_INTERVAL_S
-from bot.core.dispatcher import ABANDONED_REPLY
 from bot.core.live_reply import CUT_SHORT
+from bot.core.replies import ABANDONED_REPLY
 from memory.stores.inbox import CLAIM_LEASE
 from tests.fakes.discord import BOT as DISCORD_BOT
 from tests.fakes.discord import TOKEN as DISCORD_TOKEN

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core.dispatcher import UNAVAILABLE_REPLY
+from bot.core.replies import UNAVAILABLE_REPLY
 from memory import Scope
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
