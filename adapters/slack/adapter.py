@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -29,6 +29,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from adapters.base import (
     APPROVE,
     REJECT,
+    Button,
     ConversationRef,
     Event,
     EventSink,
@@ -38,6 +39,7 @@ from adapters.base import (
     Status,
     UserRef,
 )
+from adapters.slack.buttons import card_blocks, register_buttons
 from adapters.slack.commands import register_command
 from adapters.slack.connection import SlackConnection, check_tokens, identify
 from adapters.slack.errors import SlackRequestError as SlackRequestError
@@ -140,6 +142,7 @@ class SlackAdapter:
             app.event(re.compile(".*"))(self._on_event)
             app.error(_quiet_when_not_taken)
             register_command(app, self)
+            register_buttons(app, self)
             await self._connection.open(app, self._client)
         except BaseException:
             await self.close()
@@ -271,11 +274,25 @@ class SlackAdapter:
     async def send(self, conversation: ConversationRef, text: str) -> PostedMessage:
         """Post `text` as one mrkdwn message, in the conversation's thread; the core splits
         long replies, so a text that still does not fit is cut with " …"."""
+        return await self._post(conversation, fit_mrkdwn(text))
+
+    async def send_card(
+        self, conversation: ConversationRef, text: str, buttons: Sequence[Button]
+    ) -> PostedMessage:
+        """Post a card: `text` as Block Kit sections with `buttons` under them, and as the
+        notification's plain fallback."""
+        body = fit_mrkdwn(text)
+        return await self._post(conversation, body, card_blocks(body, buttons))
+
+    async def _post(
+        self, conversation: ConversationRef, body: str, blocks: list[dict[str, Any]] | None = None
+    ) -> PostedMessage:
         response = await self._api(
             "chat.postMessage",
             self._web.chat_postMessage(
                 channel=conversation.channel_id,
-                text=fit_mrkdwn(text),
+                text=body,
+                blocks=blocks,
                 thread_ts=conversation.thread_id,
             ),
             channel=conversation.channel_id,

@@ -105,7 +105,7 @@ def answer_to(host: CommandHost, channel: str, user: str, respond: AsyncRespond)
 async def _respond(respond: AsyncRespond, body: str) -> bool:
     """Post `body` to the command's response_url; False when that failed."""
     try:
-        response = await respond(text=body, response_type="ephemeral")
+        response = await respond(text=body, response_type="ephemeral", replace_original=False)
     except (aiohttp.ClientError, TimeoutError) as exc:
         _log.warning(
             "could not answer a Slack command through its response_url (%s); "

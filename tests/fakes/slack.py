@@ -82,6 +82,15 @@ class Post:
     reactions: list[str] = field(default_factory=list)
     stream: list[str] = field(default_factory=list)  # markdown pieces, when streamed
     streaming: bool = False
+    blocks: list[Body] = field(default_factory=list)  # Block Kit, as last posted or updated
+
+    @property
+    def buttons(self) -> list[Body]:
+        """The buttons of the message's actions blocks."""
+        return [e for b in self.blocks if b.get("type") == "actions" for e in b["elements"]]
+
+    def button(self, label: str) -> Body:
+        return next(b for b in self.buttons if b["text"]["text"] == label)
 
     @property
     def current(self) -> str:
@@ -121,6 +130,32 @@ async def post_form(url: str, fields: Body, secret: str) -> int:
     headers = sign(secret, body, content_type="application/x-www-form-urlencoded")
     async with aiohttp.ClientSession() as http, http.post(url, data=body, headers=headers) as resp:
         return resp.status
+
+
+def _blocks(raw: Any) -> list[Body] | None:
+    """Block Kit blocks as Slack reads them (a JSON string from a form), or None for what
+    Slack refuses with `invalid_blocks`: a section over 3,000 characters, a button's label
+    over 75 or value over 2,000, an action_id over 255 or repeated in its block."""
+    blocks = json.loads(raw) if isinstance(raw, str) else (raw or [])
+    if not isinstance(blocks, list) or len(blocks) > 50:
+        return None
+    for block in blocks:
+        if block.get("type") == "section" and len(block["text"]["text"]) > 3000:
+            return None
+        if block.get("type") == "actions":
+            elements = block.get("elements") or []
+            ids = [e.get("action_id", "") for e in elements]
+            if len(elements) > 25 or len(set(ids)) < len(ids):
+                return None
+            for e in elements:
+                if (
+                    len(e["text"]["text"]) > 75
+                    or len(e.get("value", "")) > 2000
+                    or len(e.get("action_id", "")) > 255
+                    or e.get("style", "primary") not in ("primary", "danger")
+                ):
+                    return None
+    return blocks
 
 
 def _json(data: Body, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -342,6 +377,62 @@ class FakeSlack:
             fields["response_url"] = f"{self.url}/respond/{n}"
         return fields
 
+    def block_actions(
+        self, post: Post, label: str, *, user: str = "UALICE", value: str | None = None
+    ) -> Body:
+        """A ``block_actions`` payload for a click by ``user`` on the button ``label`` of a
+        message the bot posted (carrying ``value`` instead of the button's own when given),
+        in Slack's documented shape; its ``response_url`` answers into ``ephemerals``."""
+        n = self._next()
+        button = post.button(label)
+        self._commands[str(n)] = (user, post.channel)
+        message: Body = {
+            "type": "message",
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "ts": post.ts,
+            "text": post.current,
+            "blocks": post.blocks,
+        }
+        if post.thread_ts:
+            message["thread_ts"] = post.thread_ts
+        return {
+            "type": "block_actions",
+            "user": {
+                "id": user,
+                "username": self.users.get(user, user),
+                "name": self.users.get(user, user),
+                "team_id": self.team_id,
+            },
+            "api_app_id": "A1",
+            "token": "legacy-verification-token",
+            "container": {
+                "type": "message",
+                "message_ts": post.ts,
+                "channel_id": post.channel,
+                "is_ephemeral": False,
+            },
+            "trigger_id": f"{n}.{n * 7}.click{n:04x}",
+            "team": {"id": self.team_id, "domain": "lore-team"},
+            "enterprise": None,
+            "is_enterprise_install": False,
+            "channel": {"id": post.channel, "name": f"chan-{post.channel.lower()}"},
+            "message": message,
+            "state": {"values": {}},
+            "response_url": f"{self.url}/respond/{n}",
+            "actions": [
+                {
+                    "action_id": button["action_id"],
+                    "block_id": "lorebot_decision",
+                    "text": button["text"],
+                    "value": button["value"] if value is None else value,
+                    **({"style": button["style"]} if "style" in button else {}),
+                    "type": "button",
+                    "action_ts": f"{1_700_000_000 + n}.{n:06d}",
+                }
+            ],
+        }
+
     async def push(
         self,
         body: Body,
@@ -480,8 +571,12 @@ class FakeSlack:
             return {"ok": False, "error": "channel_not_found"}
         if len(text) > 40_000:
             return {"ok": False, "error": "msg_too_long"}
+        blocks = _blocks(params.get("blocks"))
+        if blocks is None:
+            return {"ok": False, "error": "invalid_blocks"}
         thread_ts = params.get("thread_ts")
         post = Post(channel, self._post_ts(channel), text, str(thread_ts) if thread_ts else None)
+        post.blocks = blocks
         self.posts.append(post)
         message = {"type": "message", "text": text, "user": self.bot_user_id, "ts": post.ts}
         return {"ok": True, "channel": channel, "ts": post.ts, "message": message}
@@ -492,6 +587,11 @@ class FakeSlack:
             return {"ok": False, "error": "message_not_found"}
         if found[0].streaming:
             return {"ok": False, "error": "streaming_state_conflict"}
+        blocks = _blocks(params.get("blocks"))
+        if blocks is None:
+            return {"ok": False, "error": "invalid_blocks"}
+        if "blocks" in params:  # left out, the message keeps its blocks
+            found[0].blocks = blocks
         found[0].edits.append(str(params.get("text", "")))
         return {"ok": True, "channel": found[0].channel, "ts": found[0].ts, "text": found[0].text}
 
