@@ -1,12 +1,12 @@
 """The Discord adapter: discord.py's gateway and REST client behind the adapter contract.
 
 Guild messages that mention the bot, DMs, and messages in threads the bot is part of become
-`Message` events; `/lorebot` application commands become `SlashCommand` events
-(`adapters.discord.commands`); reactions arrive as raw gateway events, so a card posted before
-a restart still works. Replies in guild channels are Discord replies to the message that
-asked, and grow by edits while the model writes them (`adapters.discord.stream`). Gateway
-objects become events in `adapters.discord.events`; failures are worded in
-`adapters.discord.errors`.
+`Message` events; `/lorebot` commands `SlashCommand` events (`adapters.discord.commands`),
+clicks on cards' buttons `ButtonClick` events (`adapters.discord.buttons`); reactions arrive
+as raw gateway events, so a card posted before a restart still works. Replies in guild
+channels are Discord replies to the message that asked, and grow by edits while the model
+writes them (`adapters.discord.stream`). Gateway objects become events in
+`adapters.discord.events`; failures are worded in `adapters.discord.errors`.
 
 Where discord.py connects is a process-wide setting (`discord.http.Route.BASE` and
 `discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY`); `start()` sets both from this adapter's
@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, Final
 
 import aiohttp
@@ -28,6 +28,8 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from adapters.base import (
+    Button,
+    ButtonClick,
     ConversationRef,
     Event,
     EventSink,
@@ -38,6 +40,7 @@ from adapters.base import (
     Status,
     UserRef,
 )
+from adapters.discord.buttons import CardButton, card_view
 from adapters.discord.commands import UNKNOWN_CHANNEL as UNKNOWN_CHANNEL
 from adapters.discord.commands import command_tree, sync_commands
 from adapters.discord.errors import BAD_TOKEN as BAD_TOKEN
@@ -143,6 +146,7 @@ class DiscordAdapter:
             guild_ready_timeout=self.guild_ready_timeout,
         )
         tree = command_tree(client, self)
+        client.add_dynamic_items(CardButton)  # cards posted before a restart too
         self._client = client
         self._closing = False
         try:
@@ -264,19 +268,22 @@ class DiscordAdapter:
         if event is not None:
             await self._give(event)
 
-    async def deliver(self, event: SlashCommand) -> None:
-        """Hand an acknowledged `/lorebot` command to the core (called by the command group)."""
-        await self._give(event)
+    async def deliver(self, event: SlashCommand | ButtonClick) -> bool:
+        """Hand an acknowledged `/lorebot` command or click to the core; False when it did
+        not take it (lorebot is stopping)."""
+        return await self._give(event)
 
-    async def _give(self, event: Event) -> None:
+    async def _give(self, event: Event) -> bool:
         """Hand `event` to the core; Discord never sends an event again, so one the core
         did not take (lorebot is stopping) is dropped."""
         if self._sink is None:
-            return
+            return False
         try:
             await self._sink(event)
         except NotTaken as exc:
             _log.info("dropped a Discord event: %s", exc)
+            return False
+        return True
 
     # --- answering ------------------------------------------------------------------
 
@@ -285,11 +292,12 @@ class DiscordAdapter:
             raise RuntimeError("the Discord adapter is not started")
         return self._client
 
-    async def send(self, conversation: ConversationRef, text: str) -> PostedMessage:
+    async def send(
+        self, conversation: ConversationRef, text: str, buttons: Sequence[Button] = ()
+    ) -> PostedMessage:
         """Post `text` as one message, clipped to 2,000 characters (the core splits long
-        replies before); an empty text is posted as "…", since Discord refuses an empty
-        message. In a guild channel the bot's first message for a question is a Discord reply
-        to it."""
+        replies before), with `buttons` under it. In a guild channel the bot's first message
+        for a question is a Discord reply to it."""
         client = self._running()
         channel_id = int(conversation.channel_id)
         guild_id = int(conversation.team_id) if conversation.team_id else None
@@ -299,7 +307,7 @@ class DiscordAdapter:
         if isinstance(client.get_channel(channel_id), discord.Thread):
             self._threads.add(channel_id)  # posting there makes the bot part of the thread
         if reply_to is None or reply_to in self._replied:
-            sent = await rest("post", channel_id, channel.send(content))
+            sent = await rest("post", channel_id, channel.send(content, view=card_view(buttons)))
         else:
             reference = discord.MessageReference(
                 message_id=int(reply_to),
@@ -307,9 +315,12 @@ class DiscordAdapter:
                 guild_id=guild_id,
                 fail_if_not_exists=False,
             )
-            sent = await rest("post", channel_id, channel.send(content, reference=reference))
+            call = channel.send(content, reference=reference, view=card_view(buttons))
+            sent = await rest("post", channel_id, call)
             self._remember_reply(reply_to)
         return PostedMessage(conversation, str(sent.id))
+
+    send_card = send  # a card is a message with buttons (`ShowsButtons`)
 
     def stream_reply(self, conversation: ConversationRef, recipient: UserRef) -> ReplyStream:
         """A reply posted by its first `show` (as `send` posts it) and edited after; Discord
@@ -347,8 +358,9 @@ class DiscordAdapter:
         return channel.get_partial_message(int(posted.message_id))
 
     async def edit(self, posted: PostedMessage, text: str) -> None:
-        """Replace the text of a message the bot posted (clipped to 2,000 characters)."""
-        call = self._partial(posted).edit(content=clip(text, self.max_message_chars))
+        """Replace the text of a message the bot posted (clipped to 2,000 characters), and
+        take its buttons away."""
+        call = self._partial(posted).edit(content=clip(text, self.max_message_chars), view=None)
         await rest("edit a message", int(posted.conversation.channel_id), call)
 
     async def add_reaction(self, posted: PostedMessage, emoji: str) -> None:
@@ -363,6 +375,7 @@ class _GatewayClient(discord.Client):
     def __init__(self, adapter: DiscordAdapter, **options: Any) -> None:
         super().__init__(**options)
         self._adapter = adapter
+        self.click_host = adapter  # where a card's button hands its clicks
 
     async def on_ready(self) -> None:
         self._adapter._on_ready()

@@ -34,8 +34,8 @@ class CommandHost(Protocol):
     max_message_chars: int
     command_guild_id: int | None
 
-    async def deliver(self, event: SlashCommand) -> None:
-        """Hand `event` to the core."""
+    async def deliver(self, event: SlashCommand) -> bool:
+        """Hand `event` to the core; False when it did not take it (lorebot is stopping)."""
 
 
 def command_tree(
@@ -185,11 +185,11 @@ def _answer_to(
 class _LorebotCommands(
     app_commands.Group,
     name=COMMAND_GROUP,
-    description="lorebot's notes: remember, forget, recall, undo",
+    description="lorebot's notes and cards: remember, forget, recall, undo, approve, decline",
 ):
-    """`/lorebot remember|forget|recall|undo|help`, each handed on as the text the core reads
-    for it. Who may do what is checked by the core: discord.py drops `default_permissions` on
-    subcommands."""
+    """`/lorebot remember|forget|recall|undo|approve|decline|help`, each handed on as the text
+    the core reads for it. Who may do what is checked by the core: discord.py drops
+    `default_permissions` on subcommands."""
 
     def __init__(self, host: CommandHost) -> None:
         super().__init__()
@@ -215,6 +215,20 @@ class _LorebotCommands(
     @app_commands.command(description="Revert your latest change to lorebot's notes")
     async def undo(self, interaction: discord.Interaction[discord.Client]) -> None:
         await handle_command(self._host, interaction, command_text("undo"))
+
+    @app_commands.command(description="Approve a card, as its Approve button does")
+    @app_commands.describe(card="The card's number: #12 on its first line is 12")
+    async def approve(
+        self, interaction: discord.Interaction[discord.Client], card: app_commands.Range[int, 1]
+    ) -> None:
+        await handle_command(self._host, interaction, command_text("approve", str(card)))
+
+    @app_commands.command(description="Decline a card, as its Decline button does")
+    @app_commands.describe(card="The card's number: #12 on its first line is 12")
+    async def decline(
+        self, interaction: discord.Interaction[discord.Client], card: app_commands.Range[int, 1]
+    ) -> None:
+        await handle_command(self._host, interaction, command_text("decline", str(card)))
 
     @app_commands.command(description="What lorebot understands")
     async def help(self, interaction: discord.Interaction[discord.Client]) -> None:

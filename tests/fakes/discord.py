@@ -153,6 +153,21 @@ class Posted:
         """The text after the last edit."""
         return str(self.edits[-1]["content"]) if self.edits else self.content
 
+    @property
+    def components(self) -> list[Body]:
+        """The action rows it shows now: an edit that sends ``components`` replaces them."""
+        for edit in reversed(self.edits):
+            if "components" in edit:
+                return list(edit["components"])
+        return list(self.body.get("components") or [])
+
+    @property
+    def buttons(self) -> list[Body]:
+        return [c for row in self.components for c in row["components"]]
+
+    def button(self, label: str) -> Body:
+        return next(b for b in self.buttons if b.get("label") == label)
+
 
 @dataclass(frozen=True)
 class CommandSync:
@@ -194,6 +209,29 @@ def _json(data: Any, status: int = 200) -> web.Response:
 
 def _error(status: int, message: str, code: int = 0) -> web.Response:
     return _json({"message": message, "code": code}, status=status)
+
+
+def _valid_components(body: Body) -> bool:
+    """Whether Discord takes a message's ``components``: action rows (type 1) of at most
+    five buttons (type 2), each with a style of 1-4, a label of at most 80 characters and a
+    custom_id of at most 100, unique in the message."""
+    rows = body.get("components") or []
+    ids = []
+    for row in rows:
+        buttons = row.get("components") or []
+        if row.get("type") != 1 or not 0 < len(buttons) <= 5:
+            return False
+        for button in buttons:
+            custom_id = str(button.get("custom_id") or "")
+            if (
+                button.get("type") != 2
+                or button.get("style") not in (1, 2, 3, 4)
+                or len(str(button.get("label") or "")) > 80
+                or not 0 < len(custom_id) <= 100
+            ):
+                return False
+            ids.append(custom_id)
+    return len(rows) <= 5 and len(set(ids)) == len(ids)
 
 
 def _now() -> str:
@@ -394,7 +432,7 @@ class FakeDiscord:
         channel_id: int = CHANNEL_ID,
         dm: bool = False,
         channel_type: int | None = None,
-        **options: str,
+        **options: str | int,
     ) -> Body:
         """An INTERACTION_CREATE payload for ``/lorebot <subcommand>`` with string
         ``options``, as Discord builds it: the group's SUB_COMMAND nested in ``data.options``,
@@ -410,7 +448,8 @@ class FakeDiscord:
                     "name": subcommand,
                     "type": 1,
                     "options": [
-                        {"name": name, "type": 3, "value": value} for name, value in options.items()
+                        {"name": name, "type": 4 if isinstance(value, int) else 3, "value": value}
+                        for name, value in options.items()
                     ],
                 }
             ],
@@ -470,6 +509,22 @@ class FakeDiscord:
             channel["type"] = channel_type
         payload.update(channel=channel, channel_id=channel["id"])
         return payload
+
+    async def click(
+        self, posted: Posted, label: str, *, user: FakeUser = ALICE, dm: bool = False
+    ) -> Body:
+        """Dispatch an INTERACTION_CREATE for a click by ``user`` on the button ``label`` of
+        a message the bot posted (type 3, a message component); returns it."""
+        button = posted.button(label)
+        data = self.interaction_payload("", user=user, channel_id=posted.channel_id, dm=dm)
+        data.update(
+            type=3,
+            data={"custom_id": button["custom_id"], "component_type": 2},
+            message=self._message(posted),
+        )
+        self._interactions[data["token"]] = data
+        await self.dispatch("INTERACTION_CREATE", data)
+        return data
 
     async def slash_command(self, subcommand: str, **kwargs: Any) -> Body:
         """Dispatch an INTERACTION_CREATE for ``/lorebot <subcommand>`` (see
@@ -773,6 +828,7 @@ class FakeDiscord:
         data: Body = self.message_payload(
             posted.current, author=BOT, channel_id=posted.channel_id, message_id=posted.id
         )
+        data["components"] = posted.components
         if self._is_dm(posted.channel_id):
             data["channel_id"] = str(posted.channel_id)
             data.pop("guild_id")
@@ -795,7 +851,7 @@ class FakeDiscord:
             status, code, message = self.refused_posts[channel_id]
             return _error(status, message, code=code)
         content = body.get("content") if isinstance(body, dict) else None
-        if not content or len(content) > 2000:
+        if not content or len(content) > 2000 or not _valid_components(body):
             return _error(400, "Invalid Form Body", code=50035)
         posted = Posted(next(self._ids), channel_id, body)
         self.posted.append(posted)
@@ -819,6 +875,8 @@ class FakeDiscord:
             status, code, message = self.refused_edits.pop(0)
             return _error(status, message, code=code)
         if not isinstance(body, dict) or len(str(body.get("content", ""))) > 2000:
+            return _error(400, "Invalid Form Body", code=50035)
+        if not _valid_components(body):
             return _error(400, "Invalid Form Body", code=50035)
         posted.edits.append(body)
         self._touch()

@@ -37,7 +37,7 @@ from tests.support.discord import Running, adapter_for, mention
 from tests.support.harness import make_settings
 
 DEFERRED_EPHEMERAL = (5, 64)  # "lorebot is thinking…", seen only by the person
-SUBCOMMANDS = ["remember", "forget", "recall", "undo", "help"]
+SUBCOMMANDS = ["remember", "forget", "recall", "undo", "approve", "decline", "help"]
 
 
 @dataclass
@@ -116,6 +116,8 @@ async def test_the_lorebot_group_is_synced_to_the_configured_server_at_start(
         "forget": [("what", 3, True)],
         "recall": [("about", 3, False)],
         "undo": [],
+        "approve": [("card", 4, True)],
+        "decline": [("card", 4, True)],
         "help": [],
     }
 
