@@ -208,6 +208,15 @@ class ShowsButtons(Protocol):
 
 
 @runtime_checkable
+class OpensDirect(Protocol):
+    """An adapter that can open the bot's direct conversation with a person; optional."""
+
+    async def direct_conversation(self, user_id: str) -> ConversationRef:
+        """The DM between the bot and the person `user_id`, opened if need be; raises
+        `DeliveryError` when the platform refuses."""
+
+
+@runtime_checkable
 class MeasuresText(Protocol):
     """An adapter whose posted text is longer than the text it is given (escaping,
     conversion to its markup); optional. The core splits replies by this length."""

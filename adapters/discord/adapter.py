@@ -16,9 +16,9 @@ configuration, so one process talks to one Discord.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Final
 
 import aiohttp
@@ -51,6 +51,7 @@ from adapters.discord.errors import DiscordStartError as DiscordStartError
 from adapters.discord.events import PLATFORM, message_event, reaction_event
 from adapters.discord.stream import STREAM_INTERVAL_S, DiscordReplyStream
 from adapters.discord.text import MAX_MESSAGE_CHARS, clip
+from adapters.discord.typing_indicator import typing_in
 
 _log = logging.getLogger(__name__)
 
@@ -76,9 +77,6 @@ ALLOWED_MENTIONS: Final = discord.AllowedMentions(
 
 REPLIES_REMEMBERED: Final = 1000
 CLOSE_GRACE_S: Final = 1.0
-TYPING_WAIT_S: Final = 2.0
-"""How long a turn waits for Discord to take the first typing trigger before going on
-without it."""
 
 
 class DiscordAdapter:
@@ -327,24 +325,15 @@ class DiscordAdapter:
         shows every edit to everyone in the channel, so `recipient` changes nothing."""
         return DiscordReplyStream(self, conversation)
 
-    @contextlib.asynccontextmanager
-    async def working(self, conversation: ConversationRef) -> AsyncIterator[Status]:
-        """Discord's "lorebot is typing…" in the channel while the block runs (discord.py
-        repeats the trigger every few seconds); a refusal only leaves it out. Discord has no
-        status text, so the status function the block gets shows nothing."""
-        client = self._client
-        async with contextlib.AsyncExitStack() as stack:
-            if client is not None:
-                guild_id = int(conversation.team_id) if conversation.team_id else None
-                channel = client.get_partial_messageable(
-                    int(conversation.channel_id), guild_id=guild_id
-                )
-                try:
-                    async with asyncio.timeout(TYPING_WAIT_S):
-                        await stack.enter_async_context(channel.typing())
-                except (discord.HTTPException, aiohttp.ClientError, OSError, TimeoutError) as exc:
-                    _log.debug("no typing indicator in channel %s: %r", channel.id, exc)
-            yield _no_status
+    def working(self, conversation: ConversationRef) -> AbstractAsyncContextManager[Status]:
+        """Discord's "lorebot is typing…" in the channel while the block runs."""
+        return typing_in(self._client, conversation)
+
+    async def direct_conversation(self, user_id: str) -> ConversationRef:
+        """The bot's DM with `user_id` (POST /users/@me/channels), for reminders."""
+        call = self._running().create_dm(discord.Object(int(user_id)))
+        dm = await rest("open a direct message", 0, call)
+        return ConversationRef(self.platform, str(dm.id), is_dm=True)
 
     def _remember_reply(self, message_id: str) -> None:
         """Note that the bot replied to `message_id` (recent ones), so later messages for the
@@ -394,7 +383,3 @@ class _GatewayClient(discord.Client):
 
     async def on_raw_reaction_remove(self, payload: discord.RawReactionActionEvent) -> None:
         await self._adapter._on_raw_reaction(payload)
-
-
-async def _no_status(text: str) -> None:
-    """Discord shows no status text; the typing indicator says the bot is working."""

@@ -301,6 +301,14 @@ class SlackAdapter:
             self.remember_thread(conversation.channel_id, conversation.thread_id)
         return PostedMessage(conversation, str(response.get("ts") or ""))
 
+    async def direct_conversation(self, user_id: str) -> ConversationRef:
+        """The bot's DM with `user_id` (conversations.open, scope im:write), for reminders."""
+        response = await self._api(
+            "conversations.open", self._web.conversations_open(users=user_id, return_im=False)
+        )
+        channel = str((response.get("channel") or {}).get("id") or "")
+        return ConversationRef(self.platform, channel, is_dm=True, team_id=self.team_id)
+
     async def post_ephemeral(self, channel: str, user: str, text: str) -> None:
         """Post mrkdwn `text` in `channel` for `user` alone (chat.postEphemeral)."""
         await self._api(

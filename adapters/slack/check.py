@@ -10,6 +10,10 @@ from adapters.diagnosis import Finding
 from adapters.slack.errors import describe_error, missing_scopes, response_header
 
 APP_TOKEN_FIX = "generate an app-level token with connections:write and enable Socket Mode"
+BUTTONS_HINT = (
+    "cards show Approve/Decline buttons once Interactivity is on (app settings → "
+    "Interactivity & Shortcuts; Socket Mode needs no request URL); reactions decide either way"
+)
 SCOPES_FIX = "add them under OAuth & Permissions → Bot Token Scopes, then reinstall the app"
 
 
@@ -35,6 +39,7 @@ async def diagnose_slack(bot_token: str, app_token: str | None, api_base_url: st
             )
         else:
             findings.append(Finding(True, "slack scopes", "every scope lorebot needs is granted"))
+        findings.append(Finding(True, "slack buttons", BUTTONS_HINT))
         if app_token is not None:
             try:
                 await client.apps_connections_open(app_token=app_token)

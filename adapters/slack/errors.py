@@ -23,6 +23,7 @@ REQUIRED_SCOPES = (
     "commands",
     "groups:history",
     "im:history",
+    "im:write",
     "reactions:read",
     "reactions:write",
     "users:read",

@@ -70,6 +70,21 @@ def may_decide(proposal: Proposal, person: str, admins: frozenset[str]) -> bool:
     return person == proposal.requester and proposal.payload.get("approvers") != "admins"
 
 
+def _on_card_or_reminder(proposal: Proposal, click: ButtonClick) -> bool:
+    """Whether the click was on the proposal's card, or on a reminder of it in the
+    clicker's DM (which only the person it was sent to reads; who may decide is checked
+    after, as for the card)."""
+    where = click.conversation
+    if proposal.platform != where.platform or proposal.card_message_id is None:
+        return False
+    if where.is_dm:
+        return True
+    return (
+        proposal.conversation.get("channel_id") == where.channel_id
+        and proposal.card_message_id == click.message_id
+    )
+
+
 class DecisionCheck:
     """The checks, against the proposals as they are stored now."""
 
@@ -83,13 +98,7 @@ class DecisionCheck:
         if choice is None:
             return self._refused("not a card", NOT_A_CARD, click.user)
         proposal = await self._fetch(choice.proposal_id)
-        where = click.conversation
-        if (
-            proposal is None
-            or proposal.platform != where.platform
-            or proposal.conversation.get("channel_id") != where.channel_id
-            or proposal.card_message_id != click.message_id
-        ):
+        if proposal is None or not _on_card_or_reminder(proposal, click):
             return self._refused("other card", OTHER_CARD, click.user)
         if card_hash(proposal) != choice.card_hash:
             return self._refused("card changed", CHANGED, click.user)

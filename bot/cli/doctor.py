@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 from adapters.diagnosis import Finding
 from bot.cli.common import print_json
 from bot.cli.doctor_replicas import fetch_replicas, replica_checks, replicas_json
-from bot.cli.doctor_storage import check_database, check_slips, check_vectors
+from bot.cli.doctor_storage import (
+    check_database,
+    check_slips,
+    check_vectors,
+    check_waiting_cards,
+)
 from memory.clock import utc_now
 
 if TYPE_CHECKING:
@@ -204,7 +209,15 @@ async def cmd_doctor(
 ) -> int:
     source = f"from {settings.config}" if settings.config else "from the environment and defaults"
     results = [Check(True, "config", f"loaded {source}")]
-    checks = (check_database, check_model, check_vectors, check_slips, check_skills, check_mcp)
+    checks = (
+        check_database,
+        check_model,
+        check_vectors,
+        check_slips,
+        check_waiting_cards,
+        check_skills,
+        check_mcp,
+    )
     for check in checks:
         results += await check(settings)
     results += await check_platforms(settings, platforms)

@@ -189,6 +189,37 @@ async def check_slips(settings: Settings) -> list[Check]:
     ]
 
 
+async def check_waiting_cards(settings: Settings) -> list[Check]:
+    """How many cards have waited over a day for a decision: a count, not a failure; many
+    say people do not see them (reminders are `bot.card_reminder_minutes`)."""
+    from datetime import timedelta
+
+    from bot.storage import open_memory
+    from memory import StoreError
+    from memory.clock import utc_now
+
+    if not _database_exists(settings):
+        return [Check(True, "waiting cards", "none yet (no database)")]
+    try:
+        memory = await open_memory(settings, create=False, prepare=False)
+    except StoreError as exc:
+        return [Check(False, "waiting cards", str(exc))]
+    try:
+        waiting = await memory.proposals.count_waiting(utc_now() - timedelta(days=1))
+    finally:
+        await memory.close()
+    if not waiting:
+        return [Check(True, "waiting cards", "none has waited over a day")]
+    return [
+        Check(
+            True,
+            "waiting cards",
+            f"{waiting} waited over a day for a decision (`lorebot proposals list` shows "
+            "them; they expire after bot.proposal_ttl_hours)",
+        )
+    ]
+
+
 def _database_exists(settings: Settings) -> bool:
     """Whether there is a database to look into (on PostgreSQL, opening it tells)."""
     from bot.storage import engine_for

@@ -93,6 +93,9 @@ class BotSettings(Section):
         (), description="channel scopes whose memory cannot be changed from chat"
     )
     proposal_ttl_hours: float = Field(24.0, gt=0, description="when an undecided card expires")
+    card_reminder_minutes: float = Field(
+        30.0, ge=0, description="when a waiting card is sent to its approvers by DM; 0: never"
+    )
     max_concurrent_model_calls: int = Field(2, ge=1, description="model calls in flight")
     queue_size: int = Field(100, ge=1, description="waiting events before the bot is busy")
     tool_timeout_s: float = Field(20.0, gt=0, description="longest run of one tool call")

@@ -193,7 +193,10 @@ class Bot:
             systemd=self.systemd,
             leadership=engine.leadership(),
             leader_only=self._leader_only(),
-            loops=[("proposal follow-ups", self._follow_up_forever)],
+            loops=[
+                ("proposal follow-ups", self._follow_up_forever),
+                ("card reminders", services.reminders.forever),
+            ],
             clock=self.clock,
             beat=not alone,
         )

@@ -16,6 +16,7 @@ from typing import Any
 from adapters.base import Adapter
 from bot.actions.mcp import McpServer, McpServers
 from bot.approvals.closing import Closings
+from bot.approvals.reminders import Reminders
 from bot.approvals.service import ApprovalService, build_approvals
 from bot.config.settings import Settings, SystemdEnvironment
 from bot.context.skills import SkillUse, build_catalog
@@ -62,6 +63,7 @@ class Services:
     router: Router
     dispatcher: Dispatcher
     jobs: JobRunner
+    reminders: Reminders
     replica_id: str  # this process among the replicas, as the inbox's claims name it
 
 
@@ -155,6 +157,13 @@ def build_services(
         router=router,
         dispatcher=dispatcher,
         jobs=jobs,
+        reminders=Reminders(
+            stores.proposals,
+            adapters,
+            admins=frozenset(settings.bot.admins),
+            after=timedelta(minutes=settings.bot.card_reminder_minutes),
+            clock=clock,
+        ),
         replica_id=holder,
     )
 

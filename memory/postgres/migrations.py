@@ -21,6 +21,7 @@ from memory.postgres.migration_steps import (
     m019_inbox,
     m020_claim_tokens,
     m021_queue_with_upserts,
+    m022_card_reminders,
 )
 
 BASELINE = 16
@@ -33,6 +34,7 @@ STEPS: tuple[tuple[int, str], ...] = (
     (19, m019_inbox.SQL),
     (20, m020_claim_tokens.SQL),
     (21, m021_queue_with_upserts.SQL),
+    (22, m022_card_reminders.SQL),
 )
 
 SCHEMA_VERSION = BASELINE + len(STEPS)

@@ -7,7 +7,7 @@ A decision is claimed and applied in one transaction, so it happens exactly once
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from memory.clock import Clock
@@ -144,6 +144,39 @@ class SqlProposalStore:
             f"AND platform IN ({marks(len(platforms))}) ORDER BY id",
             tuple(platforms),
         )
+
+    async def fetch_to_remind(
+        self, waiting_since: datetime, platforms: Sequence[str]
+    ) -> list[Proposal]:
+        """Pending proposals on these platforms whose card was posted and has waited since
+        `waiting_since` or longer, and whose approvers were not reminded of it yet."""
+        if not platforms:
+            return []
+        return await self._select(
+            "WHERE status = 'pending' AND reminded_at IS NULL AND card_message_id IS NOT NULL "
+            f"AND created_at <= ? AND platform IN ({marks(len(platforms))}) ORDER BY id",
+            (self.time(waiting_since), *platforms),
+        )
+
+    async def claim_reminder(self, proposal_id: int) -> bool:
+        """Claim the reminder of a waiting proposal; True for exactly one caller, so its
+        approvers are reminded once across replicas."""
+        async with self.db.transaction() as sql:
+            changed = await sql.run(
+                "UPDATE proposals SET reminded_at = ? WHERE id = ? "
+                "AND status = 'pending' AND reminded_at IS NULL",
+                (self.time(self.clock()), proposal_id),
+            )
+        return changed == 1
+
+    async def count_waiting(self, waiting_since: datetime) -> int:
+        """How many proposals have waited for a decision since `waiting_since` or longer."""
+        async with self.db.reading() as sql:
+            row = await sql.row(
+                "SELECT count(*) AS n FROM proposals WHERE status = 'pending' AND created_at <= ?",
+                (self.time(waiting_since),),
+            )
+        return int(row["n"]) if row is not None else 0
 
     async def mark(self, proposal_id: int, outcome: str, *, failed: bool = False) -> Proposal:
         """Record what happened when a decided proposal was carried out outside SQL."""

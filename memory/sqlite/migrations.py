@@ -33,6 +33,7 @@ from memory.sqlite.migration_steps import (
     m019_inbox,
     m020_claim_tokens,
     m021_queue_with_upserts,
+    m022_card_reminders,
 )
 
 Step = Callable[[aiosqlite.Connection], Awaitable[None]]
@@ -59,6 +60,7 @@ MIGRATIONS: tuple[str | Step, ...] = (
     m019_inbox.SQL,
     m020_claim_tokens.SQL,
     m021_queue_with_upserts.SQL,
+    m022_card_reminders.SQL,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

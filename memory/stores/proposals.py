@@ -243,6 +243,21 @@ class ProposalStore(Protocol):
         e.g. decided with `lorebot proposals approve` while the daemon runs."""
         ...
 
+    async def fetch_to_remind(
+        self, waiting_since: datetime, platforms: Sequence[str]
+    ) -> list[Proposal]:
+        """Pending proposals on these platforms whose card was posted and has waited since
+        `waiting_since` or longer, and whose approvers were not reminded of it yet."""
+        ...
+
+    async def claim_reminder(self, proposal_id: int) -> bool:
+        """Claim the reminder of a waiting proposal; True for exactly one caller."""
+        ...
+
+    async def count_waiting(self, waiting_since: datetime) -> int:
+        """How many proposals have waited for a decision since `waiting_since` or longer."""
+        ...
+
     async def mark(self, proposal_id: int, outcome: str, *, failed: bool = False) -> Proposal:
         """Record what happened when a decided proposal was carried out outside the store."""
         ...

@@ -153,6 +153,9 @@ class ButtonsAdapter(RecordingAdapter):
         self._find(posted.message_id).buttons = list(buttons)
         return posted
 
+    async def direct_conversation(self, user_id: str) -> ConversationRef:
+        return ConversationRef(PLATFORM, f"D-{user_id}", is_dm=True, team_id=TEAM)
+
     def click(
         self,
         card: Sent,

@@ -46,6 +46,7 @@ from aiohttp import WSMsgType, web
 from tests.support.polling import HANG_GUARD_S
 
 __all__ = [
+    "ADMIN",
     "ALICE",
     "APPLICATION_ID",
     "BOT",
@@ -122,6 +123,7 @@ class FakeUser:
 BOT = FakeUser(1000000000000000001, "lorebot", "lorebot", bot=True)
 ALICE = FakeUser(1200000000000000001, "alice", "Alice")
 MALLORY = FakeUser(1200000000000000002, "mallory", "Mallory")
+ADMIN = FakeUser(1200000000000000003, "admin", "Admin")
 
 
 @dataclass(frozen=True)
@@ -287,6 +289,7 @@ class FakeDiscord:
         app.router.add_get(f"{api}/users/@me", self._me)
         app.router.add_get(f"{api}/oauth2/applications/@me", self._application)
         app.router.add_get(f"{api}/channels/{{channel}}", self._channel)
+        app.router.add_post(f"{api}/users/@me/channels", self._open_dm)
         app.router.add_post(f"{api}/channels/{{channel}}/messages", self._create_message)
         app.router.add_patch(f"{api}/channels/{{channel}}/messages/{{message}}", self._edit)
         app.router.add_post(f"{api}/channels/{{channel}}/typing", self._typing)
@@ -822,6 +825,25 @@ class FakeDiscord:
             return _json({"id": str(channel_id), "type": 1, "recipients": [ALICE.payload()]})
         return _json(
             {"id": str(channel_id), "type": 0, "guild_id": str(GUILD_ID), "name": "general"}
+        )
+
+    async def _open_dm(self, request: web.Request) -> web.Response:
+        """The DM with ``recipient_id``: its channel id is the person's id plus 7."""
+        body, denied = await self._record(request)
+        if denied:
+            return denied
+        people = {user.id: user for user in (ALICE, MALLORY, ADMIN)}
+        person = people.get(int((body or {}).get("recipient_id") or 0))
+        if person is None:
+            return _error(400, "Invalid Recipient(s)", code=50033)
+        return _json(
+            {
+                "id": str(person.dm_channel_id),
+                "type": 1,
+                "last_message_id": None,
+                "flags": 0,
+                "recipients": [person.payload()],
+            }
         )
 
     def _message(self, posted: Posted) -> Body:

@@ -57,6 +57,7 @@ BOT_USER = "UBOT"
 BOT_ID = "BBOT"
 ALL_SCOPES = (
     "app_mentions:read,channels:history,chat:write,commands,groups:history,im:history,im:read,"
+    "im:write,"
     "reactions:read,reactions:write,users:read"
 )
 
@@ -594,6 +595,15 @@ class FakeSlack:
             found[0].blocks = blocks
         found[0].edits.append(str(params.get("text", "")))
         return {"ok": True, "channel": found[0].channel, "ts": found[0].ts, "text": found[0].text}
+
+    def _m_conversations_open(self, params: Body) -> Body:
+        """A DM with one person: its channel id is ``D`` and the person's id after ``U``."""
+        users = str(params.get("users", ""))
+        if not users or "," in users:
+            return {"ok": False, "error": "invalid_arguments"}
+        if users not in self.users:
+            return {"ok": False, "error": "user_not_found"}
+        return {"ok": True, "channel": {"id": "D" + users.removeprefix("U")}}
 
     def _m_chat_postEphemeral(self, params: Body) -> Body:
         channel, user = str(params.get("channel", "")), str(params.get("user", ""))

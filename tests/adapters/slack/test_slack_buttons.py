@@ -151,3 +151,19 @@ def test_a_long_card_is_split_into_sections_slack_accepts() -> None:
     sections = [b["text"]["text"] for b in blocks if b["type"] == "section"]
     assert all(len(s) <= SECTION_CHARS for s in sections) and len(sections) == 3
     assert "\n".join(sections) == text  # cut at line ends, nothing lost
+
+
+async def test_a_waiting_card_is_sent_to_its_requester_by_dm_and_decided_there(
+    running: Running, clock: FakeClock
+) -> None:
+    card = await card_for(running)
+    clock.advance(minutes=30)
+    assert await running.bot.services.reminders.remind_due() == 1
+    [opened] = running.slack.calls_to("conversations.open")
+    assert opened["users"] == "UALICE"
+    [reminder] = [p for p in running.slack.posts if p.channel == "DALICE"]
+    assert reminder.text.startswith("⏰ Card #1 is waiting for your decision")
+    assert [b["text"]["text"] for b in reminder.buttons] == ["Approve", "Decline"]
+    await click(running, running.slack.block_actions(reminder, "Approve", user="UALICE"))
+    [note] = await running.bot.notes.list_notes()
+    assert note.body == "lunch is at noon" and card.current.startswith("✅ Saved")

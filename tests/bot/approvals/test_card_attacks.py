@@ -150,7 +150,7 @@ async def test_arguments_that_fit_once_escaped_make_a_whole_card(
     slack_bot: Bot, fake_ollama: FakeOllama, fake_slack: FakeSlack
 ) -> None:
     card = await _slack_echo_card(fake_ollama, fake_slack, "&" * 500)
-    assert re.search(r"(&amp;){500}", card.text) and "React ✅" in card.text
+    assert re.search(r"(&amp;){500}", card.text) and "(or react ✅) to run it" in card.text
     assert not card.text.endswith(" …")
 
 

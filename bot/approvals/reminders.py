@@ -1,0 +1,114 @@
+"""Waiting cards reach their approvers: a card nobody decided within
+`bot.card_reminder_minutes` is sent once, by DM with its buttons, to each person who may
+decide it. The leading replica sends them; the database makes each card's reminder go
+out once across replicas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+
+from adapters.base import Adapter, DeliveryError, OpensDirect, ShowsButtons
+from bot.approvals.buttons import card_buttons
+from bot.approvals.cards import conversation_of
+from bot.approvals.clicks import may_decide
+from bot.approvals.kinds.registry import get_kind
+from bot.tasks import stop_if_asked
+from memory.errors import StoreError
+from memory.scope_ids import raw_id
+from memory.stores.proposals import Proposal, ProposalStore
+
+_log = logging.getLogger(__name__)
+
+INTERVAL_S = 60.0  # how often waiting cards are looked for
+
+
+def approvers(proposal: Proposal, admins: frozenset[str]) -> list[str]:
+    """The people (user scopes) a waiting card is sent to: the requester where they may
+    decide it, and the platform's admins for an action, a team note, or a card only admins
+    decide."""
+    kind = get_kind(proposal.kind)
+    scope = str(proposal.payload.get("scope", ""))
+    people = [proposal.requester] if may_decide(proposal, proposal.requester, admins) else []
+    if (
+        kind.always_approvable()
+        or scope.startswith("team:")
+        or proposal.payload.get("approvers") == "admins"
+    ):
+        people += sorted(a for a in admins if a.startswith(f"user:{proposal.platform}/"))
+    return list(dict.fromkeys(people))
+
+
+def reminder_text(proposal: Proposal) -> str:
+    kind = get_kind(proposal.kind)
+    subject = kind.subject(proposal.payload)
+    where = conversation_of(proposal)
+    place = "a direct message" if where.is_dm else f"channel {where.channel_id}"
+    return (
+        f"⏰ Card #{proposal.id} is waiting for your decision: {kind.label} `{subject}`, "
+        f"asked by {proposal.requester} in {place}. It expires at "
+        f"{proposal.expires_at:%Y-%m-%d %H:%M} UTC; the card itself takes ✅ or ❌ too."
+    )
+
+
+class Reminders:
+    """Sends the reminders of cards that waited too long."""
+
+    def __init__(
+        self,
+        proposals: ProposalStore,
+        adapters: Mapping[str, Adapter],
+        *,
+        admins: frozenset[str],
+        after: timedelta,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.proposals = proposals
+        self.adapters = adapters
+        self.admins = admins
+        self.after = after
+        self.clock = clock
+
+    async def remind_due(self) -> int:
+        """Send the reminders now due; how many cards were reminded of."""
+        if self.after <= timedelta(0):
+            return 0
+        due = await self.proposals.fetch_to_remind(self.clock() - self.after, list(self.adapters))
+        reminded = 0
+        for proposal in due:
+            if not await self.proposals.claim_reminder(proposal.id):
+                continue  # another replica sends it
+            reminded += 1
+            for person in approvers(proposal, self.admins):
+                await self._send(proposal, person)
+        return reminded
+
+    async def _send(self, proposal: Proposal, person: str) -> None:
+        adapter = self.adapters[proposal.platform]
+        if not isinstance(adapter, OpensDirect):
+            return  # a platform without DMs (the console) shows its open cards itself
+        user_id = raw_id(person.partition("/")[2])
+        try:
+            dm = await adapter.direct_conversation(user_id)
+            text = reminder_text(proposal)
+            if isinstance(adapter, ShowsButtons):
+                await adapter.send_card(dm, text, card_buttons(proposal, always=False))
+            else:
+                await adapter.send(dm, text)
+        except DeliveryError as exc:
+            _log.warning("could not remind %s of card #%d: %s", person, proposal.id, exc)
+            return
+        _log.info("reminded %s of card #%d", person, proposal.id)
+
+    async def forever(self) -> None:
+        """Send due reminders every `INTERVAL_S` until cancelled."""
+        while True:
+            try:
+                await self.remind_due()
+            except StoreError as exc:  # the next round tries again
+                _log.warning("could not look for waiting cards: %s", exc)
+            stop_if_asked()
+            await asyncio.sleep(INTERVAL_S)
