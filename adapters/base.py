@@ -99,7 +99,9 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class ReactionEvent:
-    """A reaction added to (or removed from) a message; `emoji` is APPROVE, REJECT or other."""
+    """A reaction added to (or removed from) a message; `emoji` is APPROVE, REJECT or other.
+    `private` marks a decision a person asked for by a button or by a command, as the core
+    keeps it: what it has to tell them goes to them alone."""
 
     conversation: ConversationRef
     user: UserRef
@@ -107,6 +109,7 @@ class ReactionEvent:
     target_message_id: str
     event_id: str
     added: bool = True
+    private: bool = False
 
     def __post_init__(self) -> None:
         _make_valid(self)
@@ -214,6 +217,17 @@ class OpensDirect(Protocol):
     async def direct_conversation(self, user_id: str) -> ConversationRef:
         """The DM between the bot and the person `user_id`, opened if need be; raises
         `DeliveryError` when the platform refuses."""
+
+
+@runtime_checkable
+class AnswersPrivately(Protocol):
+    """An adapter that can show a person alone a message in a conversation, outside any
+    interaction (Slack's ephemeral messages); optional."""
+
+    async def answer_privately(
+        self, conversation: ConversationRef, user_id: str, text: str
+    ) -> None:
+        """Show `text` in `conversation` to `user_id` alone."""
 
 
 @runtime_checkable

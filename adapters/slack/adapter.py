@@ -309,6 +309,12 @@ class SlackAdapter:
         channel = str((response.get("channel") or {}).get("id") or "")
         return ConversationRef(self.platform, channel, is_dm=True, team_id=self.team_id)
 
+    async def answer_privately(
+        self, conversation: ConversationRef, user_id: str, text: str
+    ) -> None:
+        """Show `text` in the conversation to `user_id` alone (chat.postEphemeral)."""
+        await self.post_ephemeral(conversation.channel_id, user_id, fit_mrkdwn(text))
+
     async def post_ephemeral(self, channel: str, user: str, text: str) -> None:
         """Post mrkdwn `text` in `channel` for `user` alone (chat.postEphemeral)."""
         await self._api(

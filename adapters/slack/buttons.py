@@ -9,6 +9,8 @@ person is answered ephemerally, through the click's `response_url` or chat.postE
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import re
 import uuid
@@ -19,7 +21,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 from slack_bolt.context.respond.async_respond import AsyncRespond
 
-from adapters.base import Button, ButtonClick, ConversationRef, UserRef
+from adapters.base import Button, ButtonClick, ConversationRef, NotTaken, UserRef
 from adapters.slack.commands import CommandHost, answer_to
 
 _log = logging.getLogger(__name__)
@@ -31,6 +33,8 @@ SECTION_CHARS = 3000
 LABEL_CHARS = 75
 VALUE_CHARS = 2000
 _STYLES = frozenset({"primary", "danger"})
+STOPPING = "lorebot is restarting; click again in a moment."
+_FENCE = "```"
 
 
 def card_blocks(mrkdwn: str, buttons: Sequence[Button]) -> list[dict[str, Any]]:
@@ -57,28 +61,59 @@ def card_blocks(mrkdwn: str, buttons: Sequence[Button]) -> list[dict[str, Any]]:
 
 
 def _parts(text: str, room: int) -> list[str]:
-    """`text` in pieces of at most `room` characters, cut at line ends where one is near."""
+    """`text` in pieces of at most `room` characters, cut at line ends where one is near; a
+    code block cut in two is closed at the end of one piece and opened again in the next."""
     parts = []
+    fence = len(_FENCE) + 1
     while len(text) > room:
-        cut = text.rfind("\n", 0, room)
-        cut = cut if cut > room // 2 else room
-        parts.append(text[:cut])
-        text = text[cut:].lstrip("\n")
+        cut = text.rfind("\n", 0, room - fence)
+        cut = cut if cut > room // 2 else room - fence
+        part, text = text[:cut], text[cut:].lstrip("\n")
+        if part.count(_FENCE) % 2:  # inside a code block
+            part, text = f"{part}\n{_FENCE}", f"{_FENCE}\n{text}"
+        parts.append(part)
     if text.strip() or not parts:
         parts.append(text or " ")
     return parts
 
 
 def register_buttons(app: AsyncApp, host: CommandHost) -> None:
-    """Route clicks on the cards' buttons to a listener that hands each to the core, then
-    acknowledges it (bolt answers Slack once the listener returns)."""
+    """Route clicks on the cards' buttons to a listener that hands each to the core (which
+    stores it), then acknowledges it (bolt answers Slack once the listener returns). A
+    click a stopping lorebot does not take is acknowledged too, and the clicker is asked
+    to click again: Slack does not send an interaction again."""
 
     async def on_click(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
-        what = f"click {body.get('trigger_id')}"
-        await host.hand_over(lambda: to_click(host, body, respond), what)
+        click = await to_click(host, body, respond)
+        try:
+            if click is not None:
+                await host.hand_over(functools.partial(_given, click), f"click {click.event_id}")
+        except NotTaken:
+            _answering.add(asyncio.create_task(_answer_quietly(click, STOPPING)))
         await ack()
 
     app.action(_ACTION)(on_click)
+
+
+# Answers to clicks under way (a reference, so none is collected unfinished).
+_answering: set[asyncio.Task[None]] = set()
+
+
+async def _given(click: ButtonClick) -> ButtonClick:
+    return click
+
+
+async def _answer_quietly(click: ButtonClick | None, text: str) -> None:
+    if click is None:
+        return
+    try:
+        await click.answer(text)
+    except Exception as exc:  # the Web API's refusal is logged where it happened
+        _log.warning("could not answer a click: %s", exc)
+    finally:
+        task = asyncio.current_task()
+        if task is not None:
+            _answering.discard(task)
 
 
 async def to_click(

@@ -25,7 +25,7 @@ _log = logging.getLogger(__name__)
 NOT_A_CARD = "That button is not on any card of mine, so nothing was decided."
 OTHER_CARD = "That button does not belong to this card, so nothing was decided."
 CHANGED = "This card changed since it was posted, so nothing was decided."
-NO_CARD = "There is no card #{id}."
+NO_CARD = "There is no card #{id} you can decide."
 NOT_POSTED = "Card #{id} was never posted, so it cannot be decided."
 ONLY_ADMINS_ALWAYS = "Only an admin can always allow a tool, and only in a channel."
 
@@ -107,14 +107,17 @@ class DecisionCheck:
     async def typed(
         self, proposal_id: int, approve: bool, user: UserRef, event_id: str
     ) -> ReactionEvent | Refusal:
-        """The reaction `approve 12` / `decline 12` asks for, or why it may not decide."""
+        """The reaction `approve 12` / `decline 12` asks for, or why it may not decide. A
+        number typed anywhere is answered alike for a card that does not exist and one the
+        person may not decide, so nothing about other people's cards is told."""
         proposal = await self._fetch(proposal_id)
-        if proposal is None:
-            return self._refused("no such card", NO_CARD.format(id=proposal_id), user)
-        if proposal.platform != user.platform:
-            # A person is known by their platform's id: a card on another platform is
-            # decided there (or with `lorebot proposals` by an operator).
-            return self._refused("other platform", NO_CARD.format(id=proposal_id), user)
+        unknown = NO_CARD.format(id=proposal_id)
+        # A person is known by their platform's id: a card on another platform is decided
+        # there (or with `lorebot proposals` by an operator).
+        if proposal is None or proposal.platform != user.platform:
+            return self._refused("no such card", unknown, user)
+        if not may_decide(proposal, user_scope(user), self.admins):
+            return self._refused("not allowed", unknown, user)
         if proposal.card_message_id is None:
             return self._refused("not posted", NOT_POSTED.format(id=proposal_id), user)
         return self._decision(proposal, APPROVE if approve else REJECT, user, event_id)
@@ -123,10 +126,10 @@ class DecisionCheck:
         self, proposal: Proposal, emoji: str, user: UserRef, event_id: str
     ) -> ReactionEvent | Refusal:
         person = user_scope(user)
-        if not proposal.pending:
-            return self._refused("decided", closed_line(proposal), user)
         if not may_decide(proposal, person, self.admins):
             return self._refused("not allowed", who_decides(proposal), user)
+        if not proposal.pending:
+            return self._refused("decided", closed_line(proposal), user)
         conversation = conversation_of(proposal)
         if emoji == ALWAYS and (
             person not in self.admins
@@ -135,7 +138,9 @@ class DecisionCheck:
         ):
             return self._refused("not an admin", ONLY_ADMINS_ALWAYS, user)
         assert proposal.card_message_id is not None  # a card someone saw was posted
-        return ReactionEvent(conversation, user, emoji, proposal.card_message_id, event_id)
+        return ReactionEvent(
+            conversation, user, emoji, proposal.card_message_id, event_id, private=True
+        )
 
     async def _fetch(self, proposal_id: int) -> Proposal | None:
         try:

@@ -83,7 +83,10 @@ class Reminders:
                 continue  # another replica sends it
             reminded += 1
             for person in approvers(proposal, self.admins):
-                await self._send(proposal, person)
+                try:
+                    await self._send(proposal, person)
+                except Exception:  # one person's failure keeps no one else from theirs
+                    _log.exception("could not remind %s of card #%d", person, proposal.id)
         return reminded
 
     async def _send(self, proposal: Proposal, person: str) -> None:
@@ -110,5 +113,7 @@ class Reminders:
                 await self.remind_due()
             except StoreError as exc:  # the next round tries again
                 _log.warning("could not look for waiting cards: %s", exc)
+            except Exception:  # as the follow-ups: the loop outlives one round's failure
+                _log.exception("could not send the reminders of waiting cards")
             stop_if_asked()
             await asyncio.sleep(INTERVAL_S)

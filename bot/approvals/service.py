@@ -214,7 +214,12 @@ class ApprovalService:
         footer = self._footer(requester, verb, buttons=buttons)
         try:
             if isinstance(adapter, ShowsButtons):
-                always = get_kind(proposal.kind).always_approvable() and not conversation.is_dm
+                kind = get_kind(proposal.kind)  # ♾️ that allows more than this card
+                always = (
+                    kind.always_approvable()
+                    and kind.allowance(proposal.payload) is not None
+                    and not conversation.is_dm
+                )
                 shown = card_buttons(proposal, always=always)
                 posted = await adapter.send_card(conversation, f"{text}\n{footer}", shown)
             else:

@@ -12,9 +12,17 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from adapters.base import Answer, ButtonClick, ReactionEvent, SlashCommand
+from adapters.base import (
+    Adapter,
+    Answer,
+    AnswersPrivately,
+    ButtonClick,
+    ReactionEvent,
+    SlashCommand,
+)
 from bot.approvals.clicks import DecisionCheck, Refusal, closed_line
 from memory.stores.proposals import Proposal, ProposalStore
 
@@ -25,10 +33,20 @@ MAX_WAITING_ANSWERS = 1000
 
 @dataclass(frozen=True, slots=True)
 class Waiting:
-    """The answer of a decision waiting in the inbox; `typed` ones are told the outcome."""
+    """The answer of a decision waiting in the inbox; `told` ones hear the outcome (a typed
+    decision, a click on a reminder: the card they would see change is elsewhere)."""
 
     answer: Answer
-    typed: bool
+    told: bool
+
+
+def outcome_line(proposal: Proposal) -> str:
+    """What a person who decided a card is told of it."""
+    if proposal.status == "approved":
+        return f"Card #{proposal.id} is approved."
+    if proposal.status == "rejected":
+        return f"Card #{proposal.id} is declined."
+    return f"Card #{proposal.id} was not applied: {proposal.outcome}"
 
 
 def typed_decision(text: str) -> tuple[int, bool] | None:
@@ -42,8 +60,11 @@ def typed_decision(text: str) -> tuple[int, bool] | None:
 class Decisions:
     """Turns clicks and typed decisions into reactions, and answers them once handled."""
 
-    def __init__(self, proposals: ProposalStore, admins: frozenset[str]) -> None:
+    def __init__(
+        self, proposals: ProposalStore, admins: frozenset[str], adapters: Mapping[str, Adapter]
+    ) -> None:
         self.proposals = proposals
+        self.adapters = adapters
         self.check = DecisionCheck(proposals, admins)
         self._waiting: OrderedDict[str, Waiting] = OrderedDict()
 
@@ -56,9 +77,12 @@ class Decisions:
         number, approve = typed
         return await self.check.typed(number, approve, event.author, event.event_id)
 
-    def wait(self, key: str, event: ButtonClick | SlashCommand) -> None:
-        """Keep `event`'s answer until the reaction stored under `key` is handled."""
-        self._waiting[key] = Waiting(event.answer, isinstance(event, SlashCommand))
+    def wait(self, key: str, event: ButtonClick | SlashCommand, card: ReactionEvent) -> None:
+        """Keep `event`'s answer until `card`, the reaction it asks for, stored under `key`,
+        is handled."""
+        elsewhere = event.conversation.channel_id != card.conversation.channel_id
+        told = isinstance(event, SlashCommand) or elsewhere
+        self._waiting[key] = Waiting(event.answer, told)
         while len(self._waiting) > MAX_WAITING_ANSWERS:
             self._waiting.popitem(last=False)
 
@@ -67,19 +91,27 @@ class Decisions:
 
     async def handled(self, key: str, event: ReactionEvent, decided: Proposal | None) -> None:
         """Answer the person whose click or typed decision `key` was, now that it was
-        handled: `decided` is the proposal it decided, None when it decided nothing."""
+        handled: `decided` is the proposal it decided, None when it decided nothing. When
+        another replica took it, its answer is not here: a refusal then goes to the person
+        alone where the platform can say so outside the interaction (Slack)."""
         waiting = self._waiting.pop(key, None)
-        if waiting is None:
-            return  # a reaction, or answered by the replica that took it
+        if waiting is None and not event.private:
+            return  # a reaction
         if decided is not None:
-            if waiting.typed:
-                await waiting.answer(f"Card #{decided.id} is {decided.status} now.")
+            if waiting is not None and waiting.told:
+                await waiting.answer(outcome_line(decided))
             return
         conv = event.conversation
         proposal = await self.proposals.fetch_by_card(
             conv.platform, conv.channel_id, event.target_message_id
         )
         if proposal is not None and not proposal.pending:
-            await waiting.answer(closed_line(proposal))
+            text = closed_line(proposal)
         else:
-            await waiting.answer("That decided nothing: the card may have changed meanwhile.")
+            text = "That decided nothing: the card may have changed meanwhile."
+        if waiting is not None:
+            await waiting.answer(text)
+            return
+        adapter = self.adapters.get(conv.platform)
+        if isinstance(adapter, AnswersPrivately):
+            await adapter.answer_privately(conv, event.user.id, text)

@@ -83,7 +83,7 @@ class Dispatcher:
         # The platforms this replica answers on now (a standby has no Discord connection).
         self.platforms = platforms or (lambda: list(adapters))
         self.secrets = tuple(secrets)  # lorebot's own: redacted from every event's text
-        self.decisions = Decisions(approvals.proposals, approvals.admins)
+        self.decisions = Decisions(approvals.proposals, approvals.admins, adapters)
         self.handler = Handler(router, approvals, self.decisions)
         self._draining: set[str] = set()  # conversations a task of this replica works on
         self._woken: set[str] = set()  # … and that were given an event meanwhile
@@ -156,23 +156,27 @@ class Dispatcher:
         """A click or a typed decision: refused at once (answered to the person after the
         platform's acknowledgement), or kept as the reaction it asks for."""
         found = await self.decisions.reaction_for(event)
+        if not isinstance(found, Refusal) and not self.allowed(found):  # the card's channel
+            found = Refusal("not allowed", NOT_ALLOWED_REPLY)
         if isinstance(found, Refusal):
             self._drop("decision refused")
             self.tasks.spawn(self._say(event, found.text), name=f"refusal {key}")
             return
-        self.decisions.wait(key, event)
-        taken, claimed = await self._take(found, key)
+        self.decisions.wait(key, event, found)
+        taken, claimed = await self._take(found, key, asked=event)
         if not taken:
             self.decisions.forget(key)
         if taken or claimed:
             self._wake(found.conversation.key, claimed=claimed)
 
-    async def _take(self, event: Message | ReactionEvent, key: str) -> tuple[bool, bool]:
+    async def _take(
+        self, event: Message | ReactionEvent, key: str, *, asked: Event | None = None
+    ) -> tuple[bool, bool]:
         """Whether the event was stored to be handled, and whether its conversation was
         claimed along (asked when no task of this replica works on it, which would).
         It is recorded as seen only once it is taken, so an event turned away while busy
         can be given again; a removed reaction forgets its add, so adding it again is a new
-        decision."""
+        decision. A full inbox is told to `asked`, who asked for the event (a click)."""
         if isinstance(event, ReactionEvent) and not event.added:
             await self.seen.forget_sighting(key)
             self._drop("reaction removed")
@@ -188,8 +192,8 @@ class Dispatcher:
         if outcome == "duplicate":
             _log.info("dropped duplicate event %s", key)
             self._drop("duplicate")
-        elif outcome == "full":
-            await self._turn_away(event, key)
+        elif outcome == "full":  # told to whoever asked: a click's clicker, not the card
+            await self._turn_away(asked or event, key)
         return outcome == "taken", claimed
 
     async def _take_command(self, command: SlashCommand, key: str) -> bool:

@@ -144,7 +144,12 @@ class RecordingAdapter:
 
 
 class ButtonsAdapter(RecordingAdapter):
-    """A recording adapter that puts buttons under cards, and lets a test click them."""
+    """A recording adapter that puts buttons under cards, and lets a test click them; what
+    it shows one person alone, outside a click's answer, lands in `private`."""
+
+    def __init__(self, max_message_chars: int = 2000) -> None:
+        super().__init__(max_message_chars)
+        self.private: list[tuple[str, str, str]] = []
 
     async def send_card(
         self, conversation: ConversationRef, text: str, buttons: Sequence[Button]
@@ -155,6 +160,11 @@ class ButtonsAdapter(RecordingAdapter):
 
     async def direct_conversation(self, user_id: str) -> ConversationRef:
         return ConversationRef(PLATFORM, f"D-{user_id}", is_dm=True, team_id=TEAM)
+
+    async def answer_privately(
+        self, conversation: ConversationRef, user_id: str, text: str
+    ) -> None:
+        self.private.append((conversation.channel_id, user_id, text))
 
     def click(
         self,

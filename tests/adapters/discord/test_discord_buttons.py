@@ -130,5 +130,5 @@ async def test_a_typed_approve_decides_and_answers(running: Running) -> None:
     await running.discord.slash_command("approve", dm=True, card=1)
     answer = await running.discord.wait_until(lambda: running.discord.followups)
     await running.discord.wait_until(lambda: card.edits)
-    assert [a.content for a in answer] == ["Card #1 is approved now."]
+    assert [a.content for a in answer] == ["Card #1 is approved."]
     assert await running.bot.notes.fetch(ALICE_SCOPE, "staging-db") is not None

@@ -14,8 +14,8 @@ import aiohttp
 import pytest
 
 from adapters.base import Button
-from adapters.slack.buttons import SECTION_CHARS, card_blocks
-from bot.approvals.clicks import NOT_A_CARD
+from adapters.slack.buttons import SECTION_CHARS, STOPPING, card_blocks
+from bot.approvals.clicks import CHANGED, NOT_A_CARD
 from tests.fakes.ollama import FakeOllama
 from tests.fakes.slack import Body, FakeSlack, Post, post_form, sign
 from tests.fakes.slack import fake_slack_fixture as fake_slack_fixture  # noqa: F401
@@ -108,12 +108,26 @@ async def test_someone_elses_click_is_answered_to_them_alone(running: Running) -
     assert answer.body["replace_original"] is False  # the card stays
 
 
-async def test_a_forged_value_decides_nothing(running: Running) -> None:
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("lorebot:approve:1:" + "f" * 15, NOT_A_CARD), ("lorebot:approve:1:" + "f" * 16, CHANGED)],
+)
+async def test_a_forged_value_decides_nothing(running: Running, value: str, expected: str) -> None:
     card = await card_for(running)
-    forged = running.slack.block_actions(card, "Approve", value="lorebot:approve:1:" + "f" * 15)
-    await click(running, forged)
+    await click(running, running.slack.block_actions(card, "Approve", value=value))
     assert await running.bot.notes.list_notes() == [] and card.edits == []
-    assert [e.text for e in running.slack.ephemerals] == [NOT_A_CARD]
+    assert [e.text for e in running.slack.ephemerals] == [expected]
+
+
+async def test_a_click_reaching_a_stopping_lorebot_is_acknowledged_and_answered(
+    running: Running,
+) -> None:
+    card = await card_for(running)
+    running.bot.dispatcher.stop_accepting()
+    await click(running, running.slack.block_actions(card, "Approve"))  # acknowledged
+    await running.slack.wait_for(lambda: running.slack.ephemerals)
+    assert [e.text for e in running.slack.ephemerals] == [STOPPING]
+    assert await running.bot.notes.list_notes() == [] and card.edits == []
 
 
 async def test_decline_discards(running: Running) -> None:
@@ -151,6 +165,15 @@ def test_a_long_card_is_split_into_sections_slack_accepts() -> None:
     sections = [b["text"]["text"] for b in blocks if b["type"] == "section"]
     assert all(len(s) <= SECTION_CHARS for s in sections) and len(sections) == 3
     assert "\n".join(sections) == text  # cut at line ends, nothing lost
+
+
+def test_a_code_block_cut_between_sections_is_closed_and_opened_again() -> None:
+    code = "\n".join(f'  "line {n}": "' + "x" * 90 + '",' for n in range(60))
+    text = f"Run this?\n```\n{code}\n```\nDecide below."
+    sections = [b["text"]["text"] for b in card_blocks(text, []) if b["type"] == "section"]
+    assert len(sections) == 3 and all(len(s) <= SECTION_CHARS for s in sections)
+    assert all(s.count("```") % 2 == 0 for s in sections)  # each renders as its own block
+    assert sections[1].startswith("```\n") and sections[0].endswith("\n```")
 
 
 async def test_a_waiting_card_is_sent_to_its_requester_by_dm_and_decided_there(

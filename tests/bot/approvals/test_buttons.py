@@ -4,17 +4,19 @@ clicker alone and changes nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from prometheus_client import REGISTRY
 
-from adapters.base import APPROVE
+from adapters.base import APPROVE, ConversationRef
 from bot.approvals.buttons import read_value
 from bot.approvals.clicks import CHANGED, NOT_A_CARD, OTHER_CARD
+from bot.core.replies import BUSY_REPLY
 from memory import Scope
-from tests.fakes.adapter import ButtonsAdapter, Sent
+from tests.fakes.adapter import PLATFORM, ButtonsAdapter, Sent
 from tests.fakes.ollama import FakeOllama
 from tests.support.clock import FakeClock
 from tests.support.harness import Harness, start_harness
@@ -211,25 +213,60 @@ async def test_typed_approve_and_decline_decide_and_answer(h: Harness) -> None:
     second = await card_for(h, "deploys are on friday")
     command, answers = h.adapter.slash("approve 1")
     await h.send(command)
-    assert answers == ["Card #1 is approved now."] and await saved(h)
+    assert answers == ["Card #1 is approved."] and await saved(h)
     assert first.buttons == []
     command, answers = h.adapter.slash("decline #2", user="UADMIN")
     await h.send(command)
-    assert answers == ["Card #2 is rejected now."] and not await saved(h, "deploys")
+    assert answers == ["Card #2 is declined."] and not await saved(h, "deploys")
     assert second.current.startswith("❌ Discarded")
     command, answers = h.adapter.slash("approve 2")
     await h.send(command)
     assert answers == ["Card #2 was already declined by user:test/UADMIN at 2026-11-02 09:00 UTC."]
 
 
-async def test_typed_decisions_refuse_strangers_and_unknown_cards(h: Harness) -> None:
-    await card_for(h)
-    command, answers = h.adapter.slash("approve 1", user="UBOB")
+async def test_typed_decisions_tell_strangers_nothing_of_other_peoples_cards(
+    h: Harness,
+) -> None:
+    card = await card_for(h)
+    command, answers = h.adapter.slash("approve 1", user="UBOB", channel="C9")
     await h.send(command)
-    assert answers[0].startswith("Only the person who asked") and not await saved(h)
+    assert answers == ["There is no card #1 you can decide."] and not await saved(h)
+    await h.react(card, "❌")  # decided now: a stranger still learns nothing of it
+    command, answers = h.adapter.slash("decline 1", user="UBOB", channel="C9")
+    await h.send(command)
+    assert answers == ["There is no card #1 you can decide."]
     command, answers = h.adapter.slash("approve 7")
     await h.send(command)
-    assert answers == ["There is no card #7."]
+    assert answers == ["There is no card #7 you can decide."]
+
+
+async def test_a_strangers_click_in_their_own_dm_decides_nothing(h: Harness) -> None:
+    card = await card_for(h)
+    event, answers = adapter(h).click(card, user="UBOB")
+    in_dm = dataclasses.replace(
+        event, conversation=ConversationRef(PLATFORM, "D-UBOB", is_dm=True, team_id="T1")
+    )
+    await h.send(in_dm)
+    assert answers[0].startswith("Only the person who asked") and not await saved(h)
+    assert card.edits == []
+
+
+async def test_a_click_turned_away_while_busy_is_told_to_the_clicker_alone(
+    tmp_path: Path, fake_ollama: FakeOllama, clock: FakeClock
+) -> None:
+    h = await start_harness(tmp_path, fake_ollama, clock, ButtonsAdapter(), bot={"queue_size": 1})
+    try:
+        card = await card_for(h)
+        fake_ollama.delay(0.3)
+        fake_ollama.reply("slow answer")
+        await h.bot.dispatcher.submit(h.adapter.message("a slow question", channel="C2"))
+        event, answers = adapter(h).click(card)
+        await h.bot.dispatcher.submit(event)
+        await h.bot.dispatcher.wait_idle()
+    finally:
+        await h.bot.stop()
+    assert answers == [BUSY_REPLY]
+    assert BUSY_REPLY not in h.adapter.replies and not card.edits
 
 
 def test_a_button_value_reads_back_only_in_its_own_shape() -> None:

@@ -66,7 +66,8 @@ async def test_a_click_on_the_reminder_decides_the_card(h: Harness) -> None:
     event, answers = h.adapter.click(reminder)  # type: ignore[attr-defined]
     await h.send(event)
     assert await h.bot.notes.fetch(Scope.parse("channel:test/C1"), "standup") is not None
-    assert card.current.startswith("✅ Saved") and answers == []
+    assert card.current.startswith("✅ Saved")
+    assert answers == ["Card #1 is approved."]  # the card they would see change is elsewhere
 
 
 async def test_a_decided_card_is_never_reminded_of(h: Harness) -> None:
