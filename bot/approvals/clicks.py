@@ -70,21 +70,6 @@ def may_decide(proposal: Proposal, person: str, admins: frozenset[str]) -> bool:
     return person == proposal.requester and proposal.payload.get("approvers") != "admins"
 
 
-def _on_card_or_reminder(proposal: Proposal, click: ButtonClick) -> bool:
-    """Whether the click was on the proposal's card, or on a reminder of it in the
-    clicker's DM (which only the person it was sent to reads; who may decide is checked
-    after, as for the card)."""
-    where = click.conversation
-    if proposal.platform != where.platform or proposal.card_message_id is None:
-        return False
-    if where.is_dm:
-        return True
-    return (
-        proposal.conversation.get("channel_id") == where.channel_id
-        and proposal.card_message_id == click.message_id
-    )
-
-
 class DecisionCheck:
     """The checks, against the proposals as they are stored now."""
 
@@ -98,7 +83,7 @@ class DecisionCheck:
         if choice is None:
             return self._refused("not a card", NOT_A_CARD, click.user)
         proposal = await self._fetch(choice.proposal_id)
-        if proposal is None or not _on_card_or_reminder(proposal, click):
+        if proposal is None or not await self._on_card_or_reminder(proposal, click):
             return self._refused("other card", OTHER_CARD, click.user)
         if card_hash(proposal) != choice.card_hash:
             return self._refused("card changed", CHANGED, click.user)
@@ -141,6 +126,21 @@ class DecisionCheck:
         return ReactionEvent(
             conversation, user, emoji, proposal.card_message_id, event_id, private=True
         )
+
+    async def _on_card_or_reminder(self, proposal: Proposal, click: ButtonClick) -> bool:
+        """Whether the click was on the proposal's card, or on a DM that reminded someone
+        of it."""
+        where = click.conversation
+        if proposal.platform != where.platform:
+            return False
+        on_card = (
+            proposal.conversation.get("channel_id") == where.channel_id
+            and proposal.card_message_id == click.message_id
+        )
+        if on_card or not where.is_dm:
+            return on_card
+        reminders = await self.proposals.fetch_reminders(proposal.id)
+        return (where.channel_id, click.message_id) in reminders
 
     async def _fetch(self, proposal_id: int) -> Proposal | None:
         try:

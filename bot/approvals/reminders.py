@@ -98,12 +98,15 @@ class Reminders:
             dm = await adapter.direct_conversation(user_id)
             text = reminder_text(proposal)
             if isinstance(adapter, ShowsButtons):
-                await adapter.send_card(dm, text, card_buttons(proposal, always=False))
+                buttons = card_buttons(proposal, always=False)
+                posted = await adapter.send_card(dm, text, buttons)
             else:
-                await adapter.send(dm, text)
+                posted = await adapter.send(dm, text)
         except DeliveryError as exc:
             _log.warning("could not remind %s of card #%d: %s", person, proposal.id, exc)
             return
+        where = posted.conversation.channel_id
+        await self.proposals.record_reminder(proposal.id, where, posted.message_id)
         _log.info("reminded %s of card #%d", person, proposal.id)
 
     async def forever(self) -> None:

@@ -367,15 +367,21 @@ class ApprovalService:
         return len(expired)
 
     async def update_card(self, proposal: Proposal) -> None:
+        """Finish a decided card, and the DMs that reminded people of it: its outcome, who
+        decided it and when, and no buttons."""
         adapter = self.adapters.get(proposal.platform)
         if adapter is None or proposal.card_message_id is None:
             return
         text = await self.outcome_text(proposal) + decided_line(proposal)
-        posted = PostedMessage(conversation_of(proposal), proposal.card_message_id)
-        try:
-            await adapter.edit(posted, text)
-        except Exception:
-            _log.exception("could not edit the card of proposal %d", proposal.id)
+        finished = [PostedMessage(conversation_of(proposal), proposal.card_message_id)]
+        for channel, message in await self.proposals.fetch_reminders(proposal.id):
+            dm = ConversationRef(proposal.platform, channel, is_dm=True)
+            finished.append(PostedMessage(dm, message))
+        for posted in finished:
+            try:
+                await adapter.edit(posted, text)
+            except Exception:
+                _log.exception("could not edit a card of proposal %d", proposal.id)
 
     async def outcome_text(self, proposal: Proposal) -> str:
         """The card's final text, from the database rows, not from the model."""

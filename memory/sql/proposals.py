@@ -169,6 +169,26 @@ class SqlProposalStore:
             )
         return changed == 1
 
+    async def record_reminder(self, proposal_id: int, channel_id: str, message_id: str) -> None:
+        """Keep the DM that reminded someone of a card, which decides it and is finished
+        with it."""
+        async with self.db.transaction() as sql:
+            await sql.run(
+                "INSERT INTO card_reminders (proposal_id, channel_id, message_id) "
+                "VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                (proposal_id, channel_id, message_id),
+            )
+
+    async def fetch_reminders(self, proposal_id: int) -> list[tuple[str, str]]:
+        """The DMs (channel, message) that reminded people of a card."""
+        async with self.db.reading() as sql:
+            rows = await sql.rows(
+                "SELECT channel_id, message_id FROM card_reminders WHERE proposal_id = ? "
+                "ORDER BY channel_id, message_id",
+                (proposal_id,),
+            )
+        return [(str(row["channel_id"]), str(row["message_id"])) for row in rows]
+
     async def count_waiting(self, waiting_since: datetime) -> int:
         """How many proposals have waited for a decision since `waiting_since` or longer."""
         async with self.db.reading() as sql:

@@ -254,6 +254,14 @@ class ProposalStore(Protocol):
         """Claim the reminder of a waiting proposal; True for exactly one caller."""
         ...
 
+    async def record_reminder(self, proposal_id: int, channel_id: str, message_id: str) -> None:
+        """Keep the DM that reminded someone of a card."""
+        ...
+
+    async def fetch_reminders(self, proposal_id: int) -> list[tuple[str, str]]:
+        """The DMs (channel, message) that reminded people of a card."""
+        ...
+
     async def count_waiting(self, waiting_since: datetime) -> int:
         """How many proposals have waited for a decision since `waiting_since` or longer."""
         ...

@@ -16,6 +16,7 @@ TABLES = (
     "note_changes",
     "note_change_items",
     "proposals",
+    "card_reminders",
     "seen_events",
     "messages",
     "summaries",

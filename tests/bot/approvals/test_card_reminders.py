@@ -4,12 +4,14 @@ decides it as a click on the card does."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from bot.approvals.clicks import OTHER_CARD
 from bot.approvals.reminders import approvers
 from memory import Scope
 from memory.stores.proposals import Proposal
@@ -68,6 +70,30 @@ async def test_a_click_on_the_reminder_decides_the_card(h: Harness) -> None:
     assert await h.bot.notes.fetch(Scope.parse("channel:test/C1"), "standup") is not None
     assert card.current.startswith("✅ Saved")
     assert answers == ["Card #1 is approved."]  # the card they would see change is elsewhere
+    assert reminder.current == card.current and reminder.buttons == []  # finished alike
+
+
+async def test_a_reminder_finished_by_a_reaction_on_the_card_loses_its_buttons(
+    h: Harness,
+) -> None:
+    card = await card_for(h)
+    h.clock.advance(minutes=30)
+    await h.bot.services.reminders.remind_due()
+    [reminder] = dms(h)
+    await h.react(card, "❌")
+    assert reminder.current.startswith("❌ Discarded") and reminder.buttons == []
+
+
+async def test_a_click_in_a_dm_on_a_message_that_reminded_nobody_decides_nothing(
+    h: Harness,
+) -> None:
+    card = await card_for(h)
+    h.clock.advance(minutes=30)
+    await h.bot.services.reminders.remind_due()
+    [reminder] = dms(h)
+    event, answers = h.adapter.click(reminder)  # type: ignore[attr-defined]
+    await h.send(dataclasses.replace(event, message_id="m-forged"))
+    assert answers == [OTHER_CARD] and card.edits == []
 
 
 async def test_a_decided_card_is_never_reminded_of(h: Harness) -> None:

@@ -60,7 +60,7 @@ WRITTEN = (
     "912509ee18acc76e",
     "5443fa40206cc04f",
     "74adaf176998edb3",
-    "28b7adaf8e88d5eb",
+    "09429ba33336449e",
 )
 
 
