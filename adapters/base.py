@@ -202,7 +202,11 @@ class Adapter(Protocol):
 @runtime_checkable
 class ShowsButtons(Protocol):
     """An adapter that can put buttons under a message it posts; optional. A click comes
-    to the event sink as a `ButtonClick`, and `edit` takes the buttons away."""
+    to the event sink as a `ButtonClick`, and `edit` takes the buttons away. While
+    `shows_buttons` is False (the platform's app cannot take clicks), `send_card` posts
+    the text alone."""
+
+    shows_buttons: bool
 
     async def send_card(
         self, conversation: ConversationRef, text: str, buttons: Sequence[Button]
@@ -237,6 +241,11 @@ class MeasuresText(Protocol):
 
     def text_length(self, text: str) -> int:
         """How many characters of the platform's limit `text` takes once converted."""
+
+
+def shows_buttons(adapter: Adapter) -> bool:
+    """Whether the adapter's cards get buttons."""
+    return isinstance(adapter, ShowsButtons) and adapter.shows_buttons
 
 
 def measure(adapter: Adapter) -> Callable[[str], int]:

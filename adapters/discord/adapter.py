@@ -84,6 +84,7 @@ class DiscordAdapter:
 
     platform = PLATFORM
     max_message_chars = MAX_MESSAGE_CHARS
+    shows_buttons = True
     stream_interval_s = STREAM_INTERVAL_S
 
     def __init__(

@@ -82,6 +82,7 @@ class SlackAdapter:
         listen: str | None = None,
         events_path: str = "/slack/events",
         api_base_url: str = "https://slack.com/api/",
+        buttons: bool = True,
     ) -> None:
         self.http_mode = signing_secret is not None and listen is not None
         check_tokens(bot_token, app_token, http_mode=self.http_mode)
@@ -89,6 +90,7 @@ class SlackAdapter:
         self._signing_secret = signing_secret or ""
         self.events_path = events_path
         self.api_base_url = api_base_url
+        self.shows_buttons = buttons  # off for an app without Interactivity
         self.bot_user_id: str | None = None
         self.bot_id: str | None = None
         self.bot_name = "lorebot"
@@ -282,7 +284,8 @@ class SlackAdapter:
         """Post a card: `text` as Block Kit sections with `buttons` under them, and as the
         notification's plain fallback."""
         body = fit_mrkdwn(text)
-        return await self._post(conversation, body, card_blocks(body, buttons))
+        blocks = card_blocks(body, buttons) if self.shows_buttons else None
+        return await self._post(conversation, body, blocks)
 
     async def _post(
         self, conversation: ConversationRef, body: str, blocks: list[dict[str, Any]] | None = None

@@ -14,10 +14,16 @@ BUTTONS_HINT = (
     "cards show Approve/Decline buttons once Interactivity is on (app settings → "
     "Interactivity & Shortcuts; Socket Mode needs no request URL); reactions decide either way"
 )
+BUTTONS_OFF = (
+    "off (slack.buttons = false): cards are decided with reactions; to turn buttons on, "
+    "enable Interactivity in the app's settings, then set slack.buttons = true"
+)
 SCOPES_FIX = "add them under OAuth & Permissions → Bot Token Scopes, then reinstall the app"
 
 
-async def diagnose_slack(bot_token: str, app_token: str | None, api_base_url: str) -> list[Finding]:
+async def diagnose_slack(
+    bot_token: str, app_token: str | None, api_base_url: str, *, buttons: bool = True
+) -> list[Finding]:
     async with aiohttp.ClientSession() as session:
         client = AsyncWebClient(token=bot_token, base_url=api_base_url, session=session)
         try:
@@ -39,7 +45,7 @@ async def diagnose_slack(bot_token: str, app_token: str | None, api_base_url: st
             )
         else:
             findings.append(Finding(True, "slack scopes", "every scope lorebot needs is granted"))
-        findings.append(Finding(True, "slack buttons", BUTTONS_HINT))
+        findings.append(Finding(True, "slack buttons", BUTTONS_HINT if buttons else BUTTONS_OFF))
         if app_token is not None:
             try:
                 await client.apps_connections_open(app_token=app_token)

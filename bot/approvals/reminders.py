@@ -97,7 +97,7 @@ class Reminders:
         try:
             dm = await adapter.direct_conversation(user_id)
             text = reminder_text(proposal)
-            if isinstance(adapter, ShowsButtons):
+            if isinstance(adapter, ShowsButtons) and adapter.shows_buttons:
                 buttons = card_buttons(proposal, always=False)
                 posted = await adapter.send_card(dm, text, buttons)
             else:

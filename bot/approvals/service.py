@@ -25,6 +25,7 @@ from adapters.base import (
     ShowsButtons,
     UserRef,
     measure,
+    shows_buttons,
 )
 from bot import metrics
 from bot.approvals.buttons import APPROVE_LABEL, DECLINE_LABEL, card_buttons
@@ -210,10 +211,9 @@ class ApprovalService:
         """Post the card with its buttons where the platform shows them, and ✅/❌ under it
         either way: a reaction decides as a click does."""
         adapter = self.adapters[conversation.platform]
-        buttons = isinstance(adapter, ShowsButtons)
-        footer = self._footer(requester, verb, buttons=buttons)
+        footer = self._footer(requester, verb, buttons=shows_buttons(adapter))
         try:
-            if isinstance(adapter, ShowsButtons):
+            if isinstance(adapter, ShowsButtons) and adapter.shows_buttons:
                 kind = get_kind(proposal.kind)  # ♾️ that allows more than this card
                 always = (
                     kind.always_approvable()

@@ -134,6 +134,9 @@ class SlackSettings(Section):
     )
     events_path: str = Field("/slack/events", description="the path Slack posts events to")
     api_base_url: str = Field("https://slack.com/api/", description="Slack's Web API")
+    buttons: bool = Field(
+        True, description="Approve/Decline buttons on cards; needs the app's Interactivity"
+    )
 
     @property
     def configured(self) -> bool:

@@ -78,6 +78,7 @@ def _slack_adapter(slack: SlackSettings) -> Adapter:
         listen=slack.listen,
         events_path=slack.events_path,
         api_base_url=slack.api_base_url,
+        buttons=slack.buttons,
     )
 
 
@@ -86,7 +87,10 @@ async def _slack_check(slack: SlackSettings) -> list[Finding]:
 
     assert slack.bot_token is not None
     return await diagnose_slack(
-        slack.bot_token.get_secret_value(), _secret(slack.app_token), slack.api_base_url
+        slack.bot_token.get_secret_value(),
+        _secret(slack.app_token),
+        slack.api_base_url,
+        buttons=slack.buttons,
     )
 
 

@@ -147,6 +147,8 @@ class ButtonsAdapter(RecordingAdapter):
     """A recording adapter that puts buttons under cards, and lets a test click them; what
     it shows one person alone, outside a click's answer, lands in `private`."""
 
+    shows_buttons = True
+
     def __init__(self, max_message_chars: int = 2000) -> None:
         super().__init__(max_message_chars)
         self.private: list[tuple[str, str, str]] = []

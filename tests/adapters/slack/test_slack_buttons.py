@@ -190,3 +190,15 @@ async def test_a_waiting_card_is_sent_to_its_requester_by_dm_and_decided_there(
     await click(running, running.slack.block_actions(reminder, "Approve", user="UALICE"))
     [note] = await running.bot.notes.list_notes()
     assert note.body == "lunch is at noon" and card.current.startswith("✅ Saved")
+
+
+async def test_with_buttons_off_a_card_is_text_and_reactions(
+    tmp_path: Path, fake_ollama: FakeOllama, fake_slack: FakeSlack, clock: FakeClock
+) -> None:
+    run = await start_bot(tmp_path, fake_ollama, fake_slack, clock, buttons=False)
+    try:
+        card = await card_for(run)
+        assert card.blocks == [] and card.reactions == ["white_check_mark", "x"]
+        assert "React ✅ to save or ❌ to discard." in card.text
+    finally:
+        await run.bot.stop()

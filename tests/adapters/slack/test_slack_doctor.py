@@ -33,6 +33,11 @@ async def test_doctor_checks_slack(
     assert code == 0, out
     assert "✓ slack: signed in as @" in out and "✓ slack scopes" in out
     assert "✓ slack socket mode" in out
+    assert "✓ slack buttons: cards show Approve/Decline buttons once Interactivity is on" in out
+    monkeypatch.setenv("LOREBOT_SLACK__BUTTONS", "false")
+    code, out = await doctor(capsys)
+    assert "✓ slack buttons: off (slack.buttons = false)" in out
+    monkeypatch.delenv("LOREBOT_SLACK__BUTTONS")
 
     fake_slack.scopes = "chat:write"
     code, out = await doctor(capsys)
