@@ -100,8 +100,9 @@ class Message:
 @dataclass(frozen=True, slots=True)
 class ReactionEvent:
     """A reaction added to (or removed from) a message; `emoji` is APPROVE, REJECT or other.
-    `private` marks a decision a person asked for by a button or by a command, as the core
-    keeps it: what it has to tell them goes to them alone."""
+    `asked_in` is set on a decision a person asked for by a button or a command, as the
+    core keeps it: the channel they asked in, where what it has to tell them goes to them
+    alone; None for a reaction."""
 
     conversation: ConversationRef
     user: UserRef
@@ -109,7 +110,7 @@ class ReactionEvent:
     target_message_id: str
     event_id: str
     added: bool = True
-    private: bool = False
+    asked_in: str | None = None
 
     def __post_init__(self) -> None:
         _make_valid(self)

@@ -87,10 +87,11 @@ class DecisionCheck:
             return self._refused("other card", OTHER_CARD, click.user)
         if card_hash(proposal) != choice.card_hash:
             return self._refused("card changed", CHANGED, click.user)
-        return self._decision(proposal, choice.emoji, click.user, click.event_id)
+        where = click.conversation.channel_id
+        return self._decision(proposal, choice.emoji, click.user, click.event_id, where)
 
     async def typed(
-        self, proposal_id: int, approve: bool, user: UserRef, event_id: str
+        self, proposal_id: int, approve: bool, user: UserRef, event_id: str, asked_in: str
     ) -> ReactionEvent | Refusal:
         """The reaction `approve 12` / `decline 12` asks for, or why it may not decide. A
         number typed anywhere is answered alike for a card that does not exist and one the
@@ -105,10 +106,11 @@ class DecisionCheck:
             return self._refused("not allowed", unknown, user)
         if proposal.card_message_id is None:
             return self._refused("not posted", NOT_POSTED.format(id=proposal_id), user)
-        return self._decision(proposal, APPROVE if approve else REJECT, user, event_id)
+        emoji = APPROVE if approve else REJECT
+        return self._decision(proposal, emoji, user, event_id, asked_in)
 
     def _decision(
-        self, proposal: Proposal, emoji: str, user: UserRef, event_id: str
+        self, proposal: Proposal, emoji: str, user: UserRef, event_id: str, asked_in: str
     ) -> ReactionEvent | Refusal:
         person = user_scope(user)
         if not may_decide(proposal, person, self.admins):
@@ -124,7 +126,7 @@ class DecisionCheck:
             return self._refused("not an admin", ONLY_ADMINS_ALWAYS, user)
         assert proposal.card_message_id is not None  # a card someone saw was posted
         return ReactionEvent(
-            conversation, user, emoji, proposal.card_message_id, event_id, private=True
+            conversation, user, emoji, proposal.card_message_id, event_id, asked_in=asked_in
         )
 
     async def _on_card_or_reminder(self, proposal: Proposal, click: ButtonClick) -> bool:

@@ -54,6 +54,22 @@ def reminder_text(proposal: Proposal) -> str:
     )
 
 
+def reminder_outcome(proposal: Proposal) -> str:
+    """What a reminder says once its card is decided: what became of the card, by whom and
+    when. Not the card's own text, whose "this channel" and "say undo" hold only there."""
+    kind = get_kind(proposal.kind)
+    card = f"Card #{proposal.id} ({kind.label} `{kind.subject(proposal.payload)}`)"
+    when = f" at {proposal.decided_at:%Y-%m-%d %H:%M} UTC" if proposal.decided_at else ""
+    by = f" by {proposal.decided_by}" if proposal.decided_by else ""
+    if proposal.status == "approved":
+        return f"✅ {card} was approved{by}{when}; its card says what was done."
+    if proposal.status == "rejected":
+        return f"❌ {card} was declined{by}{when}."
+    if proposal.status == "expired":
+        return f"⌛ {card} expired{when}: nobody decided it in time."
+    return f"⚠️ {card} was not applied{when}: {proposal.outcome}"
+
+
 class Reminders:
     """Sends the reminders of cards that waited too long."""
 
@@ -108,6 +124,9 @@ class Reminders:
         where = posted.conversation.channel_id
         await self.proposals.record_reminder(proposal.id, where, posted.message_id)
         _log.info("reminded %s of card #%d", person, proposal.id)
+        now = await self.proposals.fetch(proposal.id)
+        if now.followed_up:  # decided and finished while this reminder went out
+            await adapter.edit(posted, reminder_outcome(now))
 
     async def forever(self) -> None:
         """Send due reminders every `INTERVAL_S` until cancelled."""

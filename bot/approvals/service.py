@@ -38,6 +38,7 @@ from bot.approvals.kinds.note_save import NOTE_SAVE_KIND
 from bot.approvals.kinds.registry import get_kind
 from bot.approvals.kinds.skill_create import SKILL_CREATE_KIND, SkillCreate
 from bot.approvals.kinds.skill_load import SKILL_LOAD_KIND, SkillLoad
+from bot.approvals.reminders import reminder_outcome
 from bot.config.settings import Settings
 from bot.context.scopes import channel_scope, user_scope
 from bot.context.suspended import SuspendedTurn
@@ -367,21 +368,28 @@ class ApprovalService:
         return len(expired)
 
     async def update_card(self, proposal: Proposal) -> None:
-        """Finish a decided card, and the DMs that reminded people of it: its outcome, who
-        decided it and when, and no buttons."""
+        """Finish a decided card (its outcome, who decided it and when, no buttons), then
+        the DMs that reminded people of it."""
         adapter = self.adapters.get(proposal.platform)
         if adapter is None or proposal.card_message_id is None:
             return
         text = await self.outcome_text(proposal) + decided_line(proposal)
-        finished = [PostedMessage(conversation_of(proposal), proposal.card_message_id)]
-        for channel, message in await self.proposals.fetch_reminders(proposal.id):
-            dm = ConversationRef(proposal.platform, channel, is_dm=True)
-            finished.append(PostedMessage(dm, message))
-        for posted in finished:
+        card = PostedMessage(conversation_of(proposal), proposal.card_message_id)
+        try:
+            await adapter.edit(card, text)
+        except Exception:
+            _log.exception("could not edit the card of proposal %d", proposal.id)
+        try:
+            reminders = await self.proposals.fetch_reminders(proposal.id)
+        except Exception:
+            _log.exception("could not read the reminders of proposal %d", proposal.id)
+            return
+        for channel, message in reminders:
+            dm = PostedMessage(ConversationRef(proposal.platform, channel, is_dm=True), message)
             try:
-                await adapter.edit(posted, text)
+                await adapter.edit(dm, reminder_outcome(proposal))
             except Exception:
-                _log.exception("could not edit a card of proposal %d", proposal.id)
+                _log.exception("could not edit a reminder of proposal %d", proposal.id)
 
     async def outcome_text(self, proposal: Proposal) -> str:
         """The card's final text, from the database rows, not from the model."""

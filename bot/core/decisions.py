@@ -20,6 +20,7 @@ from adapters.base import (
     Answer,
     AnswersPrivately,
     ButtonClick,
+    ConversationRef,
     ReactionEvent,
     SlashCommand,
 )
@@ -75,7 +76,8 @@ class Decisions:
         typed = typed_decision(event.text)
         assert typed is not None, "only typed decisions come here"
         number, approve = typed
-        return await self.check.typed(number, approve, event.author, event.event_id)
+        where = event.conversation.channel_id
+        return await self.check.typed(number, approve, event.author, event.event_id, where)
 
     def wait(self, key: str, event: ButtonClick | SlashCommand, card: ReactionEvent) -> None:
         """Keep `event`'s answer until `card`, the reaction it asks for, stored under `key`,
@@ -95,7 +97,7 @@ class Decisions:
         another replica took it, its answer is not here: a refusal then goes to the person
         alone where the platform can say so outside the interaction (Slack)."""
         waiting = self._waiting.pop(key, None)
-        if waiting is None and not event.private:
+        if waiting is None and event.asked_in is None:
             return  # a reaction
         if decided is not None:
             if waiting is not None and waiting.told:
@@ -114,4 +116,5 @@ class Decisions:
             return
         adapter = self.adapters.get(conv.platform)
         if isinstance(adapter, AnswersPrivately):
-            await adapter.answer_privately(conv, event.user.id, text)
+            where = ConversationRef(conv.platform, event.asked_in or conv.channel_id)
+            await adapter.answer_privately(where, event.user.id, text)

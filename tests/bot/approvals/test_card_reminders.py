@@ -70,7 +70,11 @@ async def test_a_click_on_the_reminder_decides_the_card(h: Harness) -> None:
     assert await h.bot.notes.fetch(Scope.parse("channel:test/C1"), "standup") is not None
     assert card.current.startswith("✅ Saved")
     assert answers == ["Card #1 is approved."]  # the card they would see change is elsewhere
-    assert reminder.current == card.current and reminder.buttons == []  # finished alike
+    assert reminder.buttons == []  # finished with the card, in words of its own:
+    assert reminder.current == (
+        "✅ Card #1 (save `standup`) was approved by user:test/UALICE at 2026-11-02 09:30 "
+        "UTC; its card says what was done."
+    )
 
 
 async def test_a_reminder_finished_by_a_reaction_on_the_card_loses_its_buttons(
@@ -81,7 +85,19 @@ async def test_a_reminder_finished_by_a_reaction_on_the_card_loses_its_buttons(
     await h.bot.services.reminders.remind_due()
     [reminder] = dms(h)
     await h.react(card, "❌")
-    assert reminder.current.startswith("❌ Discarded") and reminder.buttons == []
+    assert reminder.current.startswith("❌ Card #1 (save `standup`) was declined by")
+    assert reminder.buttons == [] and "undo" not in reminder.current
+
+
+async def test_a_reminder_sent_as_its_card_is_decided_is_finished_too(h: Harness) -> None:
+    card = await card_for(h)
+    h.clock.advance(minutes=30)
+    reminders = h.bot.services.reminders
+    [due] = await h.bot.proposals.fetch_to_remind(h.clock() - reminders.after, ["test"])
+    await h.react(card, "✅")  # decided and finished before the reminder is recorded
+    await reminders._send(due, "user:test/UALICE")
+    [reminder] = dms(h)
+    assert reminder.current.startswith("✅ Card #1") and reminder.buttons == []
 
 
 async def test_a_click_in_a_dm_on_a_message_that_reminded_nobody_decides_nothing(
