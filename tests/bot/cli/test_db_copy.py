@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from bot.cli.main import main
+from bot.config.settings import Settings
+from bot.storage import open_memory
 from tests.support.llama import free_port
 from tests.support.paths import ROOT
 from tests.support.postgres import PostgresServer
@@ -49,7 +51,16 @@ def fill(env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixtu
     )
     assert main(["chat", "--user", "bob"]) == 0
     assert run(capsys, "proposals", "approve", "1")[0] == 0
+    asyncio.run(_remind(2))  # card #2 waits: someone was reminded of it by DM
     capsys.readouterr()
+
+
+async def _remind(proposal_id: int) -> None:
+    memory = await open_memory(Settings())
+    try:
+        await memory.proposals.record_reminder(proposal_id, "D-bob", "m-reminder")
+    finally:
+        await memory.close()
 
 
 SHOWN = (
@@ -77,6 +88,7 @@ def test_a_copy_moves_everything_and_lorebot_shows_the_same_from_postgresql(
     counts = {line.split()[1]: line for line in out.splitlines() if line.startswith("  ✓")}
     assert "33 in SQLite" in counts["notes"] and "33 in PostgreSQL" in counts["notes"]
     assert "2 in SQLite" in counts["proposals"]
+    assert "1 in PostgreSQL" in counts["card_reminders"]
     assert "every table holds as many rows as in SQLite" in out
     assert not [line for line in out.splitlines() if line.startswith("  ✗")]
     monkeypatch.setenv("LOREBOT_DATABASE__URL", pg_url)
