@@ -4,8 +4,9 @@ dispatcher.
 Each is checked as it arrives and a refusal is answered to the person alone; one that may
 decide becomes the reaction that asks the same and waits in the inbox like one, so it is
 decided by the reaction's rules, once across replicas, in its conversation's order. The
-person's answer waits here until it is handled: a click is answered only when it decided
-nothing (the edited card answers it otherwise), a typed decision always.
+person's answer waits here until it is handled: a click on the card is answered only when
+it decided nothing (the edited card answers it otherwise); a typed decision, or a click on
+a reminder in a DM, always.
 """
 
 from __future__ import annotations
