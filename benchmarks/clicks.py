@@ -35,16 +35,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from replicas import replica_env  # noqa: E402
+from replicas import start_replicas, stop_replicas  # noqa: E402
 from results import record  # noqa: E402
 from turns import FakeOllamaProcess  # noqa: E402
 
 from tests.fakes.slack import FakeSlack, Post  # noqa: E402
 from tests.support.postgres import PostgresServer, server_programs  # noqa: E402
-
-
-def _connected(slack: FakeSlack, count: int) -> bool:
-    return slack.connections == count
 
 
 def _cards(slack: FakeSlack, count: int) -> bool:
@@ -61,26 +57,9 @@ async def run_level(
     slack = FakeSlack()
     slack.users.update({f"UP{n}": f"person{n}" for n in range(args.clicks)})
     await slack.start()
-    processes = []
+    processes: list[asyncio.subprocess.Process] = []
     try:
-        for n in range(replicas):
-            folder = workdir / f"r{replicas}-{n}"
-            folder.mkdir()
-            log = (folder / "daemon.log").open("wb")
-            processes.append(
-                await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    "bot.cli.main",
-                    "run",
-                    cwd=folder,
-                    env=replica_env(folder, url, ollama, slack),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=asyncio.subprocess.STDOUT,
-                )
-            )
-            await slack.wait_for(functools.partial(_connected, slack, n + 1), within=60)
+        await start_replicas(processes, replicas, url, ollama, workdir, slack)
         for i in range(args.clicks):
             body = slack.app_mention(
                 f"<@UBOT> remember that service {i} runs on host-{i}",
@@ -108,11 +87,7 @@ async def run_level(
             "approved": approved,
         }
     finally:
-        for process in processes:
-            if process.returncode is None:
-                process.terminate()
-        for process in processes:
-            await process.wait()
+        await stop_replicas(processes)
         await slack.close()
 
 

@@ -64,31 +64,54 @@ def replica_env(folder: Path, url: str, ollama: str, slack: FakeSlack) -> dict[s
     return env
 
 
+async def start_replicas(
+    processes: list[asyncio.subprocess.Process],
+    count: int,
+    url: str,
+    ollama: str,
+    workdir: Path,
+    slack: FakeSlack,
+) -> None:
+    """Start `count` `lorebot run` processes on the database at `url`, each in a folder of
+    its own with its log, into `processes`; return once each has its Socket Mode
+    connection to `slack`."""
+    for n in range(count):
+        folder = workdir / f"r{count}-{n}"
+        folder.mkdir()
+        log = (folder / "daemon.log").open("wb")
+        processes.append(
+            await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bot.cli.main",
+                "run",
+                cwd=folder,
+                env=replica_env(folder, url, ollama, slack),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=log,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+        )
+        await slack.wait_for(functools.partial(_connected, slack, n + 1), within=60)
+
+
+async def stop_replicas(processes: list[asyncio.subprocess.Process]) -> None:
+    """Stop the replicas (SIGTERM) and wait for them to exit."""
+    for process in processes:
+        if process.returncode is None:
+            process.terminate()
+    for process in processes:
+        await process.wait()
+
+
 async def run_level(
     replicas: int, url: str, ollama: str, workdir: Path, args: argparse.Namespace
 ) -> dict[str, Any]:
     slack = FakeSlack()
     await slack.start()
-    processes = []
+    processes: list[asyncio.subprocess.Process] = []
     try:
-        for n in range(replicas):
-            folder = workdir / f"r{replicas}-{n}"
-            folder.mkdir()
-            log = (folder / "daemon.log").open("wb")
-            processes.append(
-                await asyncio.create_subprocess_exec(
-                    sys.executable,
-                    "-m",
-                    "bot.cli.main",
-                    "run",
-                    cwd=folder,
-                    env=replica_env(folder, url, ollama, slack),
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=asyncio.subprocess.STDOUT,
-                )
-            )
-            await slack.wait_for(functools.partial(_connected, slack, n + 1), within=60)
+        await start_replicas(processes, replicas, url, ollama, workdir, slack)
         sent: dict[str, float] = {}
         answered: dict[str, float] = {}
         gate = asyncio.Semaphore(args.in_flight)
@@ -124,11 +147,7 @@ async def run_level(
             "answered_twice": twice,
         }
     finally:
-        for process in processes:
-            if process.returncode is None:
-                process.terminate()
-        for process in processes:
-            await process.wait()
+        await stop_replicas(processes)
         await slack.close()
 
 
