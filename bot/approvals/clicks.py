@@ -28,6 +28,9 @@ CHANGED = "This card changed since it was posted, so nothing was decided."
 NO_CARD = "There is no card #{id} you can decide."
 NOT_POSTED = "Card #{id} was never posted, so it cannot be decided."
 ONLY_ADMINS_ALWAYS = "Only an admin can always allow a tool, and only in a channel."
+# Where a decision made in the web console was asked (`ReactionEvent.asked_in`): no
+# platform's channel id has a space.
+WEB_CONSOLE = "web console"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,24 @@ class DecisionCheck:
             return self._refused("not posted", NOT_POSTED.format(id=proposal_id), user)
         emoji = APPROVE if approve else REJECT
         return self._decision(proposal, emoji, user, event_id, asked_in)
+
+    async def in_console(
+        self, proposal_id: int, approve: bool, user: UserRef, shown_hash: str, event_id: str
+    ) -> ReactionEvent | Refusal:
+        """The reaction a decision in the web console asks for, or why it may not decide.
+        As typed, a card the person may not decide is answered as one that does not exist;
+        `shown_hash` is the card's as the page showed it. An admin decides a card of any
+        platform."""
+        proposal = await self._fetch(proposal_id)
+        unknown = NO_CARD.format(id=proposal_id)
+        if proposal is None or not may_decide(proposal, user_scope(user), self.admins):
+            return self._refused("no such card", unknown, user)
+        if card_hash(proposal) != shown_hash:
+            return self._refused("card changed", CHANGED, user)
+        if proposal.card_message_id is None:
+            return self._refused("not posted", NOT_POSTED.format(id=proposal_id), user)
+        emoji = APPROVE if approve else REJECT
+        return self._decision(proposal, emoji, user, event_id, WEB_CONSOLE)
 
     def _decision(
         self, proposal: Proposal, emoji: str, user: UserRef, event_id: str, asked_in: str

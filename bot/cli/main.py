@@ -16,6 +16,7 @@ from bot.cli import actions as actions_cli
 from bot.cli import backup as backup_cli
 from bot.cli import chat as chat_cli
 from bot.cli import config as config_cli
+from bot.cli import console as console_cli
 from bot.cli import db as db_cli
 from bot.cli import doctor as doctor_cli
 from bot.cli import history as history_cli
@@ -63,6 +64,7 @@ EXISTING_DATABASE = frozenset(
         "jobs list",
         "jobs run",
         "backup",
+        "console link",
     }
 )
 # Commands that touch the database's folder before `open_memory` would check it (a copy,
@@ -108,6 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     actions_cli.add_parser(commands)
     doctor_cli.add_parser(commands)
     config_cli.add_parser(commands)
+    console_cli.add_parser(commands)
     completion = commands.add_parser("completion", help="print a shell completion script")
     completion.add_argument(
         "shell", choices=["bash", "zsh"], help="the shell: bash or zsh (see docs/operations.md)"

@@ -34,6 +34,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from bot.config.console_section import ConsoleSettings, is_loopback
 from bot.config.model_sections import ModelSettings, OllamaSettings, OpenAISettings
 from bot.config.paths import (
     DOTENV_FILE,
@@ -133,6 +134,7 @@ class Settings(BaseSettings):
     jobs: JobsSettings = Field(default_factory=JobsSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    console: ConsoleSettings = Field(default_factory=ConsoleSettings)
 
     @property
     def model_server(self) -> OllamaSettings | OpenAISettings:
@@ -147,6 +149,19 @@ class Settings(BaseSettings):
                 'not set, but model.backend is "openai"',
                 "name the model as the server's /v1/models lists it",
                 because=(("model", "backend"),),
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _open_console_needs_sign_in(self) -> Settings:
+        console = self.console
+        if console.enabled and not is_loopback(console.host) and not console.sign_in_method:
+            raise SettingsConflict(
+                ("console", "listen"),
+                f"{console.host}, beyond this machine, but no way to sign in is set",
+                "set console.password_hash or an OAuth app (console.slack_client_id and "
+                "secret, or console.discord_client_id and secret), or listen on 127.0.0.1",
+                because=(("console", "enabled"),),
             )
         return self
 

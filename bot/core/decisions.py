@@ -25,7 +25,7 @@ from adapters.base import (
     ReactionEvent,
     SlashCommand,
 )
-from bot.approvals.clicks import DecisionCheck, Refusal, closed_line
+from bot.approvals.clicks import WEB_CONSOLE, DecisionCheck, Refusal, closed_line
 from memory.stores.proposals import Proposal, ProposalStore
 
 _TYPED = re.compile(r"(approve|decline|reject)\s+#?([1-9][0-9]{0,17})", re.IGNORECASE)
@@ -84,8 +84,11 @@ class Decisions:
         """Keep `event`'s answer until `card`, the reaction it asks for, stored under `key`,
         is handled."""
         elsewhere = event.conversation.channel_id != card.conversation.channel_id
-        told = isinstance(event, SlashCommand) or elsewhere
-        self._waiting[key] = Waiting(event.answer, told)
+        self.wait_answer(key, event.answer, told=isinstance(event, SlashCommand) or elsewhere)
+
+    def wait_answer(self, key: str, answer: Answer, *, told: bool = True) -> None:
+        """Keep `answer` until the decision stored under `key` is handled."""
+        self._waiting[key] = Waiting(answer, told)
         while len(self._waiting) > MAX_WAITING_ANSWERS:
             self._waiting.popitem(last=False)
 
@@ -98,8 +101,8 @@ class Decisions:
         another replica took it, its answer is not here: a refusal then goes to the person
         alone where the platform can say so outside the interaction (Slack)."""
         waiting = self._waiting.pop(key, None)
-        if waiting is None and event.asked_in is None:
-            return  # a reaction
+        if waiting is None and event.asked_in in (None, WEB_CONSOLE):
+            return  # a reaction; or a console's decision, whose page reads the card again
         if decided is not None:
             if waiting is not None and waiting.told:
                 await waiting.answer(outcome_line(decided))

@@ -11,13 +11,16 @@ the connection that brought them, at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 
 from adapters.base import (
     Adapter,
+    Answer,
     ButtonClick,
+    DeliveryError,
     Event,
     Message,
     NotTaken,
@@ -163,20 +166,38 @@ class Dispatcher:
             self.tasks.spawn(self._say(event, found.text), name=f"refusal {key}")
             return
         self.decisions.wait(key, event, found)
-        taken, claimed = await self._take(found, key, asked=event)
+        await self._keep_decision(found, key, event.answer)
+
+    async def take_checked_decision(self, card: ReactionEvent, answer: Answer) -> bool:
+        """A decision made beside the platforms (the web console) and checked there, kept
+        as the reaction it asks for, in its conversation's order; `answer` hears how it
+        went. False when lorebot is stopping or its inbox is full (`answer` is told)."""
+        if not self._accepting:
+            await answer(STOPPING_REPLY)
+            return False
+        if not self.allowed(card):  # the card's channel, as for a click
+            await answer(NOT_ALLOWED_REPLY)
+            return False
+        key = f"{card.conversation.platform}:{card.event_id}"
+        self.decisions.wait_answer(key, answer)
+        return await self._keep_decision(card, key, answer)
+
+    async def _keep_decision(self, card: ReactionEvent, key: str, tell: Answer) -> bool:
+        taken, claimed = await self._take(card, key, tell=tell)
         if not taken:
             self.decisions.forget(key)
         if taken or claimed:
-            self._wake(found.conversation.key, claimed=claimed)
+            self._wake(card.conversation.key, claimed=claimed)
+        return taken
 
     async def _take(
-        self, event: Message | ReactionEvent, key: str, *, asked: Event | None = None
+        self, event: Message | ReactionEvent, key: str, *, tell: Answer | None = None
     ) -> tuple[bool, bool]:
         """Whether the event was stored to be handled, and whether its conversation was
         claimed along (asked when no task of this replica works on it, which would).
         It is recorded as seen only once it is taken, so an event turned away while busy
         can be given again; a removed reaction forgets its add, so adding it again is a new
-        decision. A full inbox is told to `asked`, who asked for the event (a click)."""
+        decision. A full inbox is told to `tell`, who asked for the event (a clicker)."""
         if isinstance(event, ReactionEvent) and not event.added:
             await self.seen.forget_sighting(key)
             self._drop("reaction removed")
@@ -193,7 +214,7 @@ class Dispatcher:
             _log.info("dropped duplicate event %s", key)
             self._drop("duplicate")
         elif outcome == "full":  # told to whoever asked: a click's clicker, not the card
-            await self._turn_away(asked or event, key)
+            await self._turn_away(event, key, tell)
         return outcome == "taken", claimed
 
     async def _take_command(self, command: SlashCommand, key: str) -> bool:
@@ -208,9 +229,13 @@ class Dispatcher:
             return False
         return True
 
-    async def _turn_away(self, event: Event, key: str) -> None:
+    async def _turn_away(self, event: Event, key: str, tell: Answer | None = None) -> None:
         _log.warning("queue full (%d events); turning away %s", self.settings.queue_size, key)
-        await self._say(event, BUSY_REPLY)
+        if tell is None:
+            await self._say(event, BUSY_REPLY)
+        else:
+            with contextlib.suppress(DeliveryError):
+                await tell(BUSY_REPLY)
         self._drop("busy")
 
     def _drop(self, reason: str) -> None:

@@ -20,6 +20,7 @@ from adapters.base import Adapter
 from bot.actions.mcp import McpServers
 from bot.approvals.service import ApprovalService
 from bot.config.settings import Settings, SystemdEnvironment
+from bot.console.site import ConsoleServer
 from bot.core.agent import Agent
 from bot.core.dispatcher import Dispatcher
 from bot.core.router import Router
@@ -27,7 +28,13 @@ from bot.daemon.lockfile import DatabaseLock
 from bot.daemon.notify import Notifier, start_extended
 from bot.daemon.platforms import leader_only
 from bot.daemon.replica import ReplicaRole
-from bot.daemon.services import DaemonRole, Services, build_daemon_role, build_services
+from bot.daemon.services import (
+    DaemonRole,
+    Services,
+    build_daemon_role,
+    build_services,
+    console_of,
+)
 from bot.daemon.supervision import Supervisor
 from bot.jobs.runner import JobRunner
 from bot.model.client import Model
@@ -87,6 +94,7 @@ class Bot:
         self._services: Services | None = None  # once started
         self._role: DaemonRole | None = None  # a daemon's, once its adapters started
         self._replica: asyncio.Task[None] | None = None  # the replica's loop, once it runs
+        self.console: ConsoleServer | None = None  # the web console, when it is on
 
     async def start(self) -> None:
         """Open storage, probe the model, start the adapters; on failure undo what started."""
@@ -212,6 +220,10 @@ class Bot:
         await role.supervisor.start()
         self._stack.push_async_callback(role.supervisor.stop)
         self.tasks.spawn(role.supervisor.watch(), name="watchdog")
+        if self.settings.console.enabled:
+            self.console = ConsoleServer(console_of(self.settings, services, self.clock))
+            await self.console.start()
+            self._stack.push_async_callback(self.console.close)
 
     def _leader_only(self) -> list[str]:
         """The platforms only the leading replica connects (none for a one-shot command)."""

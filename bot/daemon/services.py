@@ -19,6 +19,7 @@ from bot.approvals.closing import Closings
 from bot.approvals.reminders import Reminders
 from bot.approvals.service import ApprovalService, build_approvals
 from bot.config.settings import Settings, SystemdEnvironment
+from bot.console.context import Console
 from bot.context.skills import SkillUse, build_catalog
 from bot.core.agent import Agent
 from bot.core.dispatcher import Dispatcher
@@ -253,3 +254,16 @@ def build_daemon_role(
         replica=services.replica_id,
     )
     return DaemonRole(supervisor, duties, replica)
+
+
+def console_of(settings: Settings, services: Services, clock: Clock) -> Console:
+    """What the web console reads and changes: this daemon's own services."""
+    return Console(
+        settings=settings,
+        stores=services.stores,
+        approvals=services.approvals,
+        dispatcher=services.dispatcher,
+        model=services.model,
+        adapters=services.dispatcher.adapters,
+        clock=clock,
+    )

@@ -22,6 +22,7 @@ from memory.postgres.migration_steps import (
     m020_claim_tokens,
     m021_queue_with_upserts,
     m022_card_reminders,
+    m023_console_sign_ins,
 )
 
 BASELINE = 16
@@ -35,6 +36,7 @@ STEPS: tuple[tuple[int, str], ...] = (
     (20, m020_claim_tokens.SQL),
     (21, m021_queue_with_upserts.SQL),
     (22, m022_card_reminders.SQL),
+    (23, m023_console_sign_ins.SQL),
 )
 
 SCHEMA_VERSION = BASELINE + len(STEPS)

@@ -81,6 +81,25 @@ class SqlProposalStore:
             return await self._select("ORDER BY id DESC LIMIT ?", (limit,))
         return await self._select("WHERE status = ? ORDER BY id DESC LIMIT ?", (status, limit))
 
+    async def fetch_for(
+        self, person: str | None, *, waiting: bool, limit: int = 100
+    ) -> list[Proposal]:
+        clauses: list[str] = [
+            "status = 'pending' AND card_message_id IS NOT NULL"
+            if waiting
+            else "status <> 'pending'"
+        ]
+        params: list[object] = []
+        if person is not None:
+            clauses.append("requester = ?")
+            params.append(person)
+            if waiting:  # an action whose server lets admins alone decide it
+                approvers = self.db.dialect.json_text("payload_json", "approvers")
+                clauses.append(f"coalesce({approvers}, '') <> 'admins'")
+        return await self._select(
+            f"WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT ?", (*params, limit)
+        )
+
     async def fetch_pending_in(self, platform: str, channel_id: str) -> list[Proposal]:
         """Open proposals whose card is in one channel."""
         channel = self.db.dialect.json_text("conversation_json", "channel_id")

@@ -19,11 +19,13 @@ from memory.stores.stores import StoreOptions
 if TYPE_CHECKING:
     from memory.sql.actions import SqlActionLog
     from memory.sql.active_skills import SqlActiveSkills
+    from memory.sql.console import SqlConsoleSignIns
     from memory.sql.daily_logs import SqlDailyLogs
     from memory.sql.events import SqlEventLog
     from memory.sql.inbox import SqlInbox
     from memory.sql.job_runs import SqlJobRuns
     from memory.sql.live_replies import SqlLiveReplies
+    from memory.sql.note_pages import SqlNotePages
     from memory.sql.proposals import SqlProposalStore
     from memory.sql.replicas import SqlReplicas
     from memory.sql.seen_events import SqlSeenEvents
@@ -144,6 +146,18 @@ class SqlStores(Generic[DB, Notes]):
         from memory.sql.replicas import SqlReplicas
 
         return SqlReplicas(self.db)
+
+    @functools.cached_property
+    def note_pages(self) -> SqlNotePages:
+        from memory.sql.note_pages import SqlNotePages
+
+        return SqlNotePages(self.db, clock=self.options.clock)
+
+    @functools.cached_property
+    def console(self) -> SqlConsoleSignIns:
+        from memory.sql.console import SqlConsoleSignIns
+
+        return SqlConsoleSignIns(self.db, clock=self.options.clock)
 
     async def close(self) -> None:
         await self.db.close()

@@ -34,6 +34,7 @@ from memory.sqlite.migration_steps import (
     m020_claim_tokens,
     m021_queue_with_upserts,
     m022_card_reminders,
+    m023_console_sign_ins,
 )
 
 Step = Callable[[aiosqlite.Connection], Awaitable[None]]
@@ -61,6 +62,7 @@ MIGRATIONS: tuple[str | Step, ...] = (
     m020_claim_tokens.SQL,
     m021_queue_with_upserts.SQL,
     m022_card_reminders.SQL,
+    m023_console_sign_ins.SQL,
 )
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -219,6 +219,13 @@ class ProposalStore(Protocol):
 
     async def fetch_recent(self, status: str | None = None, limit: int = 100) -> list[Proposal]: ...
 
+    async def fetch_for(
+        self, person: str | None, *, waiting: bool, limit: int = 100
+    ) -> list[Proposal]:
+        """The newest cards `person` may decide (`waiting`: posted and pending) or asked for
+        (decided: the rest), newest first; None for an admin: every card."""
+        ...
+
     async def fetch_pending_in(self, platform: str, channel_id: str) -> list[Proposal]:
         """Open proposals whose card is in one channel."""
         ...

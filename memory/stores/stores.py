@@ -13,6 +13,7 @@ from memory.stores.notes import DEFAULT_MAX_NOTE_BYTES
 if TYPE_CHECKING:
     from memory.stores.actions import ActionLog
     from memory.stores.active_skills import ActiveSkills
+    from memory.stores.console import ConsoleSignIns
     from memory.stores.conversations import ConversationLog
     from memory.stores.daily_logs import DailyLogs
     from memory.stores.database import Database
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from memory.stores.inbox import Inbox
     from memory.stores.job_runs import JobRuns
     from memory.stores.live_replies import LiveReplies
+    from memory.stores.note_pages import NotePages
     from memory.stores.notes import NoteStore
     from memory.stores.proposals import ProposalStore
     from memory.stores.replicas import Replicas
@@ -92,6 +94,12 @@ class Stores(Protocol):
 
     @property
     def replicas(self) -> Replicas: ...
+
+    @property
+    def note_pages(self) -> NotePages: ...
+
+    @property
+    def console(self) -> ConsoleSignIns: ...
 
     async def close(self) -> None:
         """Close the database, and the embedder's connections when it keeps some (the

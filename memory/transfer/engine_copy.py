@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 # Parents before children (a change set's items after it, a message's words after it).
+# The console's links and sessions are not copied: people sign in again on the new one.
 TABLES = (
     "notes",
     "note_changes",

@@ -45,7 +45,7 @@ def test_doctor_names_the_server_the_schema_and_the_extensions(
     code, out, err = run(capsys, "doctor")
     [line] = [x for x in out.splitlines() if x.startswith("✓ database:")]
     assert line.startswith("✓ database: PostgreSQL 1")
-    assert "psycopg 3." in line and "schema 22/22" in line and "1 notes" in line
+    assert "psycopg 3." in line and "schema 23/23" in line and "1 notes" in line
     assert "extensions: plpgsql" in line
     assert "✓ pgvector: not installed on this server: recall is by words alone" in out
     assert PASSWORD not in out + err

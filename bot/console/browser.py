@@ -1,0 +1,67 @@
+"""What the console keeps in the browser and per address: its cookies, and how many
+sign-in attempts an address made lately."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+from bot.console.rendering import Refused
+
+_log = logging.getLogger(__name__)
+
+
+class Cookies:
+    """How the console's cookies are set: HttpOnly, SameSite=Lax, on its base path, and
+    Secure when people open it over https."""
+
+    def __init__(self, public_url: str, path: str) -> None:
+        self.secure = urlsplit(public_url).scheme == "https"
+        self.path = path or "/"
+
+    def set(self, response: web.StreamResponse, name: str, value: str, max_age: int) -> None:
+        response.set_cookie(
+            name,
+            value,
+            max_age=max_age,
+            path=self.path,
+            secure=self.secure,
+            httponly=True,
+            samesite="Lax",
+        )
+
+    def clear(self, response: web.StreamResponse, name: str) -> None:
+        response.del_cookie(name, path=self.path, secure=self.secure, samesite="Lax")
+
+
+class Attempts:
+    """Sign-in attempts per address, at most `limit` in `window_s`: more are refused."""
+
+    def __init__(
+        self,
+        limit: int = 10,
+        window_s: float = 300.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.limit, self.window_s, self.monotonic = limit, window_s, monotonic
+        self._seen: defaultdict[str, deque[float]] = defaultdict(deque)
+
+    def check(self, request: web.Request) -> None:
+        """Count one attempt from the request's address; refuse it past the limit."""
+        now, seen = self.monotonic(), self._seen[request.remote or "?"]
+        while seen and now - seen[0] > self.window_s:
+            seen.popleft()
+        if len(seen) >= self.limit:
+            _log.warning("sign-in attempts from %s refused: over %d", request.remote, self.limit)
+            raise Refused(
+                429,
+                "Too many attempts",
+                f"Too many sign-in attempts from your address; try again in "
+                f"{round(self.window_s / 60)} minutes.",
+            )
+        seen.append(now)

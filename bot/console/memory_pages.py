@@ -1,0 +1,210 @@
+"""The memory pages: the scopes a person may read, their notes a page at a time, search
+with chat's ranking, a note with its change history, and forget, edit and undo as change
+sets the person authors, by chat's rules."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from bot.console.context import CONSOLE, PAGES
+from bot.console.guard import signed_in
+from bot.console.note_rules import change_refused, may_read
+from bot.console.people import Person
+from bot.console.rendering import Refused, not_found
+from memory import InvalidInput, NotFound
+from memory.policy.visibility import explicit
+from memory.types import Category, Change, Note, NoteDraft, Scope
+
+PAGE_SIZE = 50
+MAX_PAGE = 100_000
+SEARCH_RESULTS = 50
+# What the audit calls an admin's reading of another person's private note.
+READ_PRIVATE = "console: read a private note"
+
+
+def add_routes(routes: web.RouteTableDef) -> None:
+    routes.get("/memory")(memory_page)
+    routes.get("/memory/notes")(scope_page)
+    routes.get("/notes/{id:[0-9]{1,18}}")(note_page)
+    routes.post("/notes/{id:[0-9]{1,18}}/forget")(forget_note)
+    routes.post("/notes/{id:[0-9]{1,18}}/edit")(edit_note)
+    routes.get("/changes/{id:[0-9]{1,18}}")(change_page)
+    routes.post("/changes/{id:[0-9]{1,18}}/undo")(undo_change)
+
+
+async def memory_page(request: web.Request) -> web.Response:
+    person = signed_in(request)
+    console = request.app[CONSOLE]
+    scopes = await console.stores.note_pages.scope_counts(person.visibility())
+    query = request.query.get("q", "").strip()[:500]
+    hits = []
+    if query:
+        readable = person.visibility() or explicit(tuple(scope for scope, _ in scopes))
+        if readable.scopes:
+            hits = await console.stores.notes.search(
+                query, readable, k=SEARCH_RESULTS, bump=False, snippets=True
+            )
+    return request.app[PAGES].render(request, "memory.html", scopes=scopes, query=query, hits=hits)
+
+
+async def scope_page(request: web.Request) -> web.Response:
+    person = signed_in(request)
+    try:
+        scope = Scope.parse(request.query.get("scope", ""))
+    except InvalidInput:
+        raise not_found() from None
+    page = _page_number(request)
+    console = request.app[CONSOLE]
+    found = await console.stores.note_pages.page(
+        person.visibility_of(scope), scope, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE
+    )
+    if not found.total:
+        raise not_found()
+    pages = -(-found.total // PAGE_SIZE)
+    if page > pages:
+        raise Refused(404, "No such page", f"There are {pages} pages of notes here.")
+    return request.app[PAGES].render(
+        request,
+        "scope.html",
+        scope=scope,
+        notes=found.notes,
+        total=found.total,
+        page=page,
+        pages=pages,
+        changeable=change_refused(person, scope, console.settings.bot) is None,
+    )
+
+
+def _page_number(request: web.Request) -> int:
+    text = request.query.get("page", "1")
+    if not text.isdigit() or not 1 <= int(text[:7]) <= MAX_PAGE or len(text) > 7:
+        raise Refused(400, "No such page", f"A page is a number from 1 to {MAX_PAGE}.")
+    return int(text)
+
+
+async def _note(request: web.Request, person: Person) -> Note:
+    """The note of the address, if the person may read it: else 404, as for none."""
+    console = request.app[CONSOLE]
+    note_id = int(request.match_info["id"])
+    visibility = person.visibility()
+    if visibility is None:  # an admin: any note
+        scopes = await console.stores.note_pages.scope_counts(None)
+        visibility = explicit(tuple(scope for scope, _ in scopes))
+    note = await console.stores.note_pages.note(visibility, note_id) if visibility.scopes else None
+    if note is None:
+        raise not_found()
+    return note
+
+
+async def note_page(request: web.Request) -> web.Response:
+    person = signed_in(request)
+    note = await _note(request, person)
+    console = request.app[CONSOLE]
+    if note.private and person.reads_private_of_another(note.scope):
+        await _audit_reading(request, person, note)
+    history = await console.stores.notes.fetch_history(note.scope, note.topic, limit=50)
+    return request.app[PAGES].render(
+        request,
+        "note.html",
+        note=note,
+        history=history,
+        categories=[c.value for c in Category],
+        refused=change_refused(person, note.scope, console.settings.bot),
+    )
+
+
+async def _audit_reading(request: web.Request, person: Person, note: Note) -> None:
+    actions = request.app[CONSOLE].stores.actions
+    action = await actions.record(
+        READ_PRIVATE,
+        {"note": f"{note.scope} {note.topic}"},
+        requester=person.user_id,
+        channel_scope=None,
+        conversation={},
+        approval="admin",
+    )
+    await actions.start(action.id, decided_by=person.user_id)
+    await actions.finish(action.id, "ok", "", 0)
+
+
+async def forget_note(request: web.Request) -> web.StreamResponse:
+    person = signed_in(request)
+    note = await _note(request, person)
+    _may_change(request, person, note.scope)
+    change = await request.app[CONSOLE].stores.notes.forget(
+        note.scope, note.topic, actor=person.user_id, reason="forgotten in the console"
+    )
+    raise web.HTTPSeeOther(request.app[PAGES].url(f"/changes/{change.id}"))
+
+
+async def edit_note(request: web.Request) -> web.StreamResponse:
+    person = signed_in(request)
+    note = await _note(request, person)
+    _may_change(request, person, note.scope)
+    form = await request.post()
+    notes = request.app[CONSOLE].stores.notes
+    try:
+        draft = notes.validate(
+            NoteDraft(
+                scope=note.scope,
+                topic=note.topic,
+                summary=str(form.get("summary", "")),
+                body=str(form.get("body", "")),
+                category=Category(str(form.get("category", note.category.value))),
+                private=form.get("private") == "on",
+                pinned=note.pinned,
+                author=person.user_id,
+                source=note.source,
+                confidence=note.confidence,
+                expires_at=note.expires_at,
+            )
+        )
+    except (InvalidInput, ValueError) as exc:
+        raise Refused(400, "Not saved", f"The note was not changed: {exc}") from None
+    saved = await notes.save(draft, actor=person.user_id, reason="edited in the console")
+    target = f"/changes/{saved.change_id}" if saved.change_id else f"/notes/{note.id}"
+    raise web.HTTPSeeOther(request.app[PAGES].url(target))
+
+
+def _may_change(request: web.Request, person: Person, scope: Scope) -> None:
+    refused = change_refused(person, scope, request.app[CONSOLE].settings.bot)
+    if refused is not None:
+        raise Refused(403, "Not yours to change", refused)
+
+
+async def change_page(request: web.Request) -> web.Response:
+    person = signed_in(request)
+    change = await _change(request, person)
+    console = request.app[CONSOLE]
+    undoable = (
+        change.scope is not None
+        and change.reverted_by is None
+        and change_refused(person, change.scope, console.settings.bot) is None
+    )
+    return request.app[PAGES].render(request, "change.html", change=change, undoable=undoable)
+
+
+async def _change(request: web.Request, person: Person) -> Change:
+    notes = request.app[CONSOLE].stores.notes
+    try:
+        change = await notes.fetch_change(int(request.match_info["id"]))
+    except NotFound:
+        raise not_found() from None
+    if change.scope is None or not may_read(person, change.scope):
+        raise not_found()
+    return change
+
+
+async def undo_change(request: web.Request) -> web.StreamResponse:
+    person = signed_in(request)
+    change = await _change(request, person)
+    assert change.scope is not None  # a change of many notes is not shown
+    _may_change(request, person, change.scope)
+    if change.reverted_by is not None:
+        raise Refused(409, "Already undone", f"Change #{change.id} was undone already.")
+    notes = request.app[CONSOLE].stores.notes
+    try:
+        undone = await notes.revert(change.id, actor=person.user_id, reason="undone in the console")
+    except (InvalidInput, NotFound) as exc:
+        raise Refused(409, "Not undone", f"Change #{change.id} was not undone: {exc}") from None
+    raise web.HTTPSeeOther(request.app[PAGES].url(f"/changes/{undone.id}"))

@@ -1,0 +1,24 @@
+"""Which notes a signed-in person may read and change, by chat's rules: their own notes,
+their channels' and their team's (as their platform said at sign-in); team notes are
+changed by admins only, and a read-only channel's notes by nobody."""
+
+from __future__ import annotations
+
+from bot.config.sections import BotSettings
+from bot.console.people import Person
+from memory.types import Scope, ScopeKind
+
+
+def may_read(person: Person, scope: Scope) -> bool:
+    return person.admin or scope == person.scope or str(scope) in person.scopes
+
+
+def change_refused(person: Person, scope: Scope, settings: BotSettings) -> str | None:
+    """Why `person` may not change the notes of `scope`, or None when they may."""
+    if not may_read(person, scope):
+        return "These notes are not yours to change."
+    if scope.kind is ScopeKind.CHANNEL and str(scope) in settings.read_only_channels:
+        return f"The notes of {scope} are read-only: they are changed on the server."
+    if scope.kind is ScopeKind.TEAM and not person.admin:
+        return "Only an admin can change the team's notes."
+    return None

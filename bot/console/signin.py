@@ -1,0 +1,126 @@
+"""Signing in and out: the local admin password (an argon2 hash), and the one-time links
+`lorebot console link` prints. A link is opened with GET, which only shows a button, and
+used by the POST of that button: a preview of the link in a chat signs nobody in."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from datetime import timedelta
+
+from aiohttp import web
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from bot.console.context import CONSOLE, COOKIES, PAGES
+from bot.console.guard import SESSION_COOKIE
+from bot.console.rendering import Refused
+
+_log = logging.getLogger(__name__)
+
+WRONG_PASSWORD = "That password is not the console's: nobody was signed in."
+LINK_USED = (
+    "This sign-in link was used already: each works once. Ask the operator for a new one "
+    "(`lorebot console link`)."
+)
+LINK_EXPIRED = (
+    "This sign-in link expired: each works for 10 minutes. Ask the operator for a new one "
+    "(`lorebot console link`)."
+)
+
+
+def add_routes(routes: web.RouteTableDef) -> None:
+    routes.get("/signin")(signin_page)
+    routes.post("/signin/password")(signin_password)
+    routes.get("/signin/link/{token}")(link_page)
+    routes.post("/signin/link")(signin_link)
+    routes.post("/signout")(signout)
+
+
+async def signin_page(request: web.Request) -> web.Response:
+    console = request.app[CONSOLE]
+    settings = console.settings.console
+    return request.app[PAGES].render(
+        request,
+        "signin.html",
+        password=settings.password_hash is not None,
+        slack=settings.slack_sign_in,
+        discord=settings.discord_sign_in,
+    )
+
+
+async def signin_password(request: web.Request) -> web.StreamResponse:
+    console = request.app[CONSOLE]
+    console.attempts.check(request)
+    stored = console.settings.console.password_hash
+    if stored is None:
+        raise Refused(404, "Not found", "This console has no password: sign in another way.")
+    if not console.settings.bot.admins:
+        raise Refused(
+            409, "No admin", "The password signs in as the first of bot.admins, and none is set."
+        )
+    password = (await request.post()).get("password", "")
+    if not isinstance(password, str) or not await _matches(stored.get_secret_value(), password):
+        _log.info("console sign-in with a wrong password from %s", request.remote)
+        raise Refused(403, "Wrong password", WRONG_PASSWORD)
+    return await open_session(request, console.settings.bot.admins[0], via="password")
+
+
+async def _matches(stored: str, password: str) -> bool:
+    def verify() -> bool:
+        try:
+            return PasswordHasher().verify(stored, password)
+        except (VerificationError, InvalidHashError):
+            return False
+
+    return await asyncio.to_thread(verify)  # argon2 takes tens of milliseconds on purpose
+
+
+async def link_page(request: web.Request) -> web.Response:
+    return request.app[PAGES].render(request, "link.html", token=request.match_info["token"])
+
+
+async def signin_link(request: web.Request) -> web.StreamResponse:
+    console = request.app[CONSOLE]
+    console.attempts.check(request)
+    token = (await request.post()).get("token", "")
+    if not isinstance(token, str) or not token:
+        raise Refused(400, "No link", "Open the sign-in link you were given.")
+    used = await console.stores.console.use_link(token)
+    if used.state == "used":
+        raise Refused(410, "Link used", LINK_USED)
+    if used.state == "expired":
+        raise Refused(410, "Link expired", LINK_EXPIRED)
+    if used.state == "unknown":
+        raise Refused(404, "Not found", "There is no such sign-in link.")
+    return await open_session(request, used.user_id, via="link")
+
+
+async def open_session(request: web.Request, user_id: str, *, via: str) -> web.StreamResponse:
+    """Sign `user_id` in: a new session (never one the browser had), its cookie, and on to
+    the overview."""
+    console = request.app[CONSOLE]
+    hours = console.settings.console.session_hours
+    token = secrets.token_urlsafe(32)
+    await console.stores.console.open_session(
+        token,
+        user_id,
+        via=via,
+        csrf=secrets.token_urlsafe(24),
+        scopes=await console.memberships(user_id),
+        ttl=timedelta(hours=hours),
+    )
+    _log.info("console: %s signed in by %s", user_id, via)
+    response = web.HTTPSeeOther(request.app[PAGES].url("/"))
+    request.app[COOKIES].set(response, SESSION_COOKIE, token, max_age=round(hours * 3600))
+    raise response
+
+
+async def signout(request: web.Request) -> web.StreamResponse:
+    token = request.cookies.get(SESSION_COOKIE)
+    if token:
+        await request.app[CONSOLE].stores.console.end_session(token)
+    response = web.HTTPSeeOther(request.app[PAGES].url("/signin"))
+    request.app[COOKIES].clear(response, SESSION_COOKIE)
+    raise response
