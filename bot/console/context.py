@@ -14,9 +14,11 @@ from bot.config.settings import Settings
 from bot.console.browser import Attempts, Cookies
 from bot.console.rendering import Pages
 from bot.core.dispatcher import Dispatcher
+from bot.jobs.runner import JobRunner
 from bot.model.client import Model
 from memory.clock import Clock, utc_now
 from memory.stores.stores import Stores
+from skills.catalog import Catalog
 
 # The channel and team scopes a person is in, as their platform says at sign-in.
 Memberships = Callable[[str], Awaitable[tuple[str, ...]]]
@@ -36,6 +38,8 @@ class Console:
     dispatcher: Dispatcher
     model: Model
     adapters: Mapping[str, Adapter]
+    jobs: JobRunner
+    catalog: Catalog
     clock: Clock = utc_now
     memberships: Memberships = no_memberships
     attempts: Attempts = field(default_factory=Attempts)

@@ -9,7 +9,16 @@ from pathlib import Path
 
 from aiohttp import web
 
-from bot.console import card_pages, memory_pages, overview_page, signin
+from bot.console import (
+    audit_page,
+    card_pages,
+    jobs_page,
+    memory_pages,
+    overview_page,
+    settings_page,
+    signin,
+    skills_page,
+)
 from bot.console.browser import Cookies
 from bot.console.context import CONSOLE, COOKIES, PAGES, Console
 from bot.console.guard import Guard
@@ -31,7 +40,8 @@ def console_app(console: Console) -> web.Application:
     app[PAGES] = pages
     app[COOKIES] = cookies
     routes = web.RouteTableDef()
-    for module in (overview_page, signin, memory_pages, card_pages):
+    pages_of = (overview_page, signin, memory_pages, card_pages, audit_page, jobs_page)
+    for module in (*pages_of, skills_page, settings_page):
         module.add_routes(routes)
     app.router.add_routes(prefixed(routes, prefix))
     app.router.add_static(f"{prefix}/static/", STATIC, append_version=False)

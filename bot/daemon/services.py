@@ -265,5 +265,7 @@ def console_of(settings: Settings, services: Services, clock: Clock) -> Console:
         dispatcher=services.dispatcher,
         model=services.model,
         adapters=services.dispatcher.adapters,
+        jobs=services.jobs,
+        catalog=services.catalog,
         clock=clock,
     )

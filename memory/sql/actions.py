@@ -9,7 +9,7 @@ scrubbed of secrets before they are stored.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 from memory.clock import Clock, utc_now
 from memory.policy.redaction import redact_value
 from memory.policy.storable import storable_json
-from memory.sql.session import Params, Row, Session, SqlDatabase, Statement
+from memory.sql.session import Params, Row, Session, SqlDatabase, Statement, marks
 from memory.stores.actions import (
     OUTCOMES,
     OUTPUT_MAX_CHARS,
@@ -25,6 +25,7 @@ from memory.stores.actions import (
     RUNNING,
     Action,
     Allowance,
+    AuditFilter,
     action_from_row,
 )
 
@@ -118,6 +119,23 @@ class SqlActionLog:
 
     async def fetch_recent(self, limit: int = 50) -> list[Action]:
         return await self._select("ORDER BY id DESC LIMIT ?", (limit,))
+
+    async def fetch_audit(
+        self, shown: AuditFilter, *, offset: int = 0, limit: int = 50
+    ) -> tuple[list[Action], int]:
+        where, params = _audit_where(shown, self.db.dialect.time)
+        async with self.db.reading() as sql:
+            found, count = await sql.batch(
+                [
+                    Statement(
+                        f"SELECT * FROM actions WHERE {where} ORDER BY id DESC LIMIT ? OFFSET ?",
+                        (*params, limit, offset),
+                    ),
+                    Statement(f"SELECT count(*) AS n FROM actions WHERE {where}", params),
+                ]
+            )
+        read_time = self.db.dialect.read_time
+        return [action_from_row(row, read_time) for row in found.rows], count.rows[0]["n"]
 
     async def fetch_in_channel(
         self, channel_scope: str, start: datetime, end: datetime
@@ -220,3 +238,34 @@ class SqlActionLog:
 
 def _dump(value: Any) -> str:
     return storable_json(value, ensure_ascii=False, sort_keys=True)
+
+
+def _audit_where(shown: AuditFilter, time: Callable[[datetime], object]) -> tuple[str, Params]:
+    clauses: list[str] = []
+    params: list[object] = []
+    if shown.readers is not None:
+        requester, channels = shown.readers
+        seen = "requester = ?"
+        params.append(requester)
+        if channels:
+            seen += f" OR channel_scope IN ({marks(len(channels))})"
+            params += channels
+        clauses.append(f"({seen})")
+    if shown.server is not None:  # `_` and `%` in a server's name are only themselves
+        clauses.append("substr(tool, 1, ?) = ?")
+        params += [len(shown.server) + 2, f"{shown.server}__"]
+    for column, value in (
+        ("tool", shown.tool),
+        ("outcome", shown.outcome),
+        ("requester", shown.person),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    if shown.since is not None:
+        clauses.append("created_at >= ?")
+        params.append(time(shown.since))
+    if shown.until is not None:
+        clauses.append("created_at < ?")
+        params.append(time(shown.until))
+    return " AND ".join(clauses) or "1 = 1", params

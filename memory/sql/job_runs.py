@@ -74,6 +74,9 @@ class SqlJobRuns:
     async def fetch_failed(self, job: str) -> list[JobRun]:
         return await self._select("WHERE job = ? AND status = 'failed' ORDER BY id", (job,))
 
+    async def fetch_recent(self, limit: int = 50) -> list[JobRun]:
+        return await self._select("ORDER BY started_at DESC, id DESC LIMIT ?", (limit,))
+
     async def _select(self, where: str, params: Params) -> list[JobRun]:
         async with self.db.reading() as sql:
             found = await sql.rows(f"SELECT * FROM job_runs {where}", params)

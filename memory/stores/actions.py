@@ -83,6 +83,21 @@ def action_from_row(row: Any, time: Callable[[Any], datetime | None]) -> Action:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class AuditFilter:
+    """Which actions the audit shows: each field narrows it (None: any). `readers` keeps
+    to the actions a person may see: those they asked for (`requester`) and those asked in
+    the channels they are in (`channels`); None: every action (an admin)."""
+
+    server: str | None = None  # a tool of this server (`server__tool`)
+    tool: str | None = None
+    outcome: str | None = None
+    person: str | None = None  # who asked
+    since: datetime | None = None
+    until: datetime | None = None
+    readers: tuple[str, tuple[str, ...]] | None = None
+
+
 class ActionLog(Protocol):
     """The audit of actions and the allowances of tools per channel."""
 
@@ -119,6 +134,12 @@ class ActionLog(Protocol):
     async def fetch_by_proposal(self, proposal_id: int) -> Action | None: ...
 
     async def fetch_recent(self, limit: int = 50) -> list[Action]: ...
+
+    async def fetch_audit(
+        self, shown: AuditFilter, *, offset: int = 0, limit: int = 50
+    ) -> tuple[list[Action], int]:
+        """The actions `shown` admits, newest first, a page at a time, and how many."""
+        ...
 
     async def fetch_in_channel(
         self, channel_scope: str, start: datetime, end: datetime

@@ -1,0 +1,72 @@
+"""The jobs page: each job's schedules with their next and last run, the latest runs and
+their outcomes, and "run now" for admins, which runs the period due now once, as the
+schedule would (a period that ran is not run again)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from aiohttp import web
+
+from bot.console.context import CONSOLE, PAGES
+from bot.console.guard import signed_in
+from bot.console.rendering import Refused, not_found
+from bot.jobs.runner import ALL
+
+_log = logging.getLogger(__name__)
+
+# Runs started from the console, kept so that they finish (and are not collected).
+_started: set[asyncio.Task[object]] = set()
+
+
+def add_routes(routes: web.RouteTableDef) -> None:
+    routes.get("/jobs")(jobs_page)
+    routes.post("/jobs/{name:[a-z]{1,40}}/run")(run_job)
+
+
+async def jobs_page(request: web.Request) -> web.Response:
+    signed_in(request)
+    console = request.app[CONSOLE]
+    runner, now = console.jobs, console.clock()
+    schedules = []
+    for job in runner.jobs.values():
+        for scope, cron in job.schedules():
+            last = await runner.runs.fetch_last(job.name, None if scope == ALL else scope)
+            schedules.append(
+                (job.name, scope, cron, runner.trigger(cron).get_next_fire_time(None, now), last)
+            )
+    return request.app[PAGES].render(
+        request,
+        "jobs.html",
+        schedules=schedules,
+        runs=await runner.runs.fetch_recent(50),
+        enabled=console.settings.jobs.enabled,
+        timezone=console.settings.jobs.timezone,
+        started=request.query.get("started", ""),
+    )
+
+
+async def run_job(request: web.Request) -> web.StreamResponse:
+    person = signed_in(request)
+    if not person.admin:
+        raise Refused(403, "Admins only", "Only an admin can run a job now.")
+    console = request.app[CONSOLE]
+    job = console.jobs.jobs.get(request.match_info["name"])
+    if job is None:
+        raise not_found()
+    fire_time = console.clock()
+    scopes = [scope for scope, _ in job.schedules()] or [ALL]
+
+    async def run() -> None:
+        for scope in scopes:
+            try:
+                await console.jobs.run_period(job, scope, fire_time)
+            except Exception:
+                _log.exception("job %s %s, run from the console, failed", job.name, scope)
+
+    _log.info("console: %s runs job %s now", person.user_id, job.name)
+    task: asyncio.Task[object] = asyncio.create_task(run(), name=f"job {job.name} from console")
+    _started.add(task)
+    task.add_done_callback(_started.discard)
+    raise web.HTTPSeeOther(request.app[PAGES].url(f"/jobs?started={job.name}"))
