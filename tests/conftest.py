@@ -15,6 +15,7 @@ import pytest
 from memory.sqlite.database import SqliteDatabase
 from memory.sqlite.notes import SqliteNoteStore
 from tests.fakes.ollama import fake_ollama  # noqa: F401  (fixture)
+from tests.support.browser import chromium  # noqa: F401  (fixture)
 from tests.support.clock import FakeClock
 from tests.support.connections import describe, opened, recording_await, still_open, stop_left
 from tests.support.engines import (  # noqa: F401  (fixtures)

@@ -68,3 +68,10 @@ def test_ci_builds_the_image_and_forbids_skipping_its_tests() -> None:
     assert "apt-get install -y -qq buildah podman debootstrap" in ci
     assert "    export TESTS_NEED_CONTAINERS=1" in ci  # as root, which debootstrap needs
     assert ci.index("TESTS_NEED_CONTAINERS") < ci.index(".venv/bin/pytest")
+
+
+def test_ci_gives_the_tests_a_real_browser_and_forbids_skipping_them() -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "apt-get install -y -qq chromium chromium-driver" in ci
+    assert "export TESTS_NEED_BROWSER=1" in ci
+    assert ci.index("TESTS_NEED_BROWSER") < ci.index(".venv/bin/pytest")
