@@ -235,6 +235,24 @@ class AnswersPrivately(Protocol):
         """Show `text` in `conversation` to `user_id` alone."""
 
 
+@dataclass(frozen=True, slots=True)
+class Memberships:
+    """The workspaces or servers (team ids) and the channels a person is in, as their
+    platform says now."""
+
+    teams: tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
+
+
+@runtime_checkable
+class KnowsMemberships(Protocol):
+    """An adapter that can say where a person is (the web console asks at sign-in, to show
+    them their channels' and teams' notes); optional."""
+
+    async def memberships(self, user_id: str) -> Memberships:
+        """Where `user_id` is; nothing where the platform does not say (no scope for it)."""
+
+
 @runtime_checkable
 class MeasuresText(Protocol):
     """An adapter whose posted text is longer than the text it is given (escaping,

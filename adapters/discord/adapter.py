@@ -33,6 +33,7 @@ from adapters.base import (
     ConversationRef,
     Event,
     EventSink,
+    Memberships,
     NotTaken,
     PostedMessage,
     ReplyStream,
@@ -49,6 +50,7 @@ from adapters.discord.errors import MISSING_INTENT as MISSING_INTENT
 from adapters.discord.errors import DiscordRequestError as DiscordRequestError
 from adapters.discord.errors import DiscordStartError as DiscordStartError
 from adapters.discord.events import PLATFORM, message_event, reaction_event
+from adapters.discord.members import memberships
 from adapters.discord.stream import STREAM_INTERVAL_S, DiscordReplyStream
 from adapters.discord.text import MAX_MESSAGE_CHARS, clip
 from adapters.discord.typing_indicator import typing_in
@@ -335,6 +337,13 @@ class DiscordAdapter:
         call = self._running().create_dm(discord.Object(int(user_id)))
         dm = await rest("open a direct message", 0, call)
         return ConversationRef(self.platform, str(dm.id), is_dm=True)
+
+    async def memberships(self, user_id: str) -> Memberships:
+        """The guilds `user_id` shares with the bot and the channels they may view there,
+        for the web console; none while this replica does not hold the gateway."""
+        if self._client is None or not self._client.is_ready():
+            return Memberships()
+        return await memberships(self._client, user_id)
 
     def _remember_reply(self, message_id: str) -> None:
         """Note that the bot replied to `message_id` (recent ones), so later messages for the

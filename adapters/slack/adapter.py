@@ -33,6 +33,7 @@ from adapters.base import (
     ConversationRef,
     Event,
     EventSink,
+    Memberships,
     NotTaken,
     PostedMessage,
     ReplyStream,
@@ -45,6 +46,7 @@ from adapters.slack.connection import SlackConnection, check_tokens, identify
 from adapters.slack.errors import SlackRequestError as SlackRequestError
 from adapters.slack.errors import describe_error, retry_handlers
 from adapters.slack.events import PLATFORM, BotThreads, to_event
+from adapters.slack.members import member_channels
 from adapters.slack.status import ThreadStatus
 from adapters.slack.stream import (
     STREAM_INTERVAL_S,
@@ -311,6 +313,11 @@ class SlackAdapter:
         )
         channel = str((response.get("channel") or {}).get("id") or "")
         return ConversationRef(self.platform, channel, is_dm=True, team_id=self.team_id)
+
+    async def memberships(self, user_id: str) -> Memberships:
+        """The workspace and the channels `user_id` is in, for the web console."""
+        teams = (self.team_id,) if self.team_id else ()
+        return Memberships(teams, await member_channels(self._web, self._api, user_id))
 
     async def answer_privately(
         self, conversation: ConversationRef, user_id: str, text: str

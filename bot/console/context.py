@@ -3,12 +3,13 @@ templates and the cookies, each under its key of the aiohttp app."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from adapters.base import Adapter
+from adapters.base import Adapter, KnowsMemberships, Memberships
 from bot.approvals.service import ApprovalService
 from bot.config.settings import Settings
 from bot.console.browser import Attempts, Cookies
@@ -17,15 +18,12 @@ from bot.core.dispatcher import Dispatcher
 from bot.jobs.runner import JobRunner
 from bot.model.client import Model
 from memory.clock import Clock, utc_now
+from memory.scope_ids import raw_id, scope_id
 from memory.stores.stores import Stores
+from memory.types import Scope
 from skills.catalog import Catalog
 
-# The channel and team scopes a person is in, as their platform says at sign-in.
-Memberships = Callable[[str], Awaitable[tuple[str, ...]]]
-
-
-async def no_memberships(user_id: str) -> tuple[str, ...]:
-    return ()
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -41,12 +39,29 @@ class Console:
     jobs: JobRunner
     catalog: Catalog
     clock: Clock = utc_now
-    memberships: Memberships = no_memberships
     attempts: Attempts = field(default_factory=Attempts)
 
     @property
     def admins(self) -> frozenset[str]:
         return frozenset(self.settings.bot.admins)
+
+    async def memberships(self, user_id: str) -> Memberships:
+        """Where the person of `user_id` (a user scope) is, as their platform says now."""
+        scope = Scope.parse(user_id)
+        adapter = self.adapters.get(scope.platform)
+        if not isinstance(adapter, KnowsMemberships):
+            return Memberships()
+        try:
+            return await adapter.memberships(raw_id(scope.id))
+        except Exception:  # signed in without them: the person's own notes still show
+            _log.exception("could not ask %s where %s is", scope.platform, user_id)
+            return Memberships()
+
+
+def member_scopes(platform: str, found: Memberships) -> tuple[str, ...]:
+    """The team and channel scopes of what a platform said of a person."""
+    teams = [f"team:{platform}/{scope_id(team)}" for team in found.teams]
+    return (*teams, *(f"channel:{platform}/{scope_id(c)}" for c in found.channels))
 
 
 CONSOLE = web.AppKey("console", Console)

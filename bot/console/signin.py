@@ -13,9 +13,11 @@ from aiohttp import web
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from bot.console.context import CONSOLE, COOKIES, PAGES
+from adapters.base import Memberships
+from bot.console.context import CONSOLE, COOKIES, PAGES, member_scopes
 from bot.console.guard import SESSION_COOKIE
 from bot.console.rendering import Refused
+from memory.types import Scope
 
 _log = logging.getLogger(__name__)
 
@@ -64,7 +66,7 @@ async def signin_password(request: web.Request) -> web.StreamResponse:
     if not isinstance(password, str) or not await _matches(stored.get_secret_value(), password):
         _log.info("console sign-in with a wrong password from %s", request.remote)
         raise Refused(403, "Wrong password", WRONG_PASSWORD)
-    return await open_session(request, console.settings.bot.admins[0], via="password")
+    raise await open_session(request, console.settings.bot.admins[0], via="password")
 
 
 async def _matches(stored: str, password: str) -> bool:
@@ -94,27 +96,32 @@ async def signin_link(request: web.Request) -> web.StreamResponse:
         raise Refused(410, "Link expired", LINK_EXPIRED)
     if used.state == "unknown":
         raise Refused(404, "Not found", "There is no such sign-in link.")
-    return await open_session(request, used.user_id, via="link")
+    raise await open_session(request, used.user_id, via="link")
 
 
-async def open_session(request: web.Request, user_id: str, *, via: str) -> web.StreamResponse:
-    """Sign `user_id` in: a new session (never one the browser had), its cookie, and on to
-    the overview."""
+async def open_session(
+    request: web.Request, user_id: str, *, via: str, found: Memberships | None = None
+) -> web.HTTPSeeOther:
+    """Sign `user_id` in: a new session (never one the browser had) holding where their
+    platform says they are (`found`, else asked now); the redirect to the overview that
+    sets its cookie, for the caller to raise."""
     console = request.app[CONSOLE]
     hours = console.settings.console.session_hours
+    if found is None:
+        found = await console.memberships(user_id)
     token = secrets.token_urlsafe(32)
     await console.stores.console.open_session(
         token,
         user_id,
         via=via,
         csrf=secrets.token_urlsafe(24),
-        scopes=await console.memberships(user_id),
+        scopes=member_scopes(Scope.parse(user_id).platform, found),
         ttl=timedelta(hours=hours),
     )
     _log.info("console: %s signed in by %s", user_id, via)
     response = web.HTTPSeeOther(request.app[PAGES].url("/"))
     request.app[COOKIES].set(response, SESSION_COOKIE, token, max_age=round(hours * 3600))
-    raise response
+    return response
 
 
 async def signout(request: web.Request) -> web.StreamResponse:

@@ -14,6 +14,7 @@ from bot.console import (
     card_pages,
     jobs_page,
     memory_pages,
+    oauth,
     overview_page,
     settings_page,
     signin,
@@ -41,7 +42,7 @@ def console_app(console: Console) -> web.Application:
     app[COOKIES] = cookies
     routes = web.RouteTableDef()
     pages_of = (overview_page, signin, memory_pages, card_pages, audit_page, jobs_page)
-    for module in (*pages_of, skills_page, settings_page):
+    for module in (*pages_of, skills_page, settings_page, oauth):
         module.add_routes(routes)
     app.router.add_routes(prefixed(routes, prefix))
     app.router.add_static(f"{prefix}/static/", STATIC, append_version=False)

@@ -43,6 +43,7 @@ from urllib.parse import unquote
 import pytest_asyncio
 from aiohttp import WSMsgType, web
 
+from tests.fakes.discord_oauth import DiscordOAuth
 from tests.support.polling import HANG_GUARD_S
 
 __all__ = [
@@ -279,6 +280,9 @@ class FakeDiscord:
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
+        self.oauth = DiscordOAuth(ALICE.payload())
+        # Who is a member of the guild, as GET /guilds/{id}/members/{user} answers.
+        self.guild_members = {ALICE.id, ADMIN.id}
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -287,6 +291,9 @@ class FakeDiscord:
         app.router.add_get("/gateway", self._gateway)
         api = "/api/v10"
         app.router.add_get(f"{api}/users/@me", self._me)
+        app.router.add_get("/oauth2/authorize", self.oauth.authorize)
+        app.router.add_post(f"{api}/oauth2/token", self.oauth.token)
+        app.router.add_get(f"{api}/guilds/{{guild}}/members/{{user}}", self._guild_member)
         app.router.add_get(f"{api}/oauth2/applications/@me", self._application)
         app.router.add_get(f"{api}/channels/{{channel}}", self._channel)
         app.router.add_post(f"{api}/users/@me/channels", self._open_dm)
@@ -794,8 +801,21 @@ class FakeDiscord:
         return body, None
 
     async def _me(self, request: web.Request) -> web.Response:
+        person = self.oauth.person(request.headers.get("Authorization"))
+        if person is not None:  # a person's own token, from the console's sign-in
+            return _json(person)
         _, denied = await self._record(request)
         return denied or _json({**BOT.payload(), "verified": True, "flags": 0})
+
+    async def _guild_member(self, request: web.Request) -> web.Response:
+        _, denied = await self._record(request)
+        if denied:
+            return denied
+        user_id = int(request.match_info["user"])
+        known = {u.id: u for u in (ALICE, MALLORY, ADMIN)}
+        if request.match_info["guild"] != str(GUILD_ID) or user_id not in self.guild_members:
+            return _error(404, "Unknown Member", code=10007)
+        return _json(self._member(known[user_id], True))
 
     async def _application(self, request: web.Request) -> web.Response:
         _, denied = await self._record(request)

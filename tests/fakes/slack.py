@@ -44,6 +44,7 @@ import pytest_asyncio
 from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
+from tests.fakes.slack_openid import SlackOpenID
 from tests.support.polling import HANG_GUARD_S
 
 __all__ = ["Call", "Ephemeral", "FakeSlack", "Post", "fake_slack_fixture", "post_form", "sign"]
@@ -184,6 +185,8 @@ class FakeSlack:
 
     # Number the bot's messages per channel, so two channels hold messages with the same ts.
     ts_per_channel: bool = False
+    # The channels each person is in, as users.conversations lists them.
+    member_of: dict[str, list[str]] = field(default_factory=lambda: {"UALICE": ["C1"]})
 
     calls: list[Call] = field(default_factory=list, init=False)
     posts: list[Post] = field(default_factory=list, init=False)
@@ -201,6 +204,10 @@ class FakeSlack:
     _runner: web.AppRunner | None = field(default=None, init=False, repr=False)
     _port: int | None = field(default=None, init=False, repr=False)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1), init=False)
+    openid: SlackOpenID = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.openid = SlackOpenID(self.team_id)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -208,6 +215,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/link", self._link)
+        app.router.add_get("/openid/connect/authorize", self.openid.authorize)
         app.router.add_post("/respond/{command}", self._respond)
         self._runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.5)
         await self._runner.setup()
@@ -506,6 +514,10 @@ class FakeSlack:
         self._touch()
         headers = {"x-oauth-scopes": self.scopes}
 
+        if method == "openid.connect.token":  # the console's sign-in: no bot token
+            return _json(self.openid.token(params), headers=headers)
+        if method == "openid.connect.userInfo":
+            return _json(self.openid.user_info(token), headers=headers)
         expected = self.app_token if method == "apps.connections.open" else self.bot_token
         if token is None:
             return _json({"ok": False, "error": "not_authed"}, headers=headers)
@@ -538,6 +550,14 @@ class FakeSlack:
 
     def _m_apps_connections_open(self, params: Body) -> Body:
         return {"ok": True, "url": f"ws://127.0.0.1:{self._port}/link?ticket=fake"}
+
+    def _m_users_conversations(self, params: Body) -> Body:
+        channels = self.member_of.get(str(params.get("user")), [])
+        return {
+            "ok": True,
+            "channels": [{"id": c, "is_member": True} for c in channels],
+            "response_metadata": {"next_cursor": ""},
+        }
 
     def _m_users_info(self, params: Body) -> Body:
         user_id = str(params.get("user"))
