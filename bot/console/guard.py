@@ -7,6 +7,7 @@ from __future__ import annotations
 import hmac
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -62,12 +63,16 @@ class Guard:
 
     @web.middleware
     async def headers(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = time.perf_counter()
         try:
             response = await handler(request)
         except web.HTTPException as exc:  # a redirect
             exc.headers.update(HEADERS)
             raise
         response.headers.update(HEADERS)
+        # How long the page took here, as browsers' developer tools and benchmarks read it.
+        spent = (time.perf_counter() - started) * 1000
+        response.headers["Server-Timing"] = f"app;dur={spent:.1f}"
         if request.path.startswith(self.pages.url("/static/")):
             response.headers["Cache-Control"] = "public, max-age=86400"
         return response

@@ -84,13 +84,8 @@ def _page_number(request: web.Request) -> int:
 
 async def _note(request: web.Request, person: Person) -> Note:
     """The note of the address, if the person may read it: else 404, as for none."""
-    console = request.app[CONSOLE]
-    note_id = int(request.match_info["id"])
-    visibility = person.visibility()
-    if visibility is None:  # an admin: any note
-        scopes = await console.stores.note_pages.scope_counts(None)
-        visibility = explicit(tuple(scope for scope, _ in scopes))
-    note = await console.stores.note_pages.note(visibility, note_id) if visibility.scopes else None
+    note_pages = request.app[CONSOLE].stores.note_pages
+    note = await note_pages.note(person.visibility(), int(request.match_info["id"]))
     if note is None:
         raise not_found()
     return note

@@ -91,6 +91,8 @@ class Dispatcher:
         self._draining: set[str] = set()  # conversations a task of this replica works on
         self._woken: set[str] = set()  # … and that were given an event meanwhile
         self._accepting = True
+        # When each platform's latest event reached this replica (time.monotonic()).
+        self.last_event_at: dict[str, float] = {}
 
     @property
     def pending(self) -> int:
@@ -116,6 +118,7 @@ class Dispatcher:
         """Accept one event from an adapter; returns once it is queued (or dropped). While
         lorebot stops, raises `NotTaken` for any event but a command (which is answered)."""
         metrics.EVENTS_RECEIVED.labels(event.conversation.platform).inc()
+        self.last_event_at[event.conversation.platform] = time.monotonic()
         # From here on the message is what the history keeps: nothing after this (the
         # inbox's table, recall, the model, a log line) gets a credential it holds.
         event = redacted(event, self.secrets)

@@ -33,6 +33,7 @@ class NotePages(Protocol):
         changed."""
         ...
 
-    async def note(self, visibility: Visibility, note_id: int) -> Note | None:
-        """One live note by id, if `visibility` may read it."""
+    async def note(self, visibility: Visibility | None, note_id: int) -> Note | None:
+        """One live note by id, if `visibility` may read it (None: any note, for an
+        admin)."""
         ...

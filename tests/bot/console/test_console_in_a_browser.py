@@ -1,9 +1,9 @@
 """The web console in a real browser (headless Chromium) against a real `lorebot run` with
 the fake Slack, the fake Ollama and a real MCP server, on SQLite and on PostgreSQL: sign in
-by a one-time link, browse and search, forget a note and see the change set, approve a card
-whose waiting turn then answers in Slack, find the action in the audit, and be refused
-another person's note and a form without its token. A screenshot of each page is saved in
-test-artifacts/console/ENGINE/."""
+by a one-time link and with Slack (the fake's OpenID Connect provider), browse and search,
+forget a note and see the change set, approve a card whose waiting turn then answers in
+Slack, find the action in the audit, and be refused another person's note and a form
+without its token. A screenshot of each page is saved in test-artifacts/console/ENGINE/."""
 
 from __future__ import annotations
 
@@ -45,6 +45,7 @@ async def seed(engine: str, where: str | Path) -> dict[str, int]:
             (ALICE, "deploys", "alice deploys on fridays after the standup", False),
             (ALICE, "coffee", "alice drinks her coffee black", True),
             (ALICE, "editor", "alice writes in helix", False),
+            ("channel:slack/C1", "standup", "the standup is at ten", False),
             (BOB, "deploy-key", "bob keeps the deploy key in the red folder", True),
         ):
             saved = await stores.notes.save(
@@ -104,6 +105,8 @@ async def test_the_console_in_a_browser(
         LOREBOT_CONSOLE__LISTEN=f"127.0.0.1:{port}",
         LOREBOT_BOT__ADMINS=json.dumps(["user:slack/UADMIN"]),
         LOREBOT_MCP__SERVERS=json.dumps([stdio_server()]),
+        LOREBOT_CONSOLE__SLACK_CLIENT_ID=fake_slack.openid.client_id,
+        LOREBOT_CONSOLE__SLACK_CLIENT_SECRET=fake_slack.openid.client_secret,
     )
     shots = f"console/{engine}"
     fake_ollama.tool_call("ops__restart", {"service": "web"})
@@ -180,6 +183,14 @@ async def test_the_console_in_a_browser(
         await chromium.screenshot(f"{shots}/forbidden")
         await chromium.open(f"{base}/notes/{ids['editor']}")
         assert "alice writes in helix" in await chromium.text()
+
+        # Signing out, then in with Slack: the fake's OpenID Connect provider, and back.
+        await chromium.click("header form.who button")
+        await chromium.screenshot(f"{shots}/signin")
+        await chromium.click("#slack")
+        assert "Overview" in await chromium.text() and ALICE in await chromium.text("header")
+        await chromium.click("header a[href='/memory']")
+        assert "channel:slack/C1" in await chromium.text()  # Slack says she is in C1
 
         # An admin's settings page.
         await chromium.open(await sign_in_link(env, tmp_path, "slack/UADMIN"))

@@ -5,12 +5,14 @@ an address with another person's note or scope shows nothing of it."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from memory import NoteDraft, Scope
 from memory.types import Note
+from tests.support.clock import FakeClock
 from tests.support.console import ConsoleHarness
 
 pytestmark = pytest.mark.usefixtures("on_each_engine")
@@ -172,3 +174,19 @@ async def test_team_notes_change_by_admins_and_read_only_channels_by_nobody(
     await admin.get(f"/notes/{team.id}")
     assert (await admin.post(f"/notes/{team.id}/forget", {})).status == 200
     assert await console.h.bot.notes.fetch(Scope.parse(TEAM), "holidays") is None
+
+
+async def test_an_expired_note_is_neither_counted_nor_shown(
+    console: ConsoleHarness, clock: FakeClock
+) -> None:
+    await note(console, ALICE, "standup", "standup is at 10")
+    await note(
+        console, ALICE, "visitor", "a visitor comes", expires_at=clock.now + timedelta(hours=1)
+    )
+    clock.advance(hours=2)
+    admin = await console.signed_in("user:test/UADMIN")
+    page = await admin.get("/memory")
+    assert re.search(rf"{ALICE}</a></td><td>1<", page.text), page.text
+    page = await admin.get(f"/memory/notes?scope={ALICE}")
+    assert "1 note;" in page.text or "1 note." in page.text
+    assert "a visitor comes" not in page.text
