@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from bot.cli.common import open_stores
 from bot.errors import UserError
-from memory import InvalidInput
-from memory.types import Scope, ScopeKind
 
 if TYPE_CHECKING:
     from bot.config.settings import Settings
@@ -41,6 +39,9 @@ def add_parser(commands: Any) -> None:
 def link_user(settings: Settings, given: str | None) -> str:
     """The user scope a link signs in: `--user` (PLATFORM/ID or a user scope), else the
     first admin."""
+    from memory import InvalidInput
+    from memory.types import Scope, ScopeKind
+
     if given is None:
         if not settings.bot.admins:
             raise UserError("bot.admins is empty: name the person with --user PLATFORM/ID")

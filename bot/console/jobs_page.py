@@ -16,6 +16,8 @@ from bot.jobs.runner import ALL
 
 _log = logging.getLogger(__name__)
 
+# What the audit calls a job an admin ran from the console.
+RUN_JOB = "console: run a job now"
 # Runs started from the console, kept so that they finish (and are not collected).
 _started: set[asyncio.Task[object]] = set()
 
@@ -66,6 +68,17 @@ async def run_job(request: web.Request) -> web.StreamResponse:
                 _log.exception("job %s %s, run from the console, failed", job.name, scope)
 
     _log.info("console: %s runs job %s now", person.user_id, job.name)
+    actions = console.stores.actions  # who ran what, in the audit
+    action = await actions.record(
+        RUN_JOB,
+        {"job": job.name, "scopes": scopes},
+        requester=person.user_id,
+        channel_scope=None,
+        conversation={},
+        approval="admin",
+    )
+    await actions.start(action.id, decided_by=person.user_id)
+    await actions.finish(action.id, "ok", "", 0)
     task: asyncio.Task[object] = asyncio.create_task(run(), name=f"job {job.name} from console")
     _started.add(task)
     task.add_done_callback(_started.discard)

@@ -28,13 +28,7 @@ from bot.daemon.lockfile import DatabaseLock
 from bot.daemon.notify import Notifier, start_extended
 from bot.daemon.platforms import leader_only
 from bot.daemon.replica import ReplicaRole
-from bot.daemon.services import (
-    DaemonRole,
-    Services,
-    build_daemon_role,
-    build_services,
-    console_of,
-)
+from bot.daemon.services import DaemonRole, Services, build_daemon_role, build_services
 from bot.daemon.supervision import Supervisor
 from bot.jobs.runner import JobRunner
 from bot.model.client import Model
@@ -94,7 +88,6 @@ class Bot:
         self._services: Services | None = None  # once started
         self._role: DaemonRole | None = None  # a daemon's, once its adapters started
         self._replica: asyncio.Task[None] | None = None  # the replica's loop, once it runs
-        self.console: ConsoleServer | None = None  # the web console, when it is on
 
     async def start(self) -> None:
         """Open storage, probe the model, start the adapters; on failure undo what started."""
@@ -220,10 +213,6 @@ class Bot:
         await role.supervisor.start()
         self._stack.push_async_callback(role.supervisor.stop)
         self.tasks.spawn(role.supervisor.watch(), name="watchdog")
-        if self.settings.console.enabled:
-            self.console = ConsoleServer(console_of(self.settings, services, self.clock))
-            await self.console.start()
-            self._stack.push_async_callback(self.console.close)
 
     def _leader_only(self) -> list[str]:
         """The platforms only the leading replica connects (none for a one-shot command)."""
@@ -398,6 +387,11 @@ class Bot:
     @property
     def supervisor(self) -> Supervisor:
         return self.role.supervisor
+
+    @property
+    def console(self) -> ConsoleServer | None:
+        """The web console, when it is on."""
+        return self.role.supervisor.console
 
     @property
     def replica(self) -> ReplicaRole:

@@ -20,6 +20,7 @@ from bot.approvals.reminders import Reminders
 from bot.approvals.service import ApprovalService, build_approvals
 from bot.config.settings import Settings, SystemdEnvironment
 from bot.console.context import Console
+from bot.console.site import ConsoleServer
 from bot.context.skills import SkillUse, build_catalog
 from bot.core.agent import Agent
 from bot.core.dispatcher import Dispatcher
@@ -230,7 +231,10 @@ def build_daemon_role(
     """The daemon's role, built once its adapters started: `leader_only` are the platforms
     only the leader connects, `loops` what it runs while it leads, and `beat` whether the
     replica writes its heartbeat (not the one daemon of a SQLite file)."""
-    supervisor = Supervisor(settings, systemd, adapters, services.model)
+    console = (
+        ConsoleServer(console_of(settings, services, clock)) if settings.console.enabled else None
+    )
+    supervisor = Supervisor(settings, systemd, adapters, services.model, console=console)
     for name in leader_only:  # until this replica leads, another holds them
         supervisor.release(name)
     duties = LeaderDuties(

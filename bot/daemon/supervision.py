@@ -1,4 +1,5 @@
-"""Keeping an eye on the running bot: systemd readiness and watchdog, health and metrics.
+"""Keeping an eye on the running bot: systemd readiness and watchdog, health and metrics,
+and the web console beside them.
 
 The watchdog is fed only while the event loop answers on time and every adapter has been
 connected within its grace period, so a bot that is up but deaf gets restarted.
@@ -14,6 +15,7 @@ from typing import Any
 
 from adapters.base import Adapter
 from bot.config.settings import Settings, SystemdEnvironment
+from bot.console.site import ConsoleServer
 from bot.daemon.health import HealthServer
 from bot.daemon.notify import Notifier
 from bot.model.client import Model
@@ -31,12 +33,14 @@ class Supervisor:
         adapters: Mapping[str, Adapter],
         model: Model,
         *,
+        console: ConsoleServer | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.settings = settings
         self.adapters = adapters
         self.model = model
+        self.console = console  # the web console, when it is on
         self.notifier = Notifier(systemd.notify_socket)
         self.watchdog_s = systemd.watchdog_usec / 1e6 if systemd.watchdog_usec else None
         self.monotonic = monotonic
@@ -90,6 +94,8 @@ class Supervisor:
             self.health = HealthServer(listen, self.report)
             await self.health.start()
             _log.info("health and metrics on http://%s:%d/", self.health.host, self.health.port)
+        if self.console is not None:
+            await self.console.start()
         names = ", ".join(self.adapters) or "no adapters"
         self.notifier.ready(f"running with {names}")
 
@@ -117,6 +123,8 @@ class Supervisor:
 
     async def stop(self) -> None:
         self.notifier.stopping()
+        if self.console is not None:
+            await self.console.close()
         if self.health is not None:
             await self.health.close()
         self.notifier.close()

@@ -22,6 +22,10 @@ from memory.types import Note, SearchHit
 
 _BM25 = bm25_call("notes_fts", NOTE_WEIGHTS)
 _PREFIXED = ", ".join(f"n.{column.strip()}" for column in NOTE_COLUMNS.split(","))
+# Up to this many scopes, the word index keeps to them itself; beyond (an admin in the web
+# console reads every scope) an OR of that many keys costs more than it saves, and the
+# SELECT alone keeps to the visible notes.
+MATCHED_SCOPES = 64
 # Candidates beyond k, for expired notes the maintenance job has not purged yet; when more
 # than these drop out, the ranking is read again further down.
 _SPARE = 5
@@ -124,7 +128,9 @@ class NoteSearch:
         """The k best live notes matching `words` that `visibility` may read, with their
         bm25 scores (lower is better)."""
         where, params = visibility_sql(visibility, alias="n.")
-        match = f"{scope_match(visibility)} AND {words}"
+        match = words
+        if len(visibility.scopes) <= MATCHED_SCOPES:
+            match = f"{scope_match(visibility)} AND {words}"
         now = to_db_time(self.clock())
         sql = (
             f"WITH top AS (SELECT rowid AS id, {_BM25} AS score FROM notes_fts "
@@ -133,9 +139,10 @@ class NoteSearch:
             "(n.expires_at IS NULL OR n.expires_at > ?) AS readable "
             "FROM top JOIN notes n ON n.id = top.id ORDER BY top.score"
         )
-        # The MATCH admits the visible scopes already; the SELECT re-checks visibility and
-        # drops expired notes. Should more than the spare candidates drop out, the ranking
-        # is read again further down, so no match is ever lost to them.
+        # The MATCH admits the visible scopes already (up to MATCHED_SCOPES of them); the
+        # SELECT checks visibility again and drops expired notes. Should more than the
+        # spare candidates drop out, the ranking is read again further down, so no match
+        # is ever lost to them.
         limit = k + _SPARE
         while True:
             async with self.db.reading() as session:

@@ -86,6 +86,9 @@ async def test_only_an_admin_runs_a_job_now_and_its_run_is_listed(console: Conso
     assert page.status == 200 and "Job maintenance started" in page.text
     runs = console.h.bot.services.stores.job_runs
     await until(lambda: runs.fetch_last("maintenance"))
+    [ran] = await console.h.bot.services.stores.actions.fetch_recent()
+    assert ran.tool == "console: run a job now" and ran.requester == "user:test/UADMIN"
+    assert ran.arguments == {"job": "maintenance", "scopes": ["all"]}
     await admin.get("/jobs")
     assert (await admin.post("/jobs/nosuchjob/run", {})).status == 404
 
