@@ -249,8 +249,9 @@ class KnowsMemberships(Protocol):
     """An adapter that can say where a person is (the web console asks at sign-in, to show
     them their channels' and teams' notes); optional."""
 
-    async def memberships(self, user_id: str) -> Memberships:
-        """Where `user_id` is; nothing where the platform does not say (no scope for it)."""
+    async def memberships(self, user_id: str) -> Memberships | None:
+        """Where `user_id` is; nothing where the platform does not say (no scope for it);
+        None when it cannot be asked now (another replica holds its connection)."""
 
 
 @runtime_checkable

@@ -338,11 +338,11 @@ class DiscordAdapter:
         dm = await rest("open a direct message", 0, call)
         return ConversationRef(self.platform, str(dm.id), is_dm=True)
 
-    async def memberships(self, user_id: str) -> Memberships:
+    async def memberships(self, user_id: str) -> Memberships | None:
         """The guilds `user_id` shares with the bot and the channels they may view there,
-        for the web console; none while this replica does not hold the gateway."""
+        for the web console; None while this replica does not hold the gateway."""
         if self._client is None or not self._client.is_ready():
-            return Memberships()
+            return None
         return await memberships(self._client, user_id)
 
     def _remember_reply(self, message_id: str) -> None:

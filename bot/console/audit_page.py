@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from bot.approvals.card_text import visible
+from bot.console.browser import page_number
 from bot.console.context import CONSOLE, PAGES
 from bot.console.guard import signed_in
 from bot.console.rendering import Refused
@@ -27,10 +28,12 @@ def add_routes(routes: web.RouteTableDef) -> None:
     routes.get("/actions")(actions_page)
 
 
-def _day(text: str, name: str) -> datetime:
+def _day(text: str, name: str, *, after: bool = False) -> datetime:
+    """The day `text` names (the next one `after`), or a 400 page saying how to write one."""
     try:
-        return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
-    except ValueError:
+        day = datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC)
+        return day + timedelta(days=1) if after else day
+    except (ValueError, OverflowError):
         raise Refused(400, "Not a day", f"{name} is a day written YYYY-MM-DD.") from None
 
 
@@ -38,7 +41,7 @@ def audit_filter(query: dict[str, str]) -> AuditFilter:
     """The filter the page's form asks for; a day written otherwise is refused."""
     given = {k: query.get(k, "").strip()[:200] or None for k in FILTERS}
     since = _day(given["since"], "since") if given["since"] else None
-    until = _day(given["until"], "until") + timedelta(days=1) if given["until"] else None
+    until = _day(given["until"], "until", after=True) if given["until"] else None
     return AuditFilter(
         server=given["server"],
         tool=given["tool"],
@@ -59,10 +62,7 @@ async def actions_page(request: web.Request) -> web.Response:
     shown = audit_filter(query)
     if not person.admin:
         shown = dataclasses.replace(shown, readers=(person.user_id, person.scopes))
-    text = query.get("page", "1")
-    if not text.isdigit() or len(text) > 6 or not 1 <= int(text) <= MAX_PAGE:
-        raise Refused(400, "No such page", f"A page is a number from 1 to {MAX_PAGE}.")
-    page = int(text)
+    page = page_number(query.get("page", "1"), MAX_PAGE)
     actions = request.app[CONSOLE].stores.actions
     found, total = await actions.fetch_audit(shown, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE)
     pages = max(1, -(-total // PAGE_SIZE))

@@ -3,6 +3,7 @@ sign-in attempts an address made lately."""
 
 from __future__ import annotations
 
+import hmac
 import logging
 import time
 from collections import defaultdict, deque
@@ -14,6 +15,24 @@ from aiohttp import web
 from bot.console.rendering import Refused
 
 _log = logging.getLogger(__name__)
+
+# Addresses whose sign-in attempts are counted at once, at most.
+MAX_ADDRESSES = 10_000
+
+
+def same_text(given: str, expected: str) -> bool:
+    """Whether two secrets are equal, in a time that does not tell how much of them is; any
+    text compares (`hmac.compare_digest` takes ASCII text only)."""
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogatepass"), expected.encode("utf-8", "surrogatepass")
+    )
+
+
+def page_number(text: str, most: int) -> int:
+    """A page's number from an address, or a 400 page saying what one is."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= most):
+        raise Refused(400, "No such page", f"A page is a number from 1 to {most}.")
+    return int(text)
 
 
 class Cookies:
@@ -56,6 +75,11 @@ class Attempts:
         now, seen = self.monotonic(), self._seen[request.remote or "?"]
         while seen and now - seen[0] > self.window_s:
             seen.popleft()
+        if len(self._seen) > MAX_ADDRESSES:  # forget the addresses quiet the longest
+            for address in [a for a, times in self._seen.items() if times is not seen][
+                : len(self._seen) // 2
+            ]:
+                del self._seen[address]
         if len(seen) >= self.limit:
             _log.warning("sign-in attempts from %s refused: over %d", request.remote, self.limit)
             raise Refused(

@@ -18,7 +18,7 @@ from bot.console.context import CONSOLE, PAGES
 from bot.console.guard import signed_in
 from bot.console.people import Person
 from bot.console.rendering import Refused, not_found
-from bot.core.decisions import outcome_line
+from bot.core.replies import NOT_ALLOWED_REPLY
 from memory import NotFound
 from memory.policy.redaction import redact_value
 from memory.stores.proposals import Proposal
@@ -114,20 +114,28 @@ async def decide_card(request: web.Request) -> web.StreamResponse:
         if not told.done():
             told.set_result(text)
 
+    asked_at = console.clock()
     if not await console.dispatcher.take_checked_decision(found, answer):
-        raise Refused(503, "Not decided", told.result() if told.done() else "Try again.")
+        text = told.result() if told.done() else "Try again in a minute."
+        status = 404 if text == NOT_ALLOWED_REPLY else 503
+        raise Refused(status, "Not decided", text)
     try:
-        text: str | None = await asyncio.wait_for(asyncio.shield(told), DECISION_WAIT_S)
+        said: str | None = await asyncio.wait_for(asyncio.shield(told), DECISION_WAIT_S)
     except TimeoutError:  # another replica handles it, or the conversation is busy
-        text = None
+        said = None
     proposal = await console.stores.proposals.fetch(card_id)
     if proposal.pending:
+        if said is not None:  # handled, and it decided nothing (the card expired meanwhile)
+            raise Refused(409, "Not decided", said)
         raise Refused(
             202,
             "Decision queued",
             f"Your decision on card #{card_id} waits behind the conversation's other events; "
             "the card will show it.",
         )
-    if proposal.decided_by != person.user_id or text not in (None, outcome_line(proposal)):
+    decided_here = proposal.decided_by == person.user_id and (
+        proposal.decided_at is None or proposal.decided_at >= asked_at
+    )
+    if not decided_here:
         raise Refused(409, "Already decided", closed_line(proposal))
     raise web.HTTPSeeOther(request.app[PAGES].url(f"/cards/{card_id}"))

@@ -45,27 +45,34 @@ class Console:
     def admins(self) -> frozenset[str]:
         return frozenset(self.settings.bot.admins)
 
-    async def memberships(self, user_id: str) -> Memberships:
-        """Where the person of `user_id` (a user scope) is, as their platform says now."""
+    async def memberships(self, user_id: str) -> Memberships | None:
+        """Where the person of `user_id` (a user scope) is, as their platform says now;
+        None when it cannot be asked now."""
         scope = Scope.parse(user_id)
         adapter = self.adapters.get(scope.platform)
         if not isinstance(adapter, KnowsMemberships):
             return Memberships()
         try:
             return await adapter.memberships(raw_id(scope.id))
-        except Exception:  # signed in without them: the person's own notes still show
+        except Exception:
             _log.exception("could not ask %s where %s is", scope.platform, user_id)
-            return Memberships()
+            return None
 
+    def heard(self, user_id: str) -> bool:
+        """Whether chat would hear this person (`bot.allowed_users`; admins always)."""
+        allowed = self.settings.bot.allowed_users
+        return not allowed or user_id in allowed or user_id in self.admins
 
-def member_scopes(platform: str, found: Memberships) -> tuple[str, ...]:
-    """The team and channel scopes of what a platform said of a person."""
-    teams = [f"team:{platform}/{scope_id(team)}" for team in found.teams]
-    return (*teams, *(f"channel:{platform}/{scope_id(c)}" for c in found.channels))
+    def member_scopes(self, user_id: str, found: Memberships) -> tuple[str, ...]:
+        """The team and channel scopes of what a platform said of a person, less the
+        channels chat does not answer in (`bot.allowed_channels`)."""
+        platform = Scope.parse(user_id).platform
+        teams = [f"team:{platform}/{scope_id(team)}" for team in found.teams]
+        channels = [f"channel:{platform}/{scope_id(c)}" for c in found.channels]
+        allowed = self.settings.bot.allowed_channels
+        return (*teams, *(c for c in channels if not allowed or c in allowed))
 
 
 CONSOLE = web.AppKey("console", Console)
-
-
 PAGES = web.AppKey("pages", Pages)
 COOKIES = web.AppKey("cookies", Cookies)

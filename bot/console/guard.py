@@ -4,7 +4,6 @@ carries, and the page that says why a request was refused."""
 
 from __future__ import annotations
 
-import hmac
 import logging
 import secrets
 import time
@@ -12,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from bot.console.browser import Cookies
+from bot.console.browser import Cookies, same_text
 from bot.console.context import PAGES
 from bot.console.people import VISITOR, Person, Visitor
 from bot.console.rendering import Pages, Refused, not_found
@@ -73,7 +72,7 @@ class Guard:
         # How long the page took here, as browsers' developer tools and benchmarks read it.
         spent = (time.perf_counter() - started) * 1000
         response.headers["Server-Timing"] = f"app;dur={spent:.1f}"
-        if request.path.startswith(self.pages.url("/static/")):
+        if response.status == 200 and request.path.startswith(self.pages.url("/static/")):
             response.headers["Cache-Control"] = "public, max-age=86400"
         return response
 
@@ -136,10 +135,13 @@ class Guard:
         """Every change carries the form token of the page it came from: refused (403)
         without it, before anything is read of it or changed."""
         if request.method not in SAFE_METHODS:
-            form = await request.post()
+            try:
+                form = await request.post()
+            except (ValueError, LookupError, web.HTTPException):
+                raise Refused(400, "Unreadable form", "This form could not be read.") from None
             given = form.get("csrf") or request.headers.get("X-CSRF-Token") or ""
             expected = request[VISITOR].csrf
-            if not (isinstance(given, str) and expected and hmac.compare_digest(given, expected)):
+            if not (isinstance(given, str) and expected and same_text(given, expected)):
                 _log.info("refused a %s to %s without its form token", request.method, request.path)
                 raise Refused(403, "Forbidden", FORGED)
         return await handler(request)

@@ -11,8 +11,12 @@ from aiohttp import web
 
 from bot.console.context import CONSOLE, PAGES
 from bot.console.guard import signed_in
+from bot.console.note_rules import may_read
+from bot.console.people import Person
 from bot.console.rendering import Refused, not_found
 from bot.jobs.runner import ALL
+from memory import InvalidInput
+from memory.types import Scope
 
 _log = logging.getLogger(__name__)
 
@@ -27,22 +31,34 @@ def add_routes(routes: web.RouteTableDef) -> None:
     routes.post("/jobs/{name:[a-z]{1,40}}/run")(run_job)
 
 
+def _shown(person: Person, scope: str) -> bool:
+    """Whether a job's scope is one the person may read (every scope, for an admin)."""
+    if person.admin or scope == ALL:
+        return True
+    try:
+        return may_read(person, Scope.parse(scope))
+    except InvalidInput:  # a conversation's key: its runs are an admin's to read
+        return False
+
+
 async def jobs_page(request: web.Request) -> web.Response:
-    signed_in(request)
+    person = signed_in(request)
     console = request.app[CONSOLE]
     runner, now = console.jobs, console.clock()
     schedules = []
     for job in runner.jobs.values():
         for scope, cron in job.schedules():
+            if not _shown(person, scope):
+                continue
             last = await runner.runs.fetch_last(job.name, None if scope == ALL else scope)
-            schedules.append(
-                (job.name, scope, cron, runner.trigger(cron).get_next_fire_time(None, now), last)
-            )
+            next_run = runner.trigger(cron).get_next_fire_time(None, now)
+            schedules.append((job.name, scope, cron, next_run, last))
+    runs = [run for run in await runner.runs.fetch_recent(200) if _shown(person, run.scope)]
     return request.app[PAGES].render(
         request,
         "jobs.html",
         schedules=schedules,
-        runs=await runner.runs.fetch_recent(50),
+        runs=runs[:50],
         enabled=console.settings.jobs.enabled,
         timezone=console.settings.jobs.timezone,
         started=request.query.get("started", ""),

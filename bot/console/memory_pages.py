@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from bot.console.browser import page_number
 from bot.console.context import CONSOLE, PAGES
 from bot.console.guard import signed_in
 from bot.console.note_rules import change_refused, may_read
@@ -44,7 +45,10 @@ async def memory_page(request: web.Request) -> web.Response:
             hits = await console.stores.notes.search(
                 query, readable, k=SEARCH_RESULTS, bump=False, snippets=True
             )
-    return request.app[PAGES].render(request, "memory.html", scopes=scopes, query=query, hits=hits)
+    unopened = _unopened(person, [hit.note for hit in hits])
+    return request.app[PAGES].render(
+        request, "memory.html", scopes=scopes, query=query, hits=hits, unopened=unopened
+    )
 
 
 async def scope_page(request: web.Request) -> web.Response:
@@ -68,6 +72,7 @@ async def scope_page(request: web.Request) -> web.Response:
         "scope.html",
         scope=scope,
         notes=found.notes,
+        unopened=_unopened(person, found.notes),
         total=found.total,
         page=page,
         pages=pages,
@@ -76,10 +81,7 @@ async def scope_page(request: web.Request) -> web.Response:
 
 
 def _page_number(request: web.Request) -> int:
-    text = request.query.get("page", "1")
-    if not text.isdigit() or not 1 <= int(text[:7]) <= MAX_PAGE or len(text) > 7:
-        raise Refused(400, "No such page", f"A page is a number from 1 to {MAX_PAGE}.")
-    return int(text)
+    return page_number(request.query.get("page", "1"), MAX_PAGE)
 
 
 async def _note(request: web.Request, person: Person) -> Note:
@@ -96,7 +98,7 @@ async def note_page(request: web.Request) -> web.Response:
     note = await _note(request, person)
     console = request.app[CONSOLE]
     if note.private and person.reads_private_of_another(note.scope):
-        await _audit_reading(request, person, note)
+        await _audit_reading(request, person, note.scope, note.topic)
     history = await console.stores.notes.fetch_history(note.scope, note.topic, limit=50)
     return request.app[PAGES].render(
         request,
@@ -108,11 +110,17 @@ async def note_page(request: web.Request) -> web.Response:
     )
 
 
-async def _audit_reading(request: web.Request, person: Person, note: Note) -> None:
+def _unopened(person: Person, notes: list[Note]) -> set[int]:
+    """The notes a list shows by topic alone: other people's private notes, which an admin
+    reads by opening them (the audit records that)."""
+    return {n.id for n in notes if n.private and person.reads_private_of_another(n.scope)}
+
+
+async def _audit_reading(request: web.Request, person: Person, scope: Scope, topic: str) -> None:
     actions = request.app[CONSOLE].stores.actions
     action = await actions.record(
         READ_PRIVATE,
-        {"note": f"{note.scope} {note.topic}"},
+        {"note": f"{scope} {topic}"},
         requester=person.user_id,
         channel_scope=None,
         conversation={},
@@ -171,6 +179,9 @@ async def change_page(request: web.Request) -> web.Response:
     person = signed_in(request)
     change = await _change(request, person)
     console = request.app[CONSOLE]
+    private = any(state and state.get("private") for state in (change.before, change.after))
+    if change.scope is not None and private and person.reads_private_of_another(change.scope):
+        await _audit_reading(request, person, change.scope, change.topic or "")
     undoable = (
         change.scope is not None
         and change.reverted_by is None

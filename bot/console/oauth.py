@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hmac
 import json
 import logging
 import secrets
@@ -21,6 +20,7 @@ import aiohttp
 from aiohttp import web
 
 from bot.config.settings import Settings
+from bot.console.browser import same_text
 from bot.console.context import CONSOLE, COOKIES
 from bot.console.rendering import Refused, not_found
 from bot.console.signin import open_session
@@ -124,7 +124,7 @@ async def finish(request: web.Request) -> web.StreamResponse:
     platform, _, rest = request.cookies.get(STATE_COOKIE, "").partition(".")
     state, _, nonce = rest.partition(".")
     given = request.query.get("state", "")
-    if platform != provider.platform or not state or not hmac.compare_digest(given, state):
+    if platform != provider.platform or not state or not same_text(given, state):
         _log.info("console: a %s sign-in came back with a state it did not send", platform)
         raise Refused(403, "Not signed in", NOT_STARTED_HERE)
     if "error" in request.query or not request.query.get("code"):
@@ -142,6 +142,13 @@ async def finish(request: web.Request) -> web.StreamResponse:
             502, "Not signed in", f"{provider.platform} did not answer as expected: try again."
         ) from None
     found = await console.memberships(f"user:{provider.platform}/{scope_id(user)}")
+    if found is None:
+        raise Refused(
+            503,
+            "Not signed in yet",
+            f"lorebot cannot ask {provider.platform} where you are right now: try again in "
+            "a minute.",
+        )
     if (team is not None and team not in found.teams) or not found.teams:
         _log.info("console: refused a %s sign-in from outside lorebot's teams", provider.platform)
         where = "workspace" if provider.platform == "slack" else "server"
@@ -170,7 +177,7 @@ async def _slack_person(
     if not tokens.get("ok"):
         raise Refused(403, "Not signed in", f"Slack refused the sign-in: {tokens.get('error')}.")
     claims = _claims(str(tokens["id_token"]))
-    if claims.get("aud") != provider.client_id or not hmac.compare_digest(
+    if claims.get("aud") != provider.client_id or not same_text(
         str(claims.get("nonce", "")), nonce
     ):
         raise Refused(403, "Not signed in", NOT_STARTED_HERE)

@@ -14,10 +14,9 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from adapters.base import Memberships
-from bot.console.context import CONSOLE, COOKIES, PAGES, member_scopes
+from bot.console.context import CONSOLE, COOKIES, PAGES
 from bot.console.guard import SESSION_COOKIE
 from bot.console.rendering import Refused
-from memory.types import Scope
 
 _log = logging.getLogger(__name__)
 
@@ -25,6 +24,9 @@ WRONG_PASSWORD = "That password is not the console's: nobody was signed in."
 LINK_USED = (
     "This sign-in link was used already: each works once. Ask the operator for a new one "
     "(`lorebot console link`)."
+)
+NOT_HEARD = (
+    "lorebot is not set up to take requests from you (bot.allowed_users): nobody was signed in."
 )
 LINK_EXPIRED = (
     "This sign-in link expired: each works for 10 minutes. Ask the operator for a new one "
@@ -106,16 +108,26 @@ async def open_session(
     platform says they are (`found`, else asked now); the redirect to the overview that
     sets its cookie, for the caller to raise."""
     console = request.app[CONSOLE]
+    if not console.heard(user_id):
+        _log.info("console: refused %s, whom bot.allowed_users leaves out", user_id)
+        raise Refused(403, "Not signed in", NOT_HEARD)
     hours = console.settings.console.session_hours
     if found is None:
         found = await console.memberships(user_id)
+    if found is None:  # the person's own notes and the team's cards still show
+        _log.warning("console: %s signed in without their channels: none could be asked", user_id)
+        found = Memberships()
+    sign_ins = console.stores.console
+    if old := request.cookies.get(SESSION_COOKIE):  # the browser's session ends here
+        await sign_ins.end_session(old)
+    await sign_ins.purge()
     token = secrets.token_urlsafe(32)
-    await console.stores.console.open_session(
+    await sign_ins.open_session(
         token,
         user_id,
         via=via,
         csrf=secrets.token_urlsafe(24),
-        scopes=member_scopes(Scope.parse(user_id).platform, found),
+        scopes=console.member_scopes(user_id, found),
         ttl=timedelta(hours=hours),
     )
     _log.info("console: %s signed in by %s", user_id, via)

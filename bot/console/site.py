@@ -23,7 +23,7 @@ from bot.console import (
 from bot.console.browser import Cookies
 from bot.console.context import CONSOLE, COOKIES, PAGES, Console
 from bot.console.guard import Guard
-from bot.console.rendering import Pages, base_path
+from bot.console.rendering import Pages, base_path, not_found
 
 _log = logging.getLogger(__name__)
 
@@ -45,8 +45,19 @@ def console_app(console: Console) -> web.Application:
     for module in (*pages_of, skills_page, settings_page, oauth):
         module.add_routes(routes)
     app.router.add_routes(prefixed(routes, prefix))
-    app.router.add_static(f"{prefix}/static/", STATIC, append_version=False)
+    app.router.add_get(f"{prefix}/static/{{name}}", static_file)
     return app
+
+
+# The stylesheet, HTMX and its licence: served by name, nothing else of the folder.
+STATIC_FILES = frozenset(path.name for path in STATIC.iterdir() if path.is_file())
+
+
+async def static_file(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    if name not in STATIC_FILES:
+        raise not_found()
+    return web.FileResponse(STATIC / name)
 
 
 def prefixed(routes: web.RouteTableDef, prefix: str) -> list[web.RouteDef]:

@@ -17,7 +17,8 @@ LinkState = Literal["ok", "used", "expired", "unknown"]
 
 
 def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+    # A cookie's bytes that are not UTF-8 arrive as surrogates: hashed as they came.
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
