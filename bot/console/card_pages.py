@@ -19,7 +19,6 @@ from bot.console.guard import signed_in
 from bot.console.people import Person
 from bot.console.rendering import Refused, not_found
 from bot.core.replies import NOT_ALLOWED_REPLY
-from memory import NotFound
 from memory.policy.redaction import redact_value
 from memory.stores.proposals import Proposal
 
@@ -72,13 +71,11 @@ async def cards_page(request: web.Request) -> web.Response:
 
 
 async def _visible(request: web.Request, person: Person) -> Proposal:
-    """The card of the address, if the person asked for it or may decide it: else 404."""
-    console = request.app[CONSOLE]
-    try:
-        proposal = await console.stores.proposals.fetch(int(request.match_info["id"]))
-    except NotFound:
-        raise not_found() from None
-    if not (person.admin or proposal.requester == person.user_id):
+    """The card of the address, if the person asked for it (an admin: any): else 404."""
+    proposals = request.app[CONSOLE].stores.proposals
+    mine = None if person.admin else person.user_id
+    proposal = await proposals.fetch_asked_by(int(request.match_info["id"]), mine)
+    if proposal is None:
         raise not_found()
     return proposal
 

@@ -9,7 +9,7 @@ from aiohttp import web
 from bot.console.browser import page_number
 from bot.console.context import CONSOLE, PAGES
 from bot.console.guard import signed_in
-from bot.console.note_rules import change_refused, may_read
+from bot.console.note_rules import change_refused
 from bot.console.people import Person
 from bot.console.rendering import Refused, not_found
 from memory import InvalidInput, NotFound
@@ -191,12 +191,10 @@ async def change_page(request: web.Request) -> web.Response:
 
 
 async def _change(request: web.Request, person: Person) -> Change:
-    notes = request.app[CONSOLE].stores.notes
-    try:
-        change = await notes.fetch_change(int(request.match_info["id"]))
-    except NotFound:
-        raise not_found() from None
-    if change.scope is None or not may_read(person, change.scope):
+    """The change set of the address, if the person may read its note's scope: else 404."""
+    note_pages = request.app[CONSOLE].stores.note_pages
+    change = await note_pages.change(person.visibility(), int(request.match_info["id"]))
+    if change is None:
         raise not_found()
     return change
 

@@ -138,6 +138,19 @@ async def get_change(sql: Session, change_id: int) -> Change:
     return change_from_row(row, sql.dialect.read_time)
 
 
+async def visible_change(
+    sql: Session, change_id: int, visibility: Visibility | None
+) -> Change | None:
+    """One change set of one note, if `visibility` may read its scope (None: any)."""
+    view, params = _views(None, None)
+    seen, more = "scope IS NOT NULL", tuple[str, ...]()
+    if visibility is not None:
+        one, more = scopes_sql(visibility, "scope", "1 = 1")
+        seen += f" AND ({one})"
+    row = await sql.row(f"{view} WHERE id = ? AND {seen}", (*params, change_id, *more))
+    return None if row is None else change_from_row(row, sql.dialect.read_time)
+
+
 async def latest_undoable(sql: Session, actor: str, visibility: Visibility | None) -> int | None:
     """The id of the latest change `actor` made that is not a revert nor reverted, among
     those `visibility` may see (when given)."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from memory.clock import Clock, utc_now
 from memory.policy.visibility import Visibility
+from memory.sql import note_changes
 from memory.sql.note_rows import LIVE, NOTE_COLUMNS, note_from_row, visibility_sql
 from memory.sql.session import SqlDatabase, Statement
 from memory.stores.note_pages import NotePage
-from memory.types import Note, Scope
+from memory.types import Change, Note, Scope
 
 
 class SqlNotePages:
@@ -69,3 +70,7 @@ class SqlNotePages:
 
     def _now(self) -> object:
         return self.db.dialect.time(self.clock())
+
+    async def change(self, visibility: Visibility | None, change_id: int) -> Change | None:
+        async with self.db.reading() as sql:
+            return await note_changes.visible_change(sql, change_id, visibility)

@@ -100,6 +100,13 @@ class SqlProposalStore:
             f"WHERE {' AND '.join(clauses)} ORDER BY id DESC LIMIT ?", (*params, limit)
         )
 
+    async def fetch_asked_by(self, proposal_id: int, person: str | None) -> Proposal | None:
+        if person is None:
+            found = await self._select("WHERE id = ?", (proposal_id,))
+        else:
+            found = await self._select("WHERE id = ? AND requester = ?", (proposal_id, person))
+        return found[0] if found else None
+
     async def fetch_pending_in(self, platform: str, channel_id: str) -> list[Proposal]:
         """Open proposals whose card is in one channel."""
         channel = self.db.dialect.json_text("conversation_json", "channel_id")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from memory.policy.visibility import Visibility
-    from memory.types import Note, Scope
+    from memory.types import Change, Note, Scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,4 +36,9 @@ class NotePages(Protocol):
     async def note(self, visibility: Visibility | None, note_id: int) -> Note | None:
         """One live note by id, if `visibility` may read it (None: any note, for an
         admin)."""
+        ...
+
+    async def change(self, visibility: Visibility | None, change_id: int) -> Change | None:
+        """One change set of one note by id, if `visibility` may read its scope (None:
+        any, for an admin)."""
         ...

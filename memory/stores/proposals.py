@@ -226,6 +226,10 @@ class ProposalStore(Protocol):
         (decided: the rest), newest first; None for an admin: every card."""
         ...
 
+    async def fetch_asked_by(self, proposal_id: int, person: str | None) -> Proposal | None:
+        """One proposal, if `person` asked for it (None: any, for an admin)."""
+        ...
+
     async def fetch_pending_in(self, platform: str, channel_id: str) -> list[Proposal]:
         """Open proposals whose card is in one channel."""
         ...

@@ -53,6 +53,9 @@ async def test_another_persons_note_or_scope_in_the_address_is_not_found(
     assert (await alice.get(f"/notes/{secret.id + 1000}")).text == page.text  # alike
     page = await alice.get(f"/memory/notes?scope={BOB}")
     assert page.status == 404 and "bob-diet" not in page.text
+    [change] = await console.h.bot.notes.fetch_history(Scope.parse(BOB), "bob-diet")
+    page = await alice.get(f"/changes/{change.id}")
+    assert page.status == 404 and "bob eats fish" not in page.text
     page = await alice.post(f"/notes/{secret.id}/forget", {}, csrf=(await alice.get("/")).csrf)
     assert page.status == 404
     assert await console.h.bot.notes.fetch(Scope.parse(BOB), "bob-diet") is not None
