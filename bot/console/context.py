@@ -4,7 +4,7 @@ templates and the cookies, each under its key of the aiohttp app."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -39,6 +39,7 @@ class Console:
     jobs: JobRunner
     catalog: Catalog
     clock: Clock = utc_now
+    elsewhere: Collection[str] = ()  # platforms another replica connects now
     attempts: Attempts = field(default_factory=Attempts)
 
     @property

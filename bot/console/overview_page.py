@@ -33,7 +33,11 @@ async def overview_page(request: web.Request) -> web.Response:
         request,
         "overview.html",
         platforms=[
-            (name, adapter.connected, _ago(console.dispatcher.last_event_at.get(name)))
+            (
+                name,
+                "another replica" if name in console.elsewhere else adapter.connected,
+                _ago(console.dispatcher.last_event_at.get(name)),
+            )
             for name, adapter in console.adapters.items()
         ],
         slips=sum(slips.values()),

@@ -231,10 +231,10 @@ def build_daemon_role(
     """The daemon's role, built once its adapters started: `leader_only` are the platforms
     only the leader connects, `loops` what it runs while it leads, and `beat` whether the
     replica writes its heartbeat (not the one daemon of a SQLite file)."""
-    console = (
-        ConsoleServer(console_of(settings, services, clock)) if settings.console.enabled else None
-    )
-    supervisor = Supervisor(settings, systemd, adapters, services.model, console=console)
+    supervisor = Supervisor(settings, systemd, adapters, services.model)
+    if settings.console.enabled:  # it says which platforms another replica holds
+        console = console_of(settings, services, clock, elsewhere=supervisor.elsewhere)
+        supervisor.console = ConsoleServer(console)
     for name in leader_only:  # until this replica leads, another holds them
         supervisor.release(name)
     duties = LeaderDuties(
@@ -260,8 +260,11 @@ def build_daemon_role(
     return DaemonRole(supervisor, duties, replica)
 
 
-def console_of(settings: Settings, services: Services, clock: Clock) -> Console:
-    """What the web console reads and changes: this daemon's own services."""
+def console_of(
+    settings: Settings, services: Services, clock: Clock, *, elsewhere: Collection[str] = ()
+) -> Console:
+    """What the web console reads and changes: this daemon's own services; `elsewhere`
+    are the platforms another replica connects now."""
     return Console(
         settings=settings,
         stores=services.stores,
@@ -272,4 +275,5 @@ def console_of(settings: Settings, services: Services, clock: Clock) -> Console:
         jobs=services.jobs,
         catalog=services.catalog,
         clock=clock,
+        elsewhere=elsewhere,
     )

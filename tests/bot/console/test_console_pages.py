@@ -4,6 +4,7 @@ effective settings with secrets masked, for admins."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +121,16 @@ async def test_settings_show_where_values_come_from_with_secrets_masked_to_admin
     alice = await console.signed_in(ALICE)
     assert (await alice.get("/settings")).status == 404
     assert "/settings" not in (await alice.get("/")).text
+
+
+async def test_the_overview_says_how_things_stand(console: ConsoleHarness) -> None:
+    admin = await console.signed_in("user:test/UADMIN")
+    page = await admin.get("/")
+    assert "no event since lorebot started" in page.text and "0 cards waiting" in page.text
+    console.h.script_title("standup", "standup is at 10")
+    await console.h.say("remember that standup is at 10")
+    page = await admin.get("/")
+    assert re.search(r"connected</td><td>last event \d+ s ago", page.text), page.text
+    assert "1 card waiting" in page.text
+    assert "reflection" in page.text and "maintenance" in page.text
+    assert "reachable" in page.text and "slips, last day" in page.text
