@@ -58,6 +58,16 @@ class Cookies:
         response.del_cookie(name, path=self.path, secure=self.secure, samesite="Lax")
 
 
+def client_address(request: web.Request) -> str:
+    """Who sent a request: its peer's address, or, from a reverse proxy on this machine,
+    the address that proxy added last to X-Forwarded-For (one the client cannot forge)."""
+    remote = request.remote or "?"
+    forwarded = request.headers.get("X-Forwarded-For", "")
+    if forwarded and (remote == "::1" or remote.startswith("127.")):
+        return forwarded.rsplit(",", 1)[-1].strip()[:64] or remote
+    return remote
+
+
 class Attempts:
     """Sign-in attempts per address, at most `limit` in `window_s`: more are refused."""
 
@@ -72,7 +82,7 @@ class Attempts:
 
     def check(self, request: web.Request) -> None:
         """Count one attempt from the request's address; refuse it past the limit."""
-        now, seen = self.monotonic(), self._seen[request.remote or "?"]
+        now, seen = self.monotonic(), self._seen[client_address(request)]
         while seen and now - seen[0] > self.window_s:
             seen.popleft()
         if len(self._seen) > MAX_ADDRESSES:  # forget the addresses quiet the longest
@@ -81,7 +91,9 @@ class Attempts:
             ]:
                 del self._seen[address]
         if len(seen) >= self.limit:
-            _log.warning("sign-in attempts from %s refused: over %d", request.remote, self.limit)
+            _log.warning(
+                "sign-in attempts from %s refused: over %d", client_address(request), self.limit
+            )
             raise Refused(
                 429,
                 "Too many attempts",

@@ -19,9 +19,11 @@ from bot.console.guard import signed_in
 from bot.console.people import Person
 from bot.console.rendering import Refused, not_found
 from bot.core.replies import NOT_ALLOWED_REPLY
+from memory.errors import StoreError
 from memory.policy.redaction import redact_value
 from memory.stores.proposals import Proposal
 
+UNAVAILABLE = "lorebot cannot reach its database right now: nothing was decided. Try again."
 # How long a decision's page waits for it to be handled before saying it is queued.
 DECISION_WAIT_S = 10.0
 # The status of each reason a decision is refused: what the person may not decide is not
@@ -42,13 +44,19 @@ def shown_payload(proposal: Proposal) -> str:
     return json.dumps(redact_value(payload), indent=2, ensure_ascii=False, sort_keys=True)
 
 
+# What an admin sees of a card asked for in someone's direct messages: chat shows it to the
+# requester alone, so the console does too.
+IN_A_DM = "(asked in a direct message: what it holds is shown to the requester alone)"
+
+
 def _card(proposal: Proposal, person: Person, admins: frozenset[str]) -> dict[str, object]:
     kind = get_kind(proposal.kind)
+    theirs = proposal.conversation.get("is_dm") and proposal.requester != person.user_id
     return {
         "proposal": proposal,
         "label": kind.label,
-        "subject": kind.subject(proposal.payload),
-        "payload": shown_payload(proposal),
+        "subject": "" if theirs else kind.subject(proposal.payload),
+        "payload": IN_A_DM if theirs else shown_payload(proposal),
         "hash": card_hash(proposal),
         "decidable": proposal.pending and may_decide(proposal, person.user_id, admins),
         "where": proposal.conversation.get("channel_id", ""),
@@ -111,8 +119,12 @@ async def decide_card(request: web.Request) -> web.StreamResponse:
         if not told.done():
             told.set_result(text)
 
-    asked_at = console.clock()
-    if not await console.dispatcher.take_checked_decision(found, answer):
+    dispatcher = console.dispatcher
+    try:
+        key = await dispatcher.take_checked_decision(found, answer)
+    except StoreError:
+        raise Refused(503, "Not decided", UNAVAILABLE) from None
+    if key is None:
         text = told.result() if told.done() else "Try again in a minute."
         status = 404 if text == NOT_ALLOWED_REPLY else 503
         raise Refused(status, "Not decided", text)
@@ -120,6 +132,8 @@ async def decide_card(request: web.Request) -> web.StreamResponse:
         said: str | None = await asyncio.wait_for(asyncio.shield(told), DECISION_WAIT_S)
     except TimeoutError:  # another replica handles it, or the conversation is busy
         said = None
+    finally:
+        dispatcher.decisions.forget(key)  # answered, or to be read from the card
     proposal = await console.stores.proposals.fetch(card_id)
     if proposal.pending:
         if said is not None:  # handled, and it decided nothing (the card expired meanwhile)
@@ -130,9 +144,8 @@ async def decide_card(request: web.Request) -> web.StreamResponse:
             f"Your decision on card #{card_id} waits behind the conversation's other events; "
             "the card will show it.",
         )
-    decided_here = proposal.decided_by == person.user_id and (
-        proposal.decided_at is None or proposal.decided_at >= asked_at
-    )
-    if not decided_here:
+    # The card was waiting when the decision was checked: decided by this person now, it
+    # was this decision (or another of theirs at the same moment).
+    if proposal.decided_by != person.user_id:
         raise Refused(409, "Already decided", closed_line(proposal))
     raise web.HTTPSeeOther(request.app[PAGES].url(f"/cards/{card_id}"))

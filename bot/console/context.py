@@ -4,7 +4,7 @@ templates and the cookies, each under its key of the aiohttp app."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -40,6 +40,7 @@ class Console:
     catalog: Catalog
     clock: Clock = utc_now
     elsewhere: Collection[str] = ()  # platforms another replica connects now
+    leading: Callable[[], bool] = lambda: True  # whether this replica leads (runs jobs)
     attempts: Attempts = field(default_factory=Attempts)
 
     @property

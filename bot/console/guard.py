@@ -91,7 +91,7 @@ class Guard:
         except web.HTTPException:
             raise  # a redirect
         except Exception:
-            _log.exception("console: %s %s failed", request.method, request.path)
+            _log.exception("console: %s %s failed", request.method, _route(request))
             return self._refusal_page(request, Refused(500, "Something went wrong", BROKE))
 
     def _refusal_page(self, request: web.Request, refused: Refused) -> web.Response:
@@ -142,7 +142,9 @@ class Guard:
             given = form.get("csrf") or request.headers.get("X-CSRF-Token") or ""
             expected = request[VISITOR].csrf
             if not (isinstance(given, str) and expected and same_text(given, expected)):
-                _log.info("refused a %s to %s without its form token", request.method, request.path)
+                _log.info(
+                    "refused a %s to %s without its form token", request.method, _route(request)
+                )
                 raise Refused(403, "Forbidden", FORGED)
         return await handler(request)
 
@@ -155,3 +157,10 @@ def signed_in(request: web.Request) -> Person:
     if request.method in SAFE_METHODS:
         raise web.HTTPSeeOther(request.app[PAGES].url("/signin"))
     raise Refused(403, "Forbidden", "Sign in first: nothing was changed.")
+
+
+def _route(request: web.Request) -> str:
+    """The request's route as written (`/signin/link/{token}`), not its path: a path can
+    hold a sign-in link's token, which is never logged."""
+    info = request.match_info.route.resource
+    return info.canonical if info is not None else "an unknown address"

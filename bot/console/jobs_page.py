@@ -73,28 +73,40 @@ async def run_job(request: web.Request) -> web.StreamResponse:
     job = console.jobs.jobs.get(request.match_info["name"])
     if job is None:
         raise not_found()
-    fire_time = console.clock()
-    scopes = [scope for scope, _ in job.schedules()] or [ALL]
-
-    async def run() -> None:
-        for scope in scopes:
-            try:
-                await console.jobs.run_period(job, scope, fire_time)
-            except Exception:
-                _log.exception("job %s %s, run from the console, failed", job.name, scope)
-
+    if not console.leading():
+        raise Refused(
+            409,
+            "Not this replica",
+            "Jobs run on the replica that leads, and this one does not now: try again, "
+            "or open the console of the leading replica (lorebot doctor names it).",
+        )
+    schedules = job.schedules()
     _log.info("console: %s runs job %s now", person.user_id, job.name)
     actions = console.stores.actions  # who ran what, in the audit
     action = await actions.record(
         RUN_JOB,
-        {"job": job.name, "scopes": scopes},
+        {"job": job.name, "scopes": [scope for scope, _ in schedules]},
         requester=person.user_id,
         channel_scope=None,
         conversation={},
         approval="admin",
     )
     await actions.start(action.id, decided_by=person.user_id)
-    await actions.finish(action.id, "ok", "", 0)
+
+    async def run() -> None:
+        # As the schedule fires: the period due now, once (a period that ran is not run
+        # again, whoever asked for it).
+        outcomes = []
+        try:
+            for scope, cron in schedules:
+                outcomes += await console.jobs.fire(job, scope, cron)
+            failed = [r for r in outcomes if r.status == "failed"]
+            summary = ", ".join(f"{r.scope} {r.period} {r.status}" for r in outcomes)
+            await actions.finish(action.id, "error" if failed else "ok", summary, 0)
+        except Exception as exc:
+            _log.exception("job %s, run from the console, failed", job.name)
+            await actions.finish(action.id, "error", type(exc).__name__, 0)
+
     task: asyncio.Task[object] = asyncio.create_task(run(), name=f"job {job.name} from console")
     _started.add(task)
     task.add_done_callback(_started.discard)

@@ -9,7 +9,7 @@ from aiohttp import web
 from bot.console.browser import page_number
 from bot.console.context import CONSOLE, PAGES
 from bot.console.guard import signed_in
-from bot.console.note_rules import change_refused
+from bot.console.note_rules import change_refused, undo_refused
 from bot.console.people import Person
 from bot.console.rendering import Refused, not_found
 from memory import InvalidInput, NotFound
@@ -104,6 +104,8 @@ async def note_page(request: web.Request) -> web.Response:
         request,
         "note.html",
         note=note,
+        fingerprint=await console.stores.notes.content_fingerprint(note.scope, note.topic),
+        own=note.scope == person.scope,
         history=history,
         categories=[c.value for c in Category],
         refused=change_refused(person, note.scope, console.settings.bot),
@@ -130,10 +132,24 @@ async def _audit_reading(request: web.Request, person: Person, scope: Scope, top
     await actions.finish(action.id, "ok", "", 0)
 
 
+async def _unchanged(request: web.Request, note: Note) -> None:
+    """Refuse (409) a form made from a note that changed since its page was shown."""
+    shown = (await request.post()).get("fingerprint", "")
+    now = await request.app[CONSOLE].stores.notes.content_fingerprint(note.scope, note.topic)
+    if shown != now:
+        raise Refused(
+            409,
+            "Changed meanwhile",
+            f"The note {note.topic} changed since you opened it: nothing was changed. "
+            "Open it again to see it as it is now.",
+        )
+
+
 async def forget_note(request: web.Request) -> web.StreamResponse:
     person = signed_in(request)
     note = await _note(request, person)
     _may_change(request, person, note.scope)
+    await _unchanged(request, note)
     change = await request.app[CONSOLE].stores.notes.forget(
         note.scope, note.topic, actor=person.user_id, reason="forgotten in the console"
     )
@@ -144,8 +160,11 @@ async def edit_note(request: web.Request) -> web.StreamResponse:
     person = signed_in(request)
     note = await _note(request, person)
     _may_change(request, person, note.scope)
+    await _unchanged(request, note)
     form = await request.post()
     notes = request.app[CONSOLE].stores.notes
+    # Who keeps the notes decides what is private; anyone else's change keeps it as it is.
+    private = form.get("private") == "on" if note.scope == person.scope else note.private
     try:
         draft = notes.validate(
             NoteDraft(
@@ -154,7 +173,7 @@ async def edit_note(request: web.Request) -> web.StreamResponse:
                 summary=str(form.get("summary", "")),
                 body=str(form.get("body", "")),
                 category=Category(str(form.get("category", note.category.value))),
-                private=form.get("private") == "on",
+                private=private,
                 pinned=note.pinned,
                 author=person.user_id,
                 source=note.source,
@@ -182,11 +201,7 @@ async def change_page(request: web.Request) -> web.Response:
     private = any(state and state.get("private") for state in (change.before, change.after))
     if change.scope is not None and private and person.reads_private_of_another(change.scope):
         await _audit_reading(request, person, change.scope, change.topic or "")
-    undoable = (
-        change.scope is not None
-        and change.reverted_by is None
-        and change_refused(person, change.scope, console.settings.bot) is None
-    )
+    undoable = undo_refused(person, change, console.settings.bot) is None
     return request.app[PAGES].render(request, "change.html", change=change, undoable=undoable)
 
 
@@ -202,10 +217,11 @@ async def _change(request: web.Request, person: Person) -> Change:
 async def undo_change(request: web.Request) -> web.StreamResponse:
     person = signed_in(request)
     change = await _change(request, person)
-    assert change.scope is not None  # a change of many notes is not shown
-    _may_change(request, person, change.scope)
     if change.reverted_by is not None:
         raise Refused(409, "Already undone", f"Change #{change.id} was undone already.")
+    refused = undo_refused(person, change, request.app[CONSOLE].settings.bot)
+    if refused is not None:
+        raise Refused(403, "Not yours to undo", refused)
     notes = request.app[CONSOLE].stores.notes
     try:
         undone = await notes.revert(change.id, actor=person.user_id, reason="undone in the console")

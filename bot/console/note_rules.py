@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.config.sections import BotSettings
 from bot.console.people import Person
-from memory.types import Scope, ScopeKind
+from memory.types import Change, Scope, ScopeKind
 
 
 def may_read(person: Person, scope: Scope) -> bool:
@@ -22,3 +22,16 @@ def change_refused(person: Person, scope: Scope, settings: BotSettings) -> str |
     if scope.kind is ScopeKind.TEAM and not person.admin:
         return "Only an admin can change the team's notes."
     return None
+
+
+def undo_refused(person: Person, change: Change, settings: BotSettings) -> str | None:
+    """Why `person` may not undo `change`, or None when they may: as chat's `undo`, a
+    person undoes changes of their own (an admin, anyone's), never an undo, and only where
+    they may change the notes."""
+    if change.scope is None or change.action == "revert":
+        return "An undo is not undone: change the note again instead."
+    if change.reverted_by is not None:
+        return f"Change #{change.id} was undone already."
+    if not person.admin and change.actor != person.user_id:
+        return "Only who made a change, or an admin, can undo it."
+    return change_refused(person, change.scope, settings)

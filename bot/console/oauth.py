@@ -25,6 +25,7 @@ from bot.console.context import CONSOLE, COOKIES
 from bot.console.rendering import Refused, not_found
 from bot.console.signin import open_session
 from memory.scope_ids import scope_id
+from memory.types import Scope
 
 _log = logging.getLogger(__name__)
 
@@ -136,12 +137,14 @@ async def finish(request: web.Request) -> web.StreamResponse:
                 user, team = await _slack_person(http, provider, request, nonce)
             else:
                 user, team = await _discord_person(http, provider, request), None
+        person = f"user:{provider.platform}/{scope_id(user)}"
+        Scope.parse(person)  # an id no scope can hold is no person lorebot knows
     except (aiohttp.ClientError, TimeoutError, ValueError, KeyError) as exc:
         _log.warning("console: %s sign-in failed: %s", provider.platform, type(exc).__name__)
         raise Refused(
             502, "Not signed in", f"{provider.platform} did not answer as expected: try again."
         ) from None
-    found = await console.memberships(f"user:{provider.platform}/{scope_id(user)}")
+    found = await console.memberships(person)
     if found is None:
         raise Refused(
             503,
@@ -155,7 +158,6 @@ async def finish(request: web.Request) -> web.StreamResponse:
         raise Refused(
             403, "Not signed in", f"You signed in to a {where} lorebot is not in: nobody was."
         )
-    person = f"user:{provider.platform}/{scope_id(user)}"
     response = await open_session(request, person, via=provider.platform, found=found)
     request.app[COOKIES].clear(response, STATE_COOKIE)
     raise response

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import time
 from datetime import timedelta
 
 from aiohttp import web
@@ -14,11 +15,14 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from adapters.base import Memberships
-from bot.console.context import CONSOLE, COOKIES, PAGES
+from bot.console.context import CONSOLE, COOKIES, PAGES, Console
 from bot.console.guard import SESSION_COOKIE
 from bot.console.rendering import Refused
+from memory.errors import StoreError
 
 _log = logging.getLogger(__name__)
+
+PURGE_EVERY_S = 3600.0
 
 WRONG_PASSWORD = "That password is not the console's: nobody was signed in."
 LINK_USED = (
@@ -120,7 +124,7 @@ async def open_session(
     sign_ins = console.stores.console
     if old := request.cookies.get(SESSION_COOKIE):  # the browser's session ends here
         await sign_ins.end_session(old)
-    await sign_ins.purge()
+    await _purge_now_and_then(console)
     token = secrets.token_urlsafe(32)
     await sign_ins.open_session(
         token,
@@ -134,6 +138,21 @@ async def open_session(
     response = web.HTTPSeeOther(request.app[PAGES].url("/"))
     request.app[COOKIES].set(response, SESSION_COOKIE, token, max_age=round(hours * 3600))
     return response
+
+
+_purged_at: list[float] = []
+
+
+async def _purge_now_and_then(console: Console) -> None:
+    """Forget long-expired sign-ins, at most hourly; a failure waits for the next time."""
+    now = time.monotonic()
+    if _purged_at and now - _purged_at[-1] < PURGE_EVERY_S:
+        return
+    _purged_at[:] = [now]
+    try:
+        await console.stores.console.purge()
+    except StoreError as exc:
+        _log.warning("console: could not forget expired sign-ins: %s", exc)
 
 
 async def signout(request: web.Request) -> web.StreamResponse:

@@ -171,19 +171,26 @@ class Dispatcher:
         self.decisions.wait(key, event, found)
         await self._keep_decision(found, key, event.answer)
 
-    async def take_checked_decision(self, card: ReactionEvent, answer: Answer) -> bool:
+    async def take_checked_decision(self, card: ReactionEvent, answer: Answer) -> str | None:
         """A decision made beside the platforms (the web console) and checked there, kept
         as the reaction it asks for, in its conversation's order; `answer` hears how it
-        went. False when lorebot is stopping or its inbox is full (`answer` is told)."""
+        went. Its key in the inbox, for the caller to forget its answer by; None when
+        lorebot is stopping, the card's channel is not allowed or the inbox is full
+        (`answer` is told why)."""
         if not self._accepting:
             await answer(STOPPING_REPLY)
-            return False
+            return None
         if not self.allowed(card):  # the card's channel, as for a click
             await answer(NOT_ALLOWED_REPLY)
-            return False
+            return None
         key = f"{card.conversation.platform}:{card.event_id}"
         self.decisions.wait_answer(key, answer)
-        return await self._keep_decision(card, key, answer)
+        try:
+            taken = await self._keep_decision(card, key, answer)
+        except BaseException:
+            self.decisions.forget(key)
+            raise
+        return key if taken else None
 
     async def _keep_decision(self, card: ReactionEvent, key: str, tell: Answer) -> bool:
         taken, claimed = await self._take(card, key, tell=tell)

@@ -232,9 +232,6 @@ def build_daemon_role(
     only the leader connects, `loops` what it runs while it leads, and `beat` whether the
     replica writes its heartbeat (not the one daemon of a SQLite file)."""
     supervisor = Supervisor(settings, systemd, adapters, services.model)
-    if settings.console.enabled:  # it says which platforms another replica holds
-        console = console_of(settings, services, clock, elsewhere=supervisor.elsewhere)
-        supervisor.console = ConsoleServer(console)
     for name in leader_only:  # until this replica leads, another holds them
         supervisor.release(name)
     duties = LeaderDuties(
@@ -257,14 +254,28 @@ def build_daemon_role(
         beat=beat,
         replica=services.replica_id,
     )
+    if settings.console.enabled:  # it says what another replica holds, and runs jobs here
+        console = console_of(
+            settings,
+            services,
+            clock,
+            elsewhere=supervisor.elsewhere,
+            leading=lambda: replica.leading,
+        )
+        supervisor.console = ConsoleServer(console)
     return DaemonRole(supervisor, duties, replica)
 
 
 def console_of(
-    settings: Settings, services: Services, clock: Clock, *, elsewhere: Collection[str] = ()
+    settings: Settings,
+    services: Services,
+    clock: Clock,
+    *,
+    elsewhere: Collection[str] = (),
+    leading: Callable[[], bool] = lambda: True,
 ) -> Console:
     """What the web console reads and changes: this daemon's own services; `elsewhere`
-    are the platforms another replica connects now."""
+    are the platforms another replica connects now, `leading` whether this one leads."""
     return Console(
         settings=settings,
         stores=services.stores,
@@ -276,4 +287,5 @@ def console_of(
         catalog=services.catalog,
         clock=clock,
         elsewhere=elsewhere,
+        leading=leading,
     )

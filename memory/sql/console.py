@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timedelta
 
 from memory.clock import Clock, utc_now
-from memory.sql.session import Row, SqlDatabase
+from memory.sql.session import Row, SqlDatabase, Statement
 from memory.stores.console import (
     KEEP_ENDED,
     LINK_TTL,
@@ -96,14 +96,15 @@ class SqlConsoleSignIns:
             )
 
     async def purge(self) -> int:
+        # An ended session expired by then too: a session lasts 30 days at most.
         before = self.time(self.clock() - KEEP_ENDED)
-        async with self.db.transaction() as sql:
-            links = await sql.run("DELETE FROM console_links WHERE expires_at < ?", (before,))
-            sessions = await sql.run(
-                "DELETE FROM console_sessions WHERE expires_at < ? OR ended_at < ?",
-                (before, before),
-            )
-        return links + sessions
+        [links, sessions] = await self.db.transact(
+            [
+                Statement("DELETE FROM console_links WHERE expires_at < ?", (before,)),
+                Statement("DELETE FROM console_sessions WHERE expires_at < ?", (before,)),
+            ]
+        )
+        return links.changed + sessions.changed
 
     def _session(self, row: Row) -> ConsoleSession:
         read_time = self.db.dialect.read_time

@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
 LINK_TTL = timedelta(minutes=10)
-# How long an ended or expired session or a used link stays, for the audit of sign-ins.
-KEEP_ENDED = timedelta(days=30)
+# How long an expired session or link stays, for a look at sign-ins: past a session's
+# longest life (`console.session_hours`, 30 days at most), so an ended one is gone too.
+KEEP_ENDED = timedelta(days=31)
 
 LinkState = Literal["ok", "used", "expired", "unknown"]
 
@@ -72,5 +73,5 @@ class ConsoleSignIns(Protocol):
     async def end_session(self, token: str) -> None: ...
 
     async def purge(self) -> int:
-        """Delete links and sessions ended or expired over `KEEP_ENDED` ago."""
+        """Delete the links and sessions that expired over `KEEP_ENDED` ago."""
         ...

@@ -24,6 +24,11 @@ class Page:
     text: str
     url: str
 
+    def hidden(self, name: str) -> str | None:
+        """The value of the page's first hidden input `name`, as its form would send it."""
+        found = re.search(rf'name="{name}" value="([^"]*)"', self.text)
+        return found.group(1) if found else None
+
     @property
     def csrf(self) -> str:
         found = _CSRF.search(self.text)
@@ -51,6 +56,9 @@ class Browser:
             assert self.last is not None
             csrf = self.last.csrf
         form = {**data, **({"csrf": csrf} if csrf else {})}
+        shown = self.last.hidden("fingerprint") if self.last else None
+        if shown is not None and "fingerprint" not in form:  # as the page's form sends it
+            form["fingerprint"] = shown
         async with self.session.post(self.base + path, data=form) as response:
             self.last = Page(response.status, await response.text(), str(response.url))
         return self.last

@@ -19,5 +19,6 @@ SQL = """
         expires_at timestamptz NOT NULL,
         ended_at timestamptz
     );
+    CREATE INDEX console_links_by_expiry ON console_links(expires_at);
     CREATE INDEX console_sessions_by_expiry ON console_sessions(expires_at);
     """

@@ -20,5 +20,6 @@ SQL = """
         expires_at TEXT NOT NULL,
         ended_at TEXT
     );
+    CREATE INDEX console_links_by_expiry ON console_links(expires_at);
     CREATE INDEX console_sessions_by_expiry ON console_sessions(expires_at);
     """

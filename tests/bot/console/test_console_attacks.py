@@ -146,3 +146,96 @@ async def test_a_card_that_expired_unseen_is_not_decided(
     )
     assert page.status == 409
     assert await console.h.bot.notes.fetch(Scope.parse("channel:test/C1"), "standup") is None
+
+
+async def test_an_admin_sees_nothing_of_a_card_asked_for_in_a_dm(console: ConsoleHarness) -> None:
+    console.h.script_title("allergy", "alice is allergic to nuts")
+    await console.h.say("remember that I am allergic to nuts", dm=True)
+    admin = await console.signed_in("user:test/UADMIN")
+    for path in ("/cards", "/cards/1"):
+        page = await admin.get(path)
+        assert "allergic" not in page.text and "shown to the requester alone" in page.text
+    alice = await console.signed_in(ALICE)
+    assert "allergic to nuts" in (await alice.get("/cards")).text
+
+
+async def test_a_member_undoes_only_their_own_changes(console: ConsoleHarness) -> None:
+    notes = console.h.bot.notes
+    channel = Scope.parse("channel:test/C1")
+    await notes.save(NoteDraft(channel, "rules", "be kind"), actor="user:test/UADMIN")
+    [admins] = await notes.fetch_history(channel, "rules")
+    member = await console.with_session(ALICE, scopes=("channel:test/C1",))
+    page = await member.get(f"/changes/{admins.id}")
+    assert page.status == 200 and "Undo this change" not in page.text
+    assert (await member.post(f"/changes/{admins.id}/undo", {})).status == 403
+    assert await notes.fetch(channel, "rules") is not None
+
+    await notes.save(NoteDraft(channel, "lunch", "lunch at noon"), actor=ALICE)
+    [hers] = await notes.fetch_history(channel, "lunch")
+    await member.get(f"/changes/{hers.id}")
+    page = await member.post(f"/changes/{hers.id}/undo", {})
+    assert page.status == 200 and "Undo this change" not in page.text  # an undo stays
+    assert await notes.fetch(channel, "lunch") is None
+
+
+async def test_an_edit_keeps_a_note_private_and_refuses_a_stale_form(
+    console: ConsoleHarness,
+) -> None:
+    notes = console.h.bot.notes
+    saved = await notes.save(
+        NoteDraft(Scope.parse(BOB), "salary", "bob earns a lot", private=True), actor=BOB
+    )
+    admin = await console.signed_in("user:test/UADMIN")
+    page = await admin.get(f"/notes/{saved.note.id}")
+    assert 'name="private"' not in page.text  # whose notes they are decides that
+    form = {"summary": "bob earns plenty", "body": "", "category": "fact"}
+    assert (await admin.post(f"/notes/{saved.note.id}/edit", form)).status == 200
+    edited = await notes.fetch(Scope.parse(BOB), "salary")
+    assert edited is not None and edited.private and edited.summary == "bob earns plenty"
+
+    stale = await admin.get(f"/notes/{saved.note.id}")
+    await notes.save(
+        NoteDraft(Scope.parse(BOB), "salary", "bob earns less", private=True), actor=BOB
+    )
+    page = await admin.post(f"/notes/{saved.note.id}/forget", {}, csrf=stale.csrf)
+    assert page.status == 409 and "changed since you opened it" in page.text
+    assert await notes.fetch(Scope.parse(BOB), "salary") is not None
+
+
+async def test_run_now_runs_the_period_due_once(console: ConsoleHarness) -> None:
+    admin = await console.signed_in("user:test/UADMIN")
+    await admin.get("/jobs")
+    await admin.post("/jobs/maintenance/run", {})
+    actions = console.h.bot.services.stores.actions
+
+    async def finished() -> bool:
+        return any(a.outcome != "running" for a in await actions.fetch_recent())
+
+    from tests.support.polling import until
+
+    await until(finished)
+    runner = console.h.bot.jobs
+    job = runner.jobs["maintenance"]
+    [(scope, cron)] = job.schedules()
+    [again] = await runner.fire(job, scope, cron)  # the schedule, at the same time
+    assert again.status == "already-done"
+    [ran] = await actions.fetch_recent()
+    assert ran.outcome == "ok" and "succeeded" in ran.output
+
+
+async def test_sign_in_attempts_through_a_local_proxy_count_per_client(
+    console: ConsoleHarness,
+) -> None:
+    browser = await console.browser()
+    csrf = (await browser.get("/signin/link/nope")).csrf
+
+    async def attempt(client: str) -> int:
+        async with browser.session.post(
+            console.base + "/signin/link",
+            data={"token": "nope", "csrf": csrf},
+            headers={"X-Forwarded-For": f"203.0.113.9, {client}"},
+        ) as response:
+            return response.status
+
+    assert [await attempt("198.51.100.1") for _ in range(11)][-1] == 429
+    assert await attempt("198.51.100.2") == 404  # another person behind the same proxy

@@ -61,7 +61,7 @@ WRITTEN = (
     "5443fa40206cc04f",
     "74adaf176998edb3",
     "09429ba33336449e",
-    "e9bc820784cab8cf",
+    "83f0dfab7ebde179",
 )
 
 
