@@ -188,6 +188,23 @@ async def check_mcp(settings: Settings) -> list[Check]:
     return checks
 
 
+async def check_console(settings: Settings) -> list[Check]:
+    """Whether the web console is on, where, and how people sign in to it."""
+    console = settings.console
+    if not console.enabled:
+        return [Check(True, "console", "off (console.enabled)")]
+    stored = console.password_hash.get_secret_value() if console.password_hash else ""
+    if stored and not stored.startswith("$argon2"):
+        fix = "make one with `lorebot console hash-password`"
+        return [Check(False, "console", "console.password_hash is not an argon2 hash", fix)]
+    ways = ["a link (`lorebot console link`)"]
+    ways += ["the password"] if stored else []
+    ways += ["Slack"] if console.slack_sign_in else []
+    ways += ["Discord"] if console.discord_sign_in else []
+    detail = f"on at {console.public_url}/, sign in with {', '.join(ways)}"
+    return [Check(True, "console", detail)]
+
+
 async def check_platforms(
     settings: Settings, platforms: Sequence[Platform[Any]] | None = None
 ) -> list[Check]:
@@ -217,6 +234,7 @@ async def cmd_doctor(
         check_waiting_cards,
         check_skills,
         check_mcp,
+        check_console,
     )
     for check in checks:
         results += await check(settings)

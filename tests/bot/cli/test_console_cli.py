@@ -84,3 +84,16 @@ def test_a_console_beyond_this_machine_needs_a_way_to_sign_in(shell: Shell) -> N
     assert "console.listen" in done.err and "0.0.0.0, beyond this machine" in done.err
     shell.setenv("LOREBOT_CONSOLE__PASSWORD_HASH", PasswordHasher().hash("a long password!"))
     assert shell.main("config", "show").code == 0
+
+
+def test_doctor_says_whether_the_console_is_on_and_how_people_sign_in(shell: Shell) -> None:
+    shell.setenv("LOREBOT_OLLAMA__HOST", "http://127.0.0.1:9")  # no model: doctor goes on
+    assert "✓ console: off (console.enabled)" in shell.main("doctor").out
+    shell.setenv("LOREBOT_CONSOLE__ENABLED", "true")
+    shell.setenv("LOREBOT_CONSOLE__PASSWORD_HASH", PasswordHasher().hash("a long password!"))
+    out = shell.main("doctor").out
+    assert "✓ console: on at http://127.0.0.1:9470/, sign in with a link" in out
+    assert "the password" in out and "$argon2" not in out
+    shell.setenv("LOREBOT_CONSOLE__PASSWORD_HASH", "hunter2")
+    out = shell.main("doctor").out
+    assert "✗ console: console.password_hash is not an argon2 hash" in out and "hunter2" not in out
