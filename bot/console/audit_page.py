@@ -13,10 +13,9 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from bot.approvals.card_text import visible
-from bot.console.browser import page_number
 from bot.console.context import CONSOLE, PAGES
 from bot.console.guard import signed_in
-from bot.console.rendering import Refused
+from bot.console.rendering import Refused, page_number
 from memory.stores.actions import OUTCOMES, PENDING, RUNNING, Action, AuditFilter
 
 PAGE_SIZE = 50

@@ -28,13 +28,6 @@ def same_text(given: str, expected: str) -> bool:
     )
 
 
-def page_number(text: str, most: int) -> int:
-    """A page's number from an address, or a 400 page saying what one is."""
-    if not (text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= most):
-        raise Refused(400, "No such page", f"A page is a number from 1 to {most}.")
-    return int(text)
-
-
 class Cookies:
     """How the console's cookies are set: HttpOnly, SameSite=Lax, on its base path, and
     Secure when people open it over https."""

@@ -108,6 +108,8 @@ class Guard:
         """Who is signed in (None: nobody), and the form token their pages carry."""
         person, fresh_form = None, ""
         token = request.cookies.get(SESSION_COOKIE)
+        if request.path.startswith(self.pages.url("/static/")):
+            token = None  # a stylesheet or script is the same for all: no session to read
         if token:
             found = await self.sign_ins.fetch_session(token)
             if found is not None:

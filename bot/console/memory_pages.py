@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot.console.browser import page_number
 from bot.console.context import CONSOLE, PAGES
 from bot.console.guard import signed_in
 from bot.console.note_rules import change_refused, undo_refused
 from bot.console.people import Person
-from bot.console.rendering import Refused, not_found
+from bot.console.rendering import Refused, not_found, page_number
 from memory import InvalidInput, NotFound
 from memory.policy.visibility import explicit
 from memory.types import Category, Change, Note, NoteDraft, Scope
@@ -57,7 +56,7 @@ async def scope_page(request: web.Request) -> web.Response:
         scope = Scope.parse(request.query.get("scope", ""))
     except InvalidInput:
         raise not_found() from None
-    page = _page_number(request)
+    page = page_number(request.query.get("page", "1"), MAX_PAGE)
     console = request.app[CONSOLE]
     found = await console.stores.note_pages.page(
         person.visibility_of(scope), scope, offset=(page - 1) * PAGE_SIZE, limit=PAGE_SIZE
@@ -78,10 +77,6 @@ async def scope_page(request: web.Request) -> web.Response:
         pages=pages,
         changeable=change_refused(person, scope, console.settings.bot) is None,
     )
-
-
-def _page_number(request: web.Request) -> int:
-    return page_number(request.query.get("page", "1"), MAX_PAGE)
 
 
 async def _note(request: web.Request, person: Person) -> Note:

@@ -66,3 +66,10 @@ class Refused(Exception):
 
 def not_found() -> Refused:
     return Refused(404, "Not found", "There is nothing here that you can see.")
+
+
+def page_number(text: str, most: int) -> int:
+    """A page's number from an address, or a 400 page saying what one is."""
+    if not (text.isascii() and text.isdigit() and len(text) <= 7 and 1 <= int(text) <= most):
+        raise Refused(400, "No such page", f"A page is a number from 1 to {most}.")
+    return int(text)

@@ -15,7 +15,7 @@ from bot.daemon.app import Bot
 from memory import Scope
 from tests.fakes.adapter import ButtonsAdapter
 from tests.fakes.ollama import FakeOllama
-from tests.support.harness import make_settings
+from tests.support.replica_pair import two_replicas
 
 CHANNEL = Scope.parse("channel:test/C1")
 
@@ -24,22 +24,8 @@ CHANNEL = Scope.parse("channel:test/C1")
 async def two(
     tmp_path: Path, fake_ollama: FakeOllama, pg_url: str
 ) -> AsyncIterator[tuple[Bot, Bot]]:
-    bots = []
-    for name in ("a", "b"):
-        settings = make_settings(
-            tmp_path / name / "bot.db", fake_ollama.url, database={"url": pg_url}
-        )
-        bots.append(Bot(settings, [ButtonsAdapter()]))
-    first, second = (bot.adapters["test"] for bot in bots)
-    assert isinstance(first, ButtonsAdapter) and isinstance(second, ButtonsAdapter)
-    second.sent = first.sent  # one platform: either replica edits what the other posted
-    for bot in bots:
-        await bot.start()
-    try:
-        yield bots[0], bots[1]
-    finally:
-        for bot in bots:
-            await bot.stop()
+    async with two_replicas(tmp_path, fake_ollama, pg_url) as bots:
+        yield bots
 
 
 def adapter(bot: Bot) -> ButtonsAdapter:

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.daemon.app import Bot
 from memory import Scope
-from tests.fakes.adapter import ButtonsAdapter
 from tests.fakes.ollama import FakeOllama
 from tests.support.console import Browser, ConsoleHarness
-from tests.support.harness import Harness, make_settings
+from tests.support.harness import Harness
+from tests.support.replica_pair import two_replicas
 
 CHANNEL = Scope.parse("channel:test/C1")
 
@@ -23,32 +22,19 @@ CHANNEL = Scope.parse("channel:test/C1")
 async def two(
     tmp_path: Path, fake_ollama: FakeOllama, pg_url: str
 ) -> AsyncIterator[tuple[ConsoleHarness, ConsoleHarness]]:
-    bots = []
-    for name in ("a", "b"):
-        settings = make_settings(
-            tmp_path / name / "bot.db",
-            fake_ollama.url,
-            database={"url": pg_url},
-            console={"enabled": True, "listen": "127.0.0.1:0"},
-        )
-        bots.append(Bot(settings, [ButtonsAdapter()]))
-    first, second = (bot.adapters["test"] for bot in bots)
-    assert isinstance(first, ButtonsAdapter) and isinstance(second, ButtonsAdapter)
-    second.sent = first.sent  # one platform: either replica edits what the other posted
-    for bot in bots:
-        await bot.start()
-    consoles = []
-    for bot, adapter in zip(bots, (first, second), strict=True):
-        assert bot.console is not None
-        harness = Harness(bot, adapter, fake_ollama, None)  # type: ignore[arg-type]
-        consoles.append(ConsoleHarness(harness, f"http://127.0.0.1:{bot.console.port}"))
-    try:
-        yield consoles[0], consoles[1]
-    finally:
-        for console in consoles:
-            await console.close()
+    console = {"enabled": True, "listen": "127.0.0.1:0"}
+    async with two_replicas(tmp_path, fake_ollama, pg_url, console=console) as bots:
+        consoles = []
         for bot in bots:
-            await bot.stop()
+            assert bot.console is not None
+            adapter = bot.adapters["test"]
+            harness = Harness(bot, adapter, fake_ollama, None)  # type: ignore[arg-type]
+            consoles.append(ConsoleHarness(harness, f"http://127.0.0.1:{bot.console.port}"))
+        try:
+            yield consoles[0], consoles[1]
+        finally:
+            for one in consoles:
+                await one.close()
 
 
 async def test_a_card_posted_at_one_replica_is_decided_in_the_others_console(
